@@ -1,0 +1,199 @@
+"""The connector: one traced client for one node and one wire (EchoMQ.Connector).
+
+A ``wire=4`` connector runs scripts only and holds its node at ``echomq:4.0.0``.
+A ``wire=6`` connector requires ``echomq:6.0.0`` and the loaded ``trafikey``
+module; the job functions send it the native command wherever one exists.
+Every command is kept in a trace, written as a learner would type it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from . import keyspace, scripts
+from .errors import WireError
+
+TRACE_LIMIT = 500
+_SHOWN_ARG = 40  # longer arguments (payloads) are cut in the trace text
+
+
+def _arg_text(arg: object) -> str:
+    s = arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
+    if len(s) > _SHOWN_ARG:
+        s = s[: _SHOWN_ARG - 1] + "…"
+    if s == "" or any(c.isspace() for c in s) or '"' in s:
+        return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return s
+
+
+def _reply_text(reply: object) -> str:
+    if isinstance(reply, (list, tuple)):
+        return "[" + ", ".join(_reply_text(r) for r in reply) + "]"
+    if isinstance(reply, Exception):
+        return f"(error) {reply}"
+    if isinstance(reply, str):
+        return repr(reply if len(reply) <= _SHOWN_ARG else reply[: _SHOWN_ARG - 1] + "…")
+    return repr(reply)
+
+
+@dataclass
+class TraceEntry:
+    """One command sent and what came back. ``script`` is ``@claim2`` for an EVALSHA."""
+
+    args: list[Any]
+    reply: Any = None
+    script: str | None = None
+    error: bool = False
+
+    @property
+    def line(self) -> str:
+        """The command as typed: ``EVALSHA <sha> 3 emq:{q}:pending … 30000``."""
+        words = (
+            ["EVALSHA", "<sha>"] + [_arg_text(a) for a in self.args[2:]]
+            if self.script
+            else [_arg_text(a) for a in self.args]
+        )
+        return " ".join(words)
+
+    @property
+    def reply_text(self) -> str:
+        return _reply_text(self.reply)
+
+    def __str__(self) -> str:
+        who = f"  # {self.script}" if self.script else ""
+        return f"{self.line}{who}\n  → {self.reply_text}"
+
+
+@dataclass
+class Connector:
+    """A client bound to one node, one wire (4 or 6) and one trace."""
+
+    client: redis.Redis
+    wire: int = 4
+    trace: deque[TraceEntry] = field(default_factory=lambda: deque(maxlen=TRACE_LIMIT))
+    #: how to reach the node again (redis-py keyword arguments), for ``fork`` and other processes
+    address: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.wire not in (4, 6):
+            raise WireError(f"wire must be 4 or 6, got {self.wire!r}")
+        self._loaded: set[str] = set()
+        self._check_brand()
+
+    # -- the brand -----------------------------------------------------------------
+    def _check_brand(self) -> None:
+        want = keyspace.BRAND_WIRE4 if self.wire == 4 else keyspace.BRAND_WIRE6
+        if self.wire == 4:
+            # hold the node at wire 4: brand it if nobody has
+            self.client.set(keyspace.VERSION_KEY, want, nx=True)
+        brand = self.client.get(keyspace.VERSION_KEY)
+        if brand != want:
+            raise WireError(
+                f"EMQWIRE node is branded {brand!r} but a wire={self.wire} connector needs {want!r}"
+                + ("" if brand else " (a native node is branded when it starts)")
+            )
+        if self.wire == 6 and not self.module_loaded():
+            raise WireError("EMQWIRE a wire=6 connector needs the trafikey module loaded on the node")
+
+    def module_loaded(self) -> bool:
+        """True when the node has loaded the ``trafikey`` module."""
+        mods = self.client.execute_command("MODULE", "LIST")
+        return any(_module_name(m) == "trafikey" for m in mods)
+
+    @property
+    def native(self) -> bool:
+        """True when this connector sends EMQ.* commands where a twin exists."""
+        return self.wire == 6
+
+    # -- sending ----------------------------------------------------------------------
+    def call(self, *args: Any) -> Any:
+        """Send one plain command and trace it."""
+        entry = TraceEntry(list(args))
+        return self._send(entry, lambda: self.client.execute_command(*args))
+
+    def eval(self, script: str | scripts.Script, keys: Sequence[str], argv: Iterable[Any]) -> Any:
+        """Run a transition script by EVALSHA, loading it once; NOSCRIPT reloads and retries once."""
+        sc = scripts.load(script) if isinstance(script, str) else script
+        argv = list(argv)
+        if sc.sha not in self._loaded:
+            self.client.script_load(sc.source)
+            self._loaded.add(sc.sha)
+        args = ["EVALSHA", sc.sha, len(keys), *keys, *argv]
+        entry = TraceEntry(args, script=sc.name)
+
+        def run() -> Any:
+            try:
+                return self.client.execute_command(*args)
+            except redis.exceptions.NoScriptError:
+                # the node lost its script cache (SCRIPT FLUSH, a restart): load again, once
+                self.client.script_load(sc.source)
+                return self.client.execute_command(*args)
+
+        return self._send(entry, run)
+
+    def _send(self, entry: TraceEntry, fn: Any) -> Any:
+        self.trace.append(entry)
+        try:
+            entry.reply = fn()
+        except redis.exceptions.ResponseError as exc:
+            entry.reply, entry.error = exc, True
+            raise
+        return entry.reply
+
+    # -- the trace ----------------------------------------------------------------------
+    def last(self, n: int = 1) -> list[TraceEntry]:
+        """The last ``n`` entries of the trace, oldest first."""
+        return list(self.trace)[-n:]
+
+    def show_trace(self, n: int = 10) -> str:
+        """The last ``n`` commands and replies, as text."""
+        return "\n".join(str(e) for e in self.last(n))
+
+    def clear_trace(self) -> None:
+        self.trace.clear()
+
+    def fork(self) -> Connector:
+        """A new connector on the same node (its own client and trace), e.g. for another process."""
+        return connect(self.address, wire=self.wire)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _module_name(entry: Any) -> str:
+    if isinstance(entry, dict):
+        return str(entry.get("name", ""))
+    if isinstance(entry, (list, tuple)):
+        pairs = dict(zip(entry[::2], entry[1::2]))
+        return str(pairs.get("name", ""))
+    return ""
+
+
+def make_client(address: dict[str, Any]) -> redis.Redis:
+    """A redis-py client that answers strings and never retries silently.
+
+    ``address`` holds ``host``/``port`` or ``unix_socket_path``, and ``password``
+    (and ``username`` for a classroom's ACL user).
+    """
+    return redis.Redis(**address, decode_responses=True, retry=Retry(NoBackoff(), 0))
+
+
+def connect(address: dict[str, Any], wire: int = 4) -> Connector:
+    """A fresh connector (its own client and trace) on the node at ``address``."""
+    return Connector(make_client(address), wire=wire, address=dict(address))
+
+
+def address_from_url(url: str) -> dict[str, Any]:
+    """redis-py keyword arguments for a ``redis://[user:pw@]host:port[/db]`` or ``unix://`` URL."""
+    kw = redis.connection.parse_url(url)
+    kw.pop("connection_class", None)
+    if "path" in kw:
+        kw["unix_socket_path"] = kw.pop("path")
+    return kw

@@ -1,0 +1,299 @@
+"""Consumers: the client processes that drive the lifecycle (EchoMQ.Consumer, Pool, Metronome).
+
+Nothing in the queue moves on its own: a lapsed lease stays in active and a
+due retry stays on the schedule until a client calls reap or promote. A
+standalone ``Consumer`` does that on every beat; in a ``Pool`` one
+``Metronome`` per queue does it for all the pool's consumers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from . import jobs, stalled
+from .connector import Connector
+from .jobs import Claimed, positive_int
+from .keyspace import check_queue
+
+RECOVERY_LEGS = ("reap", "stalled", None)
+
+
+class Error(NamedTuple):
+    """What a handler returns for ``{:error, reason}``: the job is retried with ``reason``."""
+
+    reason: str
+
+
+Handler = Callable[[Claimed], "str | bytes | Error | None"]
+
+
+@dataclass
+class Beat:
+    """What one beat did, leg by leg."""
+
+    promoted: list[str] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)
+    buried: list[str] = field(default_factory=list)
+    claimed: Claimed | None = None
+    outcome: str | None = None  # "ok", "scheduled", "dead" or "stale"
+    detail: str = ""
+
+    @property
+    def idle(self) -> bool:
+        return self.claimed is None
+
+
+@dataclass
+class RunReport:
+    """What a bounded ``run()`` did."""
+
+    beats: int = 0
+    settled: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    stopped_by: str = ""
+
+
+def _recover(conn: Connector, queue: str, leg: str | None, max_stalled: int) -> tuple[list[str], list[str]]:
+    if leg == "reap":
+        return jobs.reap(conn, queue), []
+    if leg == "stalled":
+        report = stalled.check(conn, queue, max_stalled)
+        return report.requeued, report.dead
+    return [], []
+
+
+class Consumer:
+    """A standalone consumer of one queue (EchoMQ.Consumer).
+
+    Each ``beat()`` runs promote, the recovery leg (``"reap"`` by default, or
+    ``"stalled"``, or ``None`` inside a pool), one claim, the handler, and the
+    settle: complete on a value, retry on an exception or an ``Error``.
+    """
+
+    def __init__(
+        self,
+        conn: Connector,
+        queue: str,
+        handler: Handler,
+        *,
+        lease_ms: int = 30_000,
+        retry_delay_ms: int = jobs.DEFAULT_RETRY_DELAY_MS,
+        max_attempts: int = jobs.DEFAULT_MAX_ATTEMPTS,
+        recovery: str | None = "reap",
+        max_stalled: int = stalled.DEFAULT_MAX_STALLED,
+        record: bool = False,
+        promote: bool = True,
+        idle_sleep_ms: int = 20,
+    ) -> None:
+        check_queue(queue)
+        positive_int("lease_ms", lease_ms)
+        positive_int("retry_delay_ms", retry_delay_ms)
+        positive_int("max_attempts", max_attempts)
+        if recovery not in RECOVERY_LEGS:
+            raise jobs.BadInput(f"recovery must be 'reap', 'stalled' or None, got {recovery!r}")
+        if not callable(handler):
+            raise jobs.BadInput("handler must be callable: it takes a Claimed and returns a result or Error")
+        self.conn, self.queue, self.handler = conn, queue, handler
+        self.lease_ms, self.retry_delay_ms, self.max_attempts = lease_ms, retry_delay_ms, max_attempts
+        self.recovery, self.max_stalled, self.record = recovery, max_stalled, record
+        self.promote, self.idle_sleep_ms = promote, idle_sleep_ms
+        self._stop = threading.Event()
+
+    def beat(self) -> Beat:
+        """One beat: promote, recover, claim, handle, settle. Every leg is one real call."""
+        b = Beat()
+        if self.promote:
+            b.promoted = jobs.promote(self.conn, self.queue)
+        b.recovered, b.buried = _recover(self.conn, self.queue, self.recovery, self.max_stalled)
+        b.claimed = jobs.claim(self.conn, self.queue, self.lease_ms)
+        if b.claimed is None:
+            return b
+        job = b.claimed
+        try:
+            result = self.handler(job)
+        except Exception as exc:  # noqa: BLE001 - a handler's crash is an {:error, reason}
+            result = Error(f"{type(exc).__name__}: {exc}")
+        if isinstance(result, Error):
+            b.outcome = jobs.retry(
+                self.conn,
+                self.queue,
+                job.id,
+                job.attempts,
+                result.reason,
+                self.retry_delay_ms,
+                self.max_attempts,
+                record=self.record,
+            )
+            b.detail = result.reason
+        else:
+            value = "" if result is None else result
+            if not isinstance(value, (str, bytes)):
+                value = str(value)
+            b.outcome = jobs.complete(self.conn, self.queue, job.id, job.attempts, value, record=self.record)
+        return b
+
+    def run(self, max_jobs: int | None = None, timeout: float = 10.0, until_idle: bool = False) -> RunReport:
+        """Beat until ``max_jobs`` settled, ``timeout`` seconds passed, ``stop()``, or (``until_idle``) nothing left."""
+        if timeout is None or timeout <= 0:
+            raise jobs.BadInput("run() needs a positive timeout in seconds: every loop here is bounded")
+        report = RunReport()
+        start = time.monotonic()
+        while True:
+            if self._stop.is_set():
+                report.stopped_by = "stop()"
+                break
+            if max_jobs is not None and report.settled >= max_jobs:
+                report.stopped_by = "max_jobs"
+                break
+            if time.monotonic() - start >= timeout:
+                report.stopped_by = "timeout"
+                break
+            b = self.beat()
+            report.beats += 1
+            if b.outcome is not None:
+                report.settled += 1
+                report.outcomes[b.outcome] = report.outcomes.get(b.outcome, 0) + 1
+            elif until_idle and not b.promoted and not b.recovered and self._nothing_left():
+                report.stopped_by = "idle"
+                break
+            else:
+                time.sleep(self.idle_sleep_ms / 1000)
+        report.seconds = time.monotonic() - start
+        return report
+
+    def _nothing_left(self) -> bool:
+        c = self.conn.client
+        q = self.queue
+        return sum(c.zcard(f"emq:{{{q}}}:{s}") for s in ("pending", "active", "schedule")) == 0
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+class Metronome:
+    """One per queue in a pool: calls promote and the recovery leg on a fixed tick (EchoMQ.Metronome)."""
+
+    def __init__(
+        self,
+        conn: Connector,
+        queue: str,
+        interval_ms: int = 100,
+        recovery: str | None = "reap",
+        max_stalled: int = stalled.DEFAULT_MAX_STALLED,
+    ) -> None:
+        check_queue(queue)
+        positive_int("interval_ms", interval_ms)
+        self.conn, self.queue, self.interval_ms = conn, queue, interval_ms
+        self.recovery, self.max_stalled = recovery, max_stalled
+        self.ticks = 0
+        self.promoted = 0
+        self.recovered = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def tick(self) -> tuple[list[str], list[str]]:
+        """One tick: promote, then recover. Answers (promoted, recovered)."""
+        promoted = jobs.promote(self.conn, self.queue)
+        recovered, _ = _recover(self.conn, self.queue, self.recovery, self.max_stalled)
+        self.ticks += 1
+        self.promoted += len(promoted)
+        self.recovered += len(recovered)
+        return promoted, recovered
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name=f"metronome-{self.queue}", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_ms / 1000):
+            self.tick()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+class Pool:
+    """Several consumers of one queue on threads, with one Metronome for recovery (EchoMQ.Pool)."""
+
+    def __init__(
+        self,
+        conn: Connector,
+        queue: str,
+        handler: Handler,
+        size: int = 4,
+        *,
+        metronome_ms: int = 100,
+        recovery: str | None = "reap",
+        **consumer_opts: object,
+    ) -> None:
+        positive_int("size", size)
+        self.queue = queue
+        # each consumer gets its own connector: its own socket and trace
+        self.consumers = [
+            Consumer(conn.fork(), queue, handler, recovery=None, promote=False, **consumer_opts)  # type: ignore[arg-type]
+            for _ in range(size)
+        ]
+        self.metronome = Metronome(conn.fork(), queue, metronome_ms, recovery)
+
+    def run(self, max_jobs: int | None = None, timeout: float = 10.0, until_idle: bool = False) -> RunReport:
+        """Run every consumer on its own thread until the bound is met; answers the combined report."""
+        reports: list[RunReport] = []
+        lock = threading.Lock()
+        settled = [0]
+
+        def work(c: Consumer) -> None:
+            r = c.run(max_jobs=None, timeout=timeout, until_idle=until_idle) if max_jobs is None else _bounded(c)
+            with lock:
+                reports.append(r)
+
+        def _bounded(c: Consumer) -> RunReport:
+            # the pool shares one max_jobs budget: each consumer stops once the pool has met it
+            r = RunReport()
+            start = time.monotonic()
+            while time.monotonic() - start < timeout:
+                with lock:
+                    if settled[0] >= max_jobs:  # type: ignore[operator]
+                        r.stopped_by = "max_jobs"
+                        break
+                b = c.beat()
+                r.beats += 1
+                if b.outcome is not None:
+                    with lock:
+                        settled[0] += 1
+                    r.settled += 1
+                    r.outcomes[b.outcome] = r.outcomes.get(b.outcome, 0) + 1
+                else:
+                    time.sleep(c.idle_sleep_ms / 1000)
+            else:
+                r.stopped_by = "timeout"
+            r.seconds = time.monotonic() - start
+            return r
+
+        start = time.monotonic()
+        self.metronome.start()
+        threads = [threading.Thread(target=work, args=(c,), daemon=True) for c in self.consumers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout + 5)
+        self.metronome.stop()
+        total = RunReport(seconds=time.monotonic() - start)
+        for r in reports:
+            total.beats += r.beats
+            total.settled += r.settled
+            for k, v in r.outcomes.items():
+                total.outcomes[k] = total.outcomes.get(k, 0) + v
+        total.stopped_by = ",".join(sorted({r.stopped_by for r in reports}))
+        return total
+
+    def close(self) -> None:
+        for c in self.consumers:
+            c.conn.close()
+        self.metronome.conn.close()

@@ -1,0 +1,62 @@
+"""The keyspace: every key of queue ``q`` shares the hashtag ``{q}`` (EchoMQ.Keyspace).
+
+One queue lives in one cluster slot; the base is ``emq:{q}:``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .errors import BadInput
+
+#: The node's wire brand lives outside every queue's slot.
+VERSION_KEY = "{emq}:version"
+BRAND_WIRE4 = "echomq:4.0.0"
+BRAND_WIRE6 = "echomq:6.0.0"
+
+#: The four sorted sets of the state machine, in the order the course names them.
+SETS = ("pending", "active", "schedule", "dead")
+
+MAX_QUEUE_BYTES = 200
+_FORBIDDEN = re.compile(r"[{}:\s]")
+
+
+def check_queue(queue: object) -> str:
+    """Refuse a queue name that would break the hashtag or the key layout."""
+    if not isinstance(queue, str):
+        raise BadInput(f"queue name must be a str, got {type(queue).__name__}")
+    if queue == "":
+        raise BadInput("queue name is empty")
+    size = len(queue.encode("utf-8"))
+    if size > MAX_QUEUE_BYTES:
+        raise BadInput(f"queue name is {size} bytes; at most {MAX_QUEUE_BYTES} are allowed")
+    bad = _FORBIDDEN.search(queue)
+    if bad:
+        raise BadInput(
+            f"queue name {queue!r} holds {bad.group()!r}: braces, colons and whitespace "
+            "would break the {q} hashtag or the key layout"
+        )
+    return queue
+
+
+def base(queue: str) -> str:
+    """``emq:{q}:`` — the root every key of the queue starts with (Keyspace.queue_key(q, ""))."""
+    return f"emq:{{{check_queue(queue)}}}:"
+
+
+def queue_key(queue: str, suffix: str) -> str:
+    """``emq:{q}:<suffix>`` — the counterpart of EchoMQ.Keyspace.queue_key/2."""
+    return base(queue) + suffix
+
+
+def job_key(queue: str, job_id: str, suffix: str = "") -> str:
+    """``emq:{q}:job:<id>`` and, with a suffix, its flow keys (``:dependencies`` …)."""
+    return queue_key(queue, f"job:{job_id}") + (f":{suffix}" if suffix else "")
+
+
+def queue_of(key: str) -> str:
+    """The queue name inside a key's hashtag."""
+    start, end = key.find("{"), key.find("}")
+    if start < 0 or end < start:
+        raise BadInput(f"key {key!r} has no {{q}} hashtag")
+    return key[start + 1 : end]

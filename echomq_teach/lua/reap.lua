@@ -1,0 +1,17 @@
+-- @reap: return up to 100 lapsed leases to pending, on the server clock (EchoMQ.Jobs.reap/2)
+-- KEYS: [1] active, [2] pending, [3] the base emq:{q}:
+-- ARGV: none
+-- reply: the ids reaped, earliest deadline first; attempts stay as they are, so the next claim moves the token
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+-- a lease is lapsed once the clock has passed its deadline (the active score)
+local lapsed = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now, 'LIMIT', 0, 100)
+for _, id in ipairs(lapsed) do
+  redis.call('ZREM', KEYS[1], id)
+  local jk = KEYS[3] .. 'job:' .. id
+  if redis.call('EXISTS', jk) == 1 then
+    redis.call('ZADD', KEYS[2], 0, id)
+    redis.call('HSET', jk, 'state', 'pending')
+  end
+end
+return lapsed

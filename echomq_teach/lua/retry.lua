@@ -1,0 +1,43 @@
+-- @retry: answer a handler's error, fenced by the token: park it, or bury it at the cap (EchoMQ.Jobs.retry/7)
+-- KEYS: [1] active, [2] schedule, [3] dead, [4] the row; a flow child adds [5] parent's :dependencies, [6] its :unsuccessful, [7] the parent row
+-- ARGV: [1] id, [2] token, [3] delay_ms, [4] max_attempts, [5] reason, [6] the base p, [7] parent id ('' if none), [8] record ('1' adds to stream:completions)
+-- reply: 'scheduled' or 'dead', or 0 when stale (token moved on, or the row is no longer active): nothing written
+local p = ARGV[6]
+local row = redis.call('HMGET', KEYS[4], 'attempts', 'state')
+if row[1] ~= ARGV[2] or row[2] ~= 'active' then return 0 end
+local was_active = redis.call('ZREM', KEYS[1], ARGV[1])
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+-- below the cap: the schedule set is a visibility fence, not a second queue
+if tonumber(row[1]) < tonumber(ARGV[4]) then
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
+  redis.call('HSET', KEYS[4], 'state', 'scheduled', 'last_error', ARGV[5])
+  return 'scheduled'
+end
+-- at the cap the claim count equals max attempts: the job goes to the morgue
+redis.call('ZADD', KEYS[3], now, ARGV[1])
+redis.call('HSET', KEYS[4], 'state', 'dead', 'last_error', ARGV[5])
+if ARGV[8] == '1' then
+  redis.call('XADD', p .. 'stream:completions', '*', 'id', ARGV[1], 'outcome', 'dead',
+    'attempts', ARGV[2], 'error', ARGV[5])
+end
+-- a dying flow child: its parent_policy (D-4) is read only now, once, inside the once-only branch
+if KEYS[5] and was_active == 1 then
+  local policy = redis.call('HGET', KEYS[4], 'parent_policy') or 'fail'
+  if policy == 'fail' then
+    if redis.call('HGET', KEYS[7], 'state') == 'awaiting_children' then
+      redis.call('ZADD', KEYS[3], now, ARGV[7])
+      redis.call('HSET', KEYS[7], 'state', 'dead', 'last_error', 'child ' .. ARGV[1] .. ' failed: ' .. ARGV[5])
+    end
+  elseif policy == 'ignore' or policy == 'remove' then
+    if policy == 'ignore' then redis.call('HSET', KEYS[6], ARGV[1], ARGV[5]) end
+    -- counted as done: the same release the fan-in in @complete makes
+    local left = redis.call('DECR', KEYS[5])
+    if left <= 0 and redis.call('HGET', KEYS[7], 'state') == 'awaiting_children' then
+      redis.call('ZADD', p .. 'pending', 0, ARGV[7])
+      redis.call('HSET', KEYS[7], 'state', 'pending')
+    end
+  end
+  -- 'wait': nothing moves; the parent waits until the child is reprocessed and completes
+end
+return 'dead'

@@ -1,0 +1,56 @@
+"""The transition scripts, read from ``echomq_teach/lua/`` (the module attributes @claim2, …).
+
+Notebooks show these files; nothing here keeps a second copy of a body.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+
+@dataclass(frozen=True)
+class Script:
+    """One Lua transition: its course name (``@claim2``), source and SHA1."""
+
+    name: str
+    source: str
+
+    @property
+    def sha(self) -> str:
+        return hashlib.sha1(self.source.encode("utf-8")).hexdigest()
+
+    @property
+    def header(self) -> list[str]:
+        """The opening comment lines: what it does, KEYS, ARGV, reply."""
+        lines = [ln for ln in self.source.splitlines() if not ln.startswith("#!")]
+        return [ln for ln in lines[:4] if ln.startswith("--")]
+
+    @property
+    def body(self) -> str:
+        """The source after the four-line header (what the course page shows)."""
+        lines = [ln for ln in self.source.splitlines() if not ln.startswith("#!")]
+        return "\n".join(lines[4:]) + "\n"
+
+
+@cache
+def load(name: str) -> Script:
+    """The script ``name`` (``"claim2"`` or ``"@claim2"``) from the package's lua folder."""
+    name = name.lstrip("@")
+    path = resources.files("echomq_teach").joinpath("lua", f"{name}.lua")
+    if not path.is_file():
+        raise KeyError(f"no script @{name} in echomq_teach/lua/")
+    return Script(name=f"@{name}", source=path.read_text(encoding="utf-8"))
+
+
+def names() -> list[str]:
+    """Every script's bare name, sorted."""
+    folder = resources.files("echomq_teach").joinpath("lua")
+    return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".lua"))
+
+
+def show(name: str) -> str:
+    """The whole file as it is on disk, for a notebook to print."""
+    return load(name).source

@@ -1,0 +1,37 @@
+"""The counted stall sweep (EchoMQ.Stalled).
+
+Unlike ``reap``, each lapsed lease counts against the job: past ``max_stalled``
+stalls it is buried with ``last_error`` "stalled". On a wire 6 connector it runs
+as ``EMQ.STALLED.CHECK``, which exempts a lease taken before a server restart.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .connector import Connector
+from .jobs import positive_int
+from .keyspace import check_queue, queue_key
+
+DEFAULT_MAX_STALLED = 1
+
+
+class StallReport(NamedTuple):
+    """What one sweep did: the ids it returned to pending and the ids it buried."""
+
+    requeued: list[str]
+    dead: list[str]
+
+
+def check(conn: Connector, queue: str, max_stalled: int = DEFAULT_MAX_STALLED) -> StallReport:
+    """EchoMQ.Stalled.check/3 → ``@stalled_check`` (or ``EMQ.STALLED.CHECK``)."""
+    check_queue(queue)
+    positive_int("max_stalled", max_stalled)
+    keys = [queue_key(queue, s) for s in ("active", "pending", "dead")] + [queue_key(queue, "")]
+    argv = [str(max_stalled)]
+    if conn.native:
+        reply = conn.call("EMQ.STALLED.CHECK", len(keys), *keys, *argv)
+    else:
+        reply = conn.eval("stalled_check", keys, argv)
+    requeued, dead = reply
+    return StallReport(list(requeued), list(dead))

@@ -1,0 +1,1 @@
+"""echomq_widgets — the course widgets (lifecycle stepper, flow composer, set view, counter plot)."""
