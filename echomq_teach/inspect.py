@@ -72,6 +72,33 @@ class Snapshot:
             out.update(self.sets[s])
         return out
 
+    def render(self, rows: bool = True) -> str:
+        """The four sets and the rows as text; scores that are times read relative to server now."""
+        out = [f"queue {self.queue}" + ("  (paused)" if self.paused else "")]
+        for name in SETS:
+            members = self.sets[name]
+            if not members:
+                out.append(f"  {name:<8} —")
+                continue
+            parts = []
+            for job_id, score in members.items():
+                if name == "pending":
+                    parts.append(f"{job_id} @0")
+                else:
+                    label = {"active": "deadline", "schedule": "runs", "dead": "died"}[name]
+                    parts.append(f"{job_id} {label} {_rel(score - self.now_ms)}")
+            out.append(f"  {name:<8} " + ", ".join(parts))
+        if rows:
+            for job_id in sorted(self.rows):
+                fields = " ".join(f"{k}={_short(v)}" for k, v in sorted(self.rows[job_id].items()))
+                out.append(f"  row {job_id}: {fields}")
+            for key, value in sorted(self.counters.items()):
+                out.append(f"  {key} = {value}")
+            for key, value in sorted(self.flow_hashes.items()):
+                out.append(f"  {key}: {value}")
+        out.append(f"  metrics:completed count={self.completed}")
+        return "\n".join(out)
+
     def state_only(self) -> dict[str, Any]:
         """Everything but the clock: for "nothing was written" comparisons."""
         return {
@@ -83,6 +110,15 @@ class Snapshot:
             "stream_len": self.stream_len,
             "flow_hashes": self.flow_hashes,
         }
+
+
+def _rel(ms: int) -> str:
+    """A time relative to now, in seconds: "in 30.0 s" or "1.2 s ago"."""
+    return f"in {ms / 1000:.1f} s" if ms >= 0 else f"{-ms / 1000:.1f} s ago"
+
+
+def _short(value: str, width: int = 40) -> str:
+    return value if len(value) <= width else value[: width - 1] + "…"
 
 
 def _pairs(flat: list[Any]) -> list[tuple[Any, Any]]:

@@ -1,0 +1,234 @@
+"""Exercise checks for the course notebooks.
+
+Each exercise hands the learner's function a fresh queue on their own node,
+then reads the real node and says, in plain words, what is right or wrong.
+A check never crashes the notebook: an exception inside the learner's code is
+reported as a finding too. Reference solutions live in ``notebooks/solutions/``.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import ids, inspect, jobs
+from .connector import Connector
+
+
+@dataclass
+class Verdict:
+    """The outcome of one check: solved or not, and why."""
+
+    exercise: str
+    ok: bool
+    findings: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        head = f"✓ {self.exercise}: solved." if self.ok else f"✗ {self.exercise}: not yet."
+        return "\n".join([head] + [f"  • {f}" for f in self.findings])
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+class _Findings:
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def expect(self, cond: bool, message: str) -> bool:
+        if not cond:
+            self.items.append(message)
+        return cond
+
+
+@dataclass
+class Exercise:
+    key: str
+    title: str
+    # setup(conn, queue) prepares the queue and answers extra arguments for the learner's function
+    setup: Callable[[Connector, str], tuple[Any, ...]]
+    verify: Callable[[Connector, str, Any, tuple[Any, ...], _Findings], None]
+    hint: str
+
+
+_REGISTRY: dict[str, Exercise] = {}
+
+
+def exercise(key: str, title: str, hint: str) -> Callable[..., Any]:
+    """Register a verify function; its ``setup`` is given as an attribute by ``@…setup``."""
+
+    def wrap(verify: Callable[..., None]) -> Callable[..., None]:
+        _REGISTRY[key] = Exercise(key, title, lambda c, q: (), verify, hint)
+        return verify
+
+    return wrap
+
+
+def setup_for(key: str) -> Callable[..., Any]:
+    def wrap(fn: Callable[[Connector, str], tuple[Any, ...]]) -> Callable[..., Any]:
+        _REGISTRY[key].setup = fn
+        return fn
+
+    return wrap
+
+
+def fresh_queue(key: str) -> str:
+    """A queue name nobody has used: exercise runs never see each other's jobs."""
+    return f"ex{key.replace('.', '-')}-{ids.mint()[3:]}"
+
+
+def check(key: str, solution: Callable[..., Any], conn: Connector, *others: Connector) -> Verdict:
+    """Run ``solution(conn, queue, *setup_args)`` on a fresh queue and check the node."""
+    ex = _REGISTRY[key]
+    queue = fresh_queue(key)
+    conns = (conn, *others)
+    args = ex.setup(conns if others else conn, queue)
+    f = _Findings()
+    try:
+        result = solution(*conns, queue, *args)
+    except NotImplementedError:
+        return Verdict(f"{key} {ex.title}", False, ["your function still raises NotImplementedError.", ex.hint])
+    except Exception as exc:  # noqa: BLE001 - the learner's bug is a finding, not a crash
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return Verdict(
+            f"{key} {ex.title}",
+            False,
+            [f"your function raised {type(exc).__name__}: {exc} (line {where.lineno}).", ex.hint],
+        )
+    ex.verify(conns if others else conn, queue, result, args, f)
+    if f.items:
+        f.items.append(ex.hint)
+    return Verdict(f"{key} {ex.title}", not f.items, f.items)
+
+
+def titles() -> dict[str, str]:
+    return {k: e.title for k, e in sorted(_REGISTRY.items())}
+
+
+# -- 01 · the lifecycle ------------------------------------------------------------------------
+@exercise("01.1", "Fill the queue", "Hint: call jobs.enqueue(conn, queue, payload) once for each payload, in order.")
+def _v011(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+    s = inspect.snapshot(conn, queue)
+    if not f.expect(len(s.pending) == 3, f"pending should hold 3 ids; it holds {len(s.pending)}."):
+        return
+    payloads = [s.rows.get(i, {}).get("payload") for i in s.pending]
+    f.expect(payloads == ["a", "b", "c"], f"in id order the payloads should be a, b, c; they are {payloads}.")
+    states = {s.rows[i].get("state") for i in s.pending if i in s.rows}
+    f.expect(states == {"pending"}, f"every row's state should be pending; saw {sorted(states)}.")
+
+
+@exercise(
+    "01.2",
+    "Walk the happy path",
+    "Hint: claim = jobs.claim(conn, queue, 30_000), then jobs.complete(conn, queue, claim.id, claim.attempts).",
+)
+def _v012(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+    (job_id,) = args
+    s = inspect.snapshot(conn, queue)
+    f.expect(not s.where(job_id), f"{job_id} should have left every set; it is in {s.where(job_id)}.")
+    f.expect(job_id not in s.rows, f"a completed row is deleted, but {job_id}'s row is still there.")
+    f.expect(s.completed == 1, f"metrics:completed count should be 1; it is {s.completed}.")
+
+
+@setup_for("01.2")
+def _s012(conn: Connector, queue: str) -> tuple[Any, ...]:
+    return (jobs.enqueue(conn, queue, "the job to finish"),)
+
+
+# -- 02 · claim and lease ------------------------------------------------------------------------
+@exercise("02.1", "A five-second lease", "Hint: return jobs.claim(conn, queue, 5_000).")
+def _v021(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+    (job_id,) = args
+    s = inspect.snapshot(conn, queue)
+    if not f.expect(job_id in s.sets["active"], f"{job_id} should be in active; it is in {s.where(job_id)}."):
+        return
+    left = s.relative("active", job_id)
+    f.expect(0 < left <= 5_000, f"the active score should be server now + 5000 ms; it is now {left:+d} ms.")
+    f.expect(
+        isinstance(result, jobs.Claimed) and result.attempts == 1,
+        f"return the Claimed that jobs.claim answered; got {result!r}.",
+    )
+
+
+@setup_for("02.1")
+def _s021(conn: Connector, queue: str) -> tuple[Any, ...]:
+    return (jobs.enqueue(conn, queue, "lease me"),)
+
+
+@exercise(
+    "02.2", "Claim from a paused queue", "Hint: jobs.pause(conn, queue), then return jobs.claim(conn, queue, 30_000)."
+)
+def _v022(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+    (job_id,) = args
+    s = inspect.snapshot(conn, queue)
+    f.expect(s.paused, "the queue should be paused (emq:{q}:paused present).")
+    f.expect(result is None, f"a paused queue's claim answers None (:empty); yours answered {result!r}.")
+    f.expect(s.pending == [job_id], f"pending should still hold {job_id}, untouched; it holds {s.pending}.")
+
+
+@setup_for("02.2")
+def _s022(conn: Connector, queue: str) -> tuple[Any, ...]:
+    return (jobs.enqueue(conn, queue, "wait for resume"),)
+
+
+@exercise(
+    "02.3",
+    "Feed the ghost guard",
+    "Hint: conn.call('ZADD', keyspace.queue_key(queue, 'pending'), 0, 'JOBghost'), then return the claim.",
+)
+def _v023(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+    s = inspect.snapshot(conn, queue)
+    f.expect(result is None, f"a ghost head answers None (:empty); the claim answered {result!r}.")
+    f.expect(not s.pending, f"the ghost should have been consumed by the pop; pending holds {s.pending}.")
+    f.expect(not s.rows, f"the guard mints no row; the queue has rows for {sorted(s.rows)}.")
+    sent = [e.line for e in conn.last(6)]
+    f.expect(any("ZADD" in ln for ln in sent), "add the ghost yourself with a plain ZADD on pending (no row).")
+
+
+# -- 03 · completion and recovery ------------------------------------------------------------------
+@exercise(
+    "03.1",
+    "Into the morgue",
+    "Hint: claim, retry with max_attempts=2 and a tiny delay_ms, promote once it is due, claim again, retry again.",
+)
+def _v031(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+    (job_id,) = args
+    s = inspect.snapshot(conn, queue)
+    where = s.where(job_id) or "no set"
+    if not f.expect(s.where(job_id) == ["dead"], f"{job_id} should be in dead; it is in {where}."):
+        return
+    r = s.rows[job_id]
+    f.expect(r.get("attempts") == "2", f"attempts should equal the cap, 2; it is {r.get('attempts')}.")
+    f.expect(bool(r.get("last_error")), "the dead row should carry a last_error.")
+
+
+@setup_for("03.1")
+def _s031(conn: Connector, queue: str) -> tuple[Any, ...]:
+    return (jobs.enqueue(conn, queue, "doomed"),)
+
+
+@exercise(
+    "03.2",
+    "Recover a crashed worker's job",
+    "Hint: wait past the 50 ms lease, jobs.reap(conn, queue), claim again, complete with the NEW attempts.",
+)
+def _v032(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+    job_id, old_token = args
+    s = inspect.snapshot(conn, queue)
+    f.expect(not s.where(job_id), f"{job_id} should be settled; it is still in {s.where(job_id)}.")
+    f.expect(s.completed == 1, f"metrics:completed should count 1; it counts {s.completed}.")
+    reaped = any(e.script == "@reap" and e.reply for e in conn.last(20))
+    f.expect(reaped, "the lapsed lease must come back through @reap (a client sweep), not by waiting.")
+
+
+@setup_for("03.2")
+def _s032(conn: Connector, queue: str) -> tuple[Any, ...]:
+    job_id = jobs.enqueue(conn, queue, "worker crashed on me")
+    claimed = jobs.claim(conn, queue, 50)
+    assert claimed is not None
+    return job_id, claimed.attempts

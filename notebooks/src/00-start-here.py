@@ -1,0 +1,166 @@
+# %% [markdown]
+# # The Queue · 00 — start here
+#
+# *The Queue* is a job queue you can take apart. It is a state machine over **four sorted sets** —
+# `pending`, `active`, `schedule`, `dead` — and **one row hash** per job, and every move between
+# them is a single atomic script on the server. In this course you drive that machine by hand.
+#
+# Nothing here is simulated. When a cell says *enqueue*, *claim* or *reap*, it sends the real Lua
+# script (or, in notebook 04, the real native command) to a real Valkey node that the kit started
+# for this kernel, and what you see printed is what the server answered.
+#
+# **Goals of this notebook**
+#
+# 1. Start your own node and check that it answers.
+# 2. Meet the *connector*, the traced line every call goes through.
+# 3. Know the map of the course, and where to get help.
+
+# %% [markdown]
+# ## How the course moves
+#
+# | notebook | what it teaches |
+# | --- | --- |
+# | `01-lifecycle` | the four sets and the row; every state and every transition |
+# | `02-claim-and-lease` | `claim/3` and `@claim2` line by line; the lease, the fencing token, the ghost guard, pause |
+# | `03-completion-and-recovery` | complete and its fence; the retry fork; reap; a consumer at work |
+# | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` |
+# | `05-flows` | a parent and its children; the counter that ticks to zero |
+# | `06-workshop` | the whole machine, end to end: trace a job, compose a flow |
+#
+# Each notebook opens with its goals and closes with a recap. In between: prose, real calls with
+# their traces, the scripts themselves (read from the kit's `lua/` folder, never retyped), a widget
+# to step through, and exercises. An exercise gives you a function to fill in and a **check** that
+# reads your node and says in plain words what is right or still wrong. Reference solutions live in
+# `notebooks/solutions/` — try first, peek after.
+#
+# The course page speaks Elixir (`EchoMQ.Jobs.claim/3`); the kit speaks Python
+# (`jobs.claim(conn, queue, lease_ms)`). Where the names differ, both are given.
+
+# %% [markdown]
+# ## Your node
+#
+# `start_node()` starts `valkey-server` as a child of this kernel: on a free port of `127.0.0.1`,
+# with a random password, and with no persistence. When the kernel stops, the node stops with it.
+# (In a classroom your instructor may set `ECHOMQ_URL`; then the same call finds the shared node.)
+
+# %%
+from echomq_teach import jobs, start_node
+
+node = start_node()
+print(node.__class__.__name__, "native" if node.native else "scripted")
+
+# %% [markdown]
+# Does it answer? A raw client (no trace) sends `PING` and asks the server who it is.
+
+# %%
+raw = node.client()
+assert raw.ping() is True
+info = raw.info("server")
+print("valkey", info["valkey_version"].split(".")[0] + ".x")
+assert info["valkey_version"].startswith("8."), "the course is built on Valkey 8"
+
+# %% [markdown]
+# The node only listens on loopback and wants its password: a client that does not know it is
+# turned away.
+
+# %%
+import redis
+
+stranger = redis.Redis(**{k: v for k, v in node.address.items() if k != "password"})
+try:
+    stranger.ping()
+    refused = None
+except redis.exceptions.AuthenticationError as exc:
+    refused = str(exc)
+print("without the password:", refused)
+assert refused is not None
+assert node.address.get("host", "127.0.0.1") == "127.0.0.1"
+
+# %% [markdown]
+# ## The connector
+#
+# Every kit call takes a **connector** where the course's Elixir takes `conn`. A connector is one
+# client, one *wire*, and a *trace* of every command it sent, written the way you would type it.
+#
+# This node runs scripts only, so it hands out a `wire=4` connector. Connecting brands the node:
+# the key `{emq}:version` now reads `echomq:4.0.0`, and a connector of another wire would be refused.
+
+# %%
+conn = node.connector()
+print("wire", conn.wire)
+brand = raw.get("{emq}:version")
+print("{emq}:version =", brand)
+assert brand == "echomq:4.0.0"
+
+# %% [markdown]
+# ## A first taste
+#
+# Put one job in, take it out. Do not worry about the details yet — notebook 01 takes them apart.
+
+# %%
+job_id = jobs.enqueue(conn, "hello", "my first payload")
+claimed = jobs.claim(conn, "hello", 30_000)
+print(claimed)
+assert claimed.id == job_id and claimed.payload == "my first payload" and claimed.attempts == 1
+
+# %% [markdown]
+# And here is what went over the wire, oldest first. `<sha>` stands for the SHA1 of the script's
+# source: the kit loads each script once and runs it by `EVALSHA`.
+
+# %%
+print(conn.show_trace(3))
+
+# %% [markdown]
+# Three commands: `@enqueue` wrote the row and the pending entry; then `claim/3` made its own
+# host-side pause read (`EXISTS …:paused`) before it sent `@claim2`. Let the job finish:
+
+# %%
+assert jobs.complete(conn, "hello", claimed.id, claimed.attempts) == jobs.OK
+assert raw.exists(f"emq:{{hello}}:job:{job_id}") == 0  # a completed row is deleted
+print("completed; the row is gone")
+
+# %% [markdown]
+# ## When something is missing
+#
+# The kit needs `valkey-server` (Valkey 8). If it is not installed, `start_node()` stops with one
+# message that says how to get it. Here is that message, shown by pointing the kit at a server that
+# does not exist:
+
+# %%
+import os
+
+from echomq_teach import NodeError
+
+os.environ["ECHOMQ_VALKEY_SERVER"] = "/nowhere/valkey-server"
+try:
+    start_node()
+    message = None
+except NodeError as exc:
+    message = str(exc)
+finally:
+    del os.environ["ECHOMQ_VALKEY_SERVER"]
+print(message)
+assert message and "valkey-server" in message and "setup-system.sh" in message
+
+# %% [markdown]
+# Other places to look when you are stuck:
+#
+# - every connector's trace: `conn.show_trace(10)` shows what was sent and what came back;
+# - `node.log_tail()` shows the end of the server's log;
+# - the scripts themselves: `from echomq_teach import scripts; print(scripts.show("claim2"))`.
+
+# %%
+raw.close()
+conn.close()
+node.stop()
+assert not node.running
+print("node stopped")
+
+# %% [markdown]
+# ## Recap
+#
+# - Your kernel owns a real Valkey 8 node on `127.0.0.1`, with a password, stopped with the kernel.
+# - Every call goes through a connector that keeps a trace written as you would type it.
+# - A job went in through `@enqueue`, came out through `@claim2`, and its row was deleted on completion.
+#
+# Next: **01-lifecycle** — the four sets, the row, and every transition between them.

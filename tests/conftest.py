@@ -1,0 +1,55 @@
+"""Shared fixtures: real nodes the suite starts itself, one fresh queue per test."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+
+import pytest
+
+from echomq_teach import inspect, start_node
+from echomq_teach.node import LocalNode
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def node():
+    """A scripted node (wire 4) for the whole session, stopped by PID at the end."""
+    n = LocalNode()
+    yield n
+    n.stop()
+
+
+@pytest.fixture(scope="session")
+def native_node():
+    """A node with the trafikey module loaded (wire 6)."""
+    n = start_node(native=True, provider="local")
+    yield n
+    n.stop()
+
+
+@pytest.fixture
+def conn(node):
+    c = node.connector()
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def native_conn(native_node):
+    c = native_node.connector()
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def queue(request):
+    """A queue name of this test's own, so tests never see each other's jobs."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", f"t{os.getpid()}-{next(_names)}-{request.node.name[:40]}")
+
+
+def state(conn, queue):
+    """The queue's state without the clock, for before/after comparisons."""
+    return inspect.snapshot(conn, queue).state_only()
