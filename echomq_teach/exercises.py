@@ -232,3 +232,98 @@ def _s032(conn: Connector, queue: str) -> tuple[Any, ...]:
     claimed = jobs.claim(conn, queue, 50)
     assert claimed is not None
     return job_id, claimed.attempts
+
+
+# -- 04 · two executors --------------------------------------------------------------------------
+@exercise(
+    "04.1",
+    "Same claim, two executors",
+    "Hint: return (jobs.claim(s_conn, queue, 30_000), jobs.claim(n_conn, queue, 30_000)).",
+)
+def _v041(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+    s_conn, n_conn = conns
+    (job_id,) = args
+    if not f.expect(
+        isinstance(result, tuple) and len(result) == 2, f"return a pair of claims; got {type(result).__name__}."
+    ):
+        return
+    f.expect(result[0] == result[1], f"the two claims should be equal; got {result[0]!r} and {result[1]!r}.")
+    s_row = inspect.snapshot(s_conn, queue).rows.get(job_id, {})
+    n_row = inspect.snapshot(n_conn, queue).rows.get(job_id, {})
+    f.expect(s_row.get("state") == n_row.get("state") == "active", "both rows should be active after the claims.")
+    run_id = n_conn.client.info("server")["run_id"]
+    f.expect(n_row.get("lease_epoch") == run_id, "the native row should carry lease_epoch = the server's run_id.")
+    f.expect("lease_epoch" not in s_row, "the scripted row should have no lease_epoch.")
+    f.expect(
+        any(e.line.startswith("EMQ.CLAIM") for e in n_conn.last(5)),
+        "the native claim should go out as EMQ.CLAIM: use the wire 6 connector n_conn.",
+    )
+
+
+@setup_for("04.1")
+def _s041(conns: Any, queue: str) -> tuple[Any, ...]:
+    job_id = ids.mint()
+    for c in conns:
+        jobs.enqueue(c, queue, "twin", job_id=job_id)
+    return (job_id,)
+
+
+@exercise(
+    "04.2",
+    "Read the brands",
+    'Hint: brand = conn.call("GET", keyspace.VERSION_KEY) on each connector.',
+)
+def _v042(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+    s_conn, n_conn = conns
+    want = {"scripted": "echomq:4.0.0", "native": "echomq:6.0.0"}
+    f.expect(result == want, f"expected {want}; got {result!r}.")
+    for name, c in (("scripted", s_conn), ("native", n_conn)):
+        f.expect(
+            any(e.line == "GET {emq}:version" for e in c.last(5)),
+            f"read the {name} brand through its connector, so it shows in the trace.",
+        )
+
+
+# -- 05 · flows --------------------------------------------------------------------------------------
+@exercise(
+    "05.1",
+    "Land a flow of four",
+    'Hint: return flows.add(conn, queue, "assemble", ["part 1", "part 2", "part 3", "part 4"]).',
+)
+def _v051(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+    from . import flows
+
+    s = inspect.snapshot(conn, queue)
+    held = [i for i, r in s.rows.items() if r.get("state") == "awaiting_children"]
+    if not f.expect(len(held) == 1, f"one parent should be held (awaiting_children); found {len(held)}."):
+        return
+    parent = held[0]
+    f.expect(s.rows[parent].get("payload") == "assemble", "the parent's payload should be 'assemble'.")
+    f.expect(s.where(parent) == [], f"the parent is held out of every set; it is in {s.where(parent)}.")
+    f.expect(len(s.pending) == 4, f"four children should be pending; {len(s.pending)} are.")
+    f.expect(flows.dependencies(conn, queue, parent) == 4, "the parent's :dependencies should be 4.")
+    f.expect(getattr(result, "parent_id", None) == parent, "return what flows.add answered.")
+
+
+@exercise(
+    "05.2",
+    "Release the parent",
+    "Hint: claim and complete three times (with a result), then claim the parent; read flows.children_values.",
+)
+def _v052(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+    from . import flows
+
+    (parent,) = args
+    s = inspect.snapshot(conn, queue)
+    f.expect(flows.dependencies(conn, queue, parent) == 0, "every child should be done: :dependencies = 0.")
+    f.expect(s.state(parent) == "active", f"claim the released parent; its state is {s.state(parent)}.")
+    values = flows.children_values(conn, queue, parent)
+    f.expect(len(values) == 3, f"all three children should be in :processed; {len(values)} are.")
+    f.expect(result == values, "return flows.children_values(conn, queue, parent_id).")
+
+
+@setup_for("05.2")
+def _s052(conn: Connector, queue: str) -> tuple[Any, ...]:
+    from . import flows
+
+    return (flows.add(conn, queue, "parent", ["one", "two", "three"]).parent_id,)

@@ -1,0 +1,248 @@
+# %% [markdown]
+# # The Queue · 05 — flows: a parent and its children
+#
+# A **flow** is a parent job and a flat list of children. The children run like any other job; the
+# parent waits, held out of pending, until every child is done — then it is released, and its
+# handler reads what the children produced. The whole trick is one counter.
+#
+# **Goals**
+#
+# 1. Land a flow in one atomic `@enqueue_flow`, and see where each part goes.
+# 2. Read the fan-in branch inside `@complete`, and watch the counter tick to zero.
+# 3. See that a redelivered or stale completion never counts twice.
+# 4. Choose what a dying child does to its parent: the four policies.
+# 5. Read the children's results from the parent's handler.
+
+# %%
+import time
+
+from echomq_teach import flows, inspect, jobs, keyspace, scripts, start_node
+
+node = start_node()
+conn = node.connector()
+Q = "flows"
+
+# %% [markdown]
+# ## The land — `EchoMQ.Flows.add/3` → `flows.add(conn, queue, parent, children)`
+#
+# One script lands the whole flow: the children go to pending, claimable at once; the parent's row
+# is written with state `awaiting_children` and held out of every set; and the parent's counter
+# `emq:{q}:job:<parent>:dependencies` is **SET** to N.
+
+# %%
+print(scripts.show("enqueue_flow"))
+
+# %%
+flow = flows.add(conn, Q, "send the digest", ["render page 1", "render page 2", "render page 3"])
+s = inspect.snapshot(conn, Q)
+print(s.render())
+parent = flow.parent_id
+assert s.state(parent) == "awaiting_children" and s.where(parent) == []
+assert all(s.where(c) == ["pending"] for c in flow.child_ids)
+assert flows.dependencies(conn, Q, parent) == 3
+
+# %% [markdown]
+# The land also wrote each child's `parent` field, so a child completed the moment it lands still
+# finds its parent. *After* the land, the host writes each child's `parent_policy` — read only if
+# that child dies. These are plain `HSET`s, in the trace right after the script:
+
+# %%
+for entry in conn.last(12):
+    if entry.line.startswith(("EVALSHA", "HSET")) and entry.script != "@snapshot":
+        print(entry.line[:110])
+assert all(s.rows[c]["parent"] == parent and s.rows[c]["parent_policy"] == "fail" for c in flow.child_ids)
+
+# %% [markdown]
+# ## The fan-in, inside `@complete`
+#
+# When a flow child completes, `complete/5` reads its `parent` field host-side and declares the
+# parent's keys. Inside the script, this branch runs:
+
+# %%
+source = scripts.load("complete").source.splitlines()
+start = next(i for i, ln in enumerate(source) if "once-only" in ln)
+print("\n".join(source[start:]))
+
+# %% [markdown]
+# `was_active` is the reply of the `ZREM` from active: the branch runs only for the completion that
+# actually took the child out of active. Complete the children one by one and watch the counter:
+
+# %%
+ticks = [flows.dependencies(conn, Q, parent)]
+for child in flow.child_ids:
+    c = jobs.claim(conn, Q, 30_000)
+    assert c.id == child  # children come out oldest first
+    jobs.complete(conn, Q, c.id, c.attempts, f"{c.payload}: done")
+    ticks.append(flows.dependencies(conn, Q, parent))
+    print(f":dependencies = {ticks[-1]}  parent {inspect.snapshot(conn, Q).state(parent)}")
+assert ticks == [3, 2, 1, 0]
+assert inspect.snapshot(conn, Q).where(parent) == ["pending"]
+
+# %% [markdown]
+# At zero the parent went to pending. Its handler runs on the children's results, through three
+# pure reads — none of them changes state:
+#
+# | Elixir | Python | reads |
+# | --- | --- | --- |
+# | `children_values/3` | `flows.children_values(conn, queue, parent)` | `HGETALL …:processed` |
+# | `dependencies/3` | `flows.dependencies(conn, queue, parent)` | `GET …:dependencies` (0 when absent) |
+# | `ignored_failures/3` | `flows.ignored_failures(conn, queue, parent)` | `HGETALL …:unsuccessful` |
+
+# %%
+p = jobs.claim(conn, Q, 30_000)
+values = flows.children_values(conn, Q, p.id)
+summary = f"{p.payload}: {len(values)} pages → " + "; ".join(values[c] for c in flow.child_ids)
+print(summary)
+assert p.id == parent and len(values) == 3
+assert jobs.complete(conn, Q, p.id, p.attempts, summary) == jobs.OK
+
+# %% [markdown]
+# ## Never twice
+#
+# The decrement sits inside the once-only branch, so a redelivered completion (the same token
+# again) and a stale one (an old token after a reap and a new claim) never count twice.
+
+# %%
+Q2 = "once"
+f2 = flows.add(conn, Q2, "parent", ["a", "b"])
+a = jobs.claim(conn, Q2, 50)
+time.sleep(0.08)
+jobs.reap(conn, Q2)  # a's lease lapsed: back to pending
+a2 = jobs.claim(conn, Q2, 30_000)
+print("stale token:", jobs.complete(conn, Q2, a.id, a.attempts, "late"))
+print("fresh token:", jobs.complete(conn, Q2, a2.id, a2.attempts, "on time"))
+print("redelivered:", jobs.complete(conn, Q2, a2.id, a2.attempts, "again"))
+print(":dependencies =", flows.dependencies(conn, Q2, f2.parent_id), "·",
+      ":processed =", flows.children_values(conn, Q2, f2.parent_id))
+assert flows.dependencies(conn, Q2, f2.parent_id) == 1
+assert flows.children_values(conn, Q2, f2.parent_id) == {a.id: "on time"}
+
+# %% [markdown]
+# ## When a child dies: the four policies
+#
+# A child that spends its attempts dies like any job. What happens to its parent is the child's
+# `parent_policy`:
+#
+# | policy | when the child dies |
+# | --- | --- |
+# | `fail` (default) | the parent goes to dead, its `last_error` naming the child |
+# | `ignore` | the failure is recorded in `:unsuccessful` and counts as done |
+# | `remove` | it counts as done, with no record |
+# | `wait` | nothing: the parent waits until the child is reprocessed and completes |
+#
+# Four flows of two children each; in every one, the first child dies and the second completes.
+
+# %%
+outcomes, parents = {}, {}
+for policy in flows.POLICIES:
+    q = f"policy-{policy}"
+    f = flows.add(conn, q, "parent", ["dies", "succeeds"], policy=policy)
+    doomed = jobs.claim(conn, q, 30_000)
+    jobs.retry(conn, q, doomed.id, doomed.attempts, "boom", max_attempts=1)
+    ok = jobs.claim(conn, q, 30_000)
+    if ok is not None:
+        jobs.complete(conn, q, ok.id, ok.attempts, "fine")
+    s = inspect.snapshot(conn, q)
+    parents[policy] = f.parent_id
+    outcomes[policy] = (s.state(f.parent_id), flows.ignored_failures(conn, q, f.parent_id))
+    print(f"{policy:<7} parent {s.state(f.parent_id):<18} unsuccessful {outcomes[policy][1]}",
+          f"last_error: {s.rows[f.parent_id].get('last_error', '—')[:40]}")
+
+# %%
+assert outcomes["fail"][0] == "dead"
+assert outcomes["ignore"][0] == "pending" and list(outcomes["ignore"][1].values()) == ["boom"]
+assert outcomes["remove"] == ("pending", {})
+assert outcomes["wait"][0] == "awaiting_children"
+
+# %% [markdown]
+# Under `wait`, the parent is released once the dead child is reprocessed and completes:
+
+# %%
+q = "policy-wait"
+dead_child = inspect.snapshot(conn, q).dead[0]
+jobs.reprocess(conn, q, dead_child)
+again = jobs.claim(conn, q, 30_000)
+jobs.complete(conn, q, again.id, again.attempts, "second time lucky")
+released = inspect.snapshot(conn, q)
+print("after the reprocessed child completes, the parent is", released.state(parents["wait"]))
+assert released.where(parents["wait"]) == ["pending"]
+
+# %% [markdown]
+# ## Flows run only as scripts
+#
+# There is no native flow add, and the native `EMQ.COMPLETE` refuses a flow child before any write.
+# On a wire 6 connector, `jobs.complete` therefore sends the `@complete` script for a flow child:
+
+# %%
+native = start_node(native=True)
+n_conn = native.connector()
+nf = flows.add(n_conn, Q, "parent", ["only child"])
+child = jobs.claim(n_conn, Q, 30_000)
+keys = [keyspace.queue_key(Q, "active"), keyspace.job_key(Q, child.id)]
+argv = [child.id, child.attempts, keyspace.base(Q), "", "x", "0"]
+before = inspect.snapshot(n_conn, Q)
+try:
+    n_conn.call("EMQ.COMPLETE", 2, *keys, *argv)
+except Exception as exc:  # noqa: BLE001
+    print("raw EMQ.COMPLETE:", exc)
+assert inspect.snapshot(n_conn, Q).state_only() == before.state_only()
+assert jobs.complete(n_conn, Q, child.id, child.attempts, "done") == jobs.OK
+print("jobs.complete sent:", n_conn.last()[0].line.split()[0], n_conn.last()[0].script)
+n_conn.close()
+native.stop()
+
+# %% [markdown]
+# ## Compose one yourself
+#
+# The flow composer lands a flow of N children, completes them one by one (or fails one under a
+# policy you choose), and plots the `:dependencies` counter ticking to zero.
+
+# %% tags=flowcomposer
+# (widget cell: filled in below once the composer is in place)
+
+# %% [markdown]
+# ## Exercises
+#
+# ### 05.1 · Land a flow of four
+#
+# Land a flow whose parent has the payload `"assemble"` and four children, and return what
+# `flows.add` answered. The check wants the parent held (awaiting_children) with `:dependencies` = 4.
+
+# %%
+from echomq_teach import exercises
+
+
+def land_four(conn, queue):
+    # your code here
+    raise NotImplementedError
+
+
+print(exercises.check("05.1", land_four, conn))
+
+# %% [markdown]
+# ### 05.2 · Release the parent
+#
+# The check lands a flow of three children and hands you the parent's id. Complete every child —
+# each with a result — then claim the parent and return `flows.children_values` for it.
+
+# %%
+def release_the_parent(conn, queue, parent_id):
+    # your code here
+    raise NotImplementedError
+
+
+print(exercises.check("05.2", release_the_parent, conn))
+
+# %% [markdown]
+# ## Recap
+#
+# - `@enqueue_flow` lands a flow atomically: children pending, parent held, `:dependencies` = N.
+# - The fan-in lives in `@complete`'s once-only branch: DECR, record in `:processed`, release at zero.
+# - A dying child's `parent_policy` decides: fail, ignore, remove or wait.
+# - Flows run only as scripts; the native commands refuse a flow child.
+#
+# Next: **06-workshop** — the whole machine, end to end.
+
+# %%
+conn.close()
+node.stop()

@@ -1,0 +1,77 @@
+"""The exercises: every reference solution passes its check; an unsolved starter gets a helpful "not yet"."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect as pyinspect
+from pathlib import Path
+
+import pytest
+
+from echomq_teach import exercises
+
+SOLUTIONS = sorted((Path(__file__).resolve().parent.parent / "notebooks" / "solutions").glob("*.py"))
+
+
+def _key(path: Path) -> str:
+    major, minor = path.stem.split("_")[:2]
+    return f"{major}.{minor}"
+
+
+def _solution(path: Path):
+    spec = importlib.util.spec_from_file_location(f"solution_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (fn,) = [f for _, f in pyinspect.getmembers(module, pyinspect.isfunction) if f.__module__ == module.__name__]
+    return fn
+
+
+def _conns(key: str, conn, native_conn):
+    return (conn, native_conn) if key.startswith("04.") else (conn,)
+
+
+def test_every_exercise_has_a_solution():
+    assert sorted(_key(p) for p in SOLUTIONS) == sorted(exercises.titles())
+    for major in ("01", "02", "03", "04", "05"):
+        assert sum(k.startswith(major) for k in exercises.titles()) >= 2, f"notebook {major} needs two exercises"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_reference_solution_passes(path, conn, native_conn):
+    key = _key(path)
+    verdict = exercises.check(key, _solution(path), *_conns(key, conn, native_conn))
+    assert verdict.ok, str(verdict)
+    assert str(verdict).startswith(f"✓ {key}")
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_unsolved_starter_fails_helpfully(path, conn, native_conn):
+    key = _key(path)
+    params = list(pyinspect.signature(_solution(path)).parameters)
+
+    # the notebook's starter: the same parameters, and a body that is not written yet
+    def starter(*args):
+        assert len(args) == len(params)
+        raise NotImplementedError
+
+    verdict = exercises.check(key, starter, *_conns(key, conn, native_conn))
+    assert not verdict.ok
+    text = str(verdict)
+    assert text.startswith(f"✗ {key}") and "NotImplementedError" in text and "Hint:" in text
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_do_nothing_answer_is_named_not_crashed(path, conn, native_conn):
+    key = _key(path)
+    verdict = exercises.check(key, lambda *args: None, *_conns(key, conn, native_conn))
+    assert not verdict.ok
+    # a finding that says what is wrong, beyond the hint
+    assert len(verdict.findings) >= 2 and all(f.strip() for f in verdict.findings)
+
+
+def test_a_learner_bug_is_reported_with_its_line(conn):
+    def buggy(conn, queue):
+        return 1 / 0
+
+    verdict = exercises.check("01.1", buggy, conn)
+    assert not verdict.ok and "ZeroDivisionError" in str(verdict) and "line" in str(verdict)
