@@ -52,7 +52,7 @@ class Claimed(NamedTuple):
 def positive_int(name: str, value: object) -> int:
     """``value`` as a positive int, or BadInput naming the argument."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise BadInput(f"{name} must be a positive integer (milliseconds or a count), got {value!r}")
+        raise BadInput(f"{name} must be a positive integer, got {value!r}")
     return value
 
 
@@ -81,7 +81,7 @@ def check_token(token: object) -> int:
     return positive_int("token (the attempts a claim returned)", token)
 
 
-def _reply_error(exc: Exception) -> Exception:
+def reply_error(exc: Exception) -> Exception:
     """Map a script's refusal to the kit's exception."""
     text = str(exc)
     if text.startswith("EMQDUP"):
@@ -112,7 +112,7 @@ def enqueue(conn: Connector, queue: str, payload: str | bytes, job_id: str | Non
     try:
         conn.eval("enqueue", [queue_key(queue, "pending"), job_key(queue, job_id)], [job_id, payload])
     except Exception as exc:  # noqa: BLE001 - re-raised as the kit's error
-        raise _reply_error(exc) from exc
+        raise reply_error(exc) from exc
     return job_id
 
 
@@ -243,7 +243,7 @@ def reprocess(conn: Connector, queue: str, job_id: str) -> str:
     try:
         conn.eval("reprocess", keys, [job_id])
     except Exception as exc:  # noqa: BLE001
-        raise _reply_error(exc) from exc
+        raise reply_error(exc) from exc
     return OK
 
 
@@ -255,7 +255,10 @@ def remove(conn: Connector, queue: str, job_id: str) -> bool:
     keys += [job_key(queue, job_id)] + [
         job_key(queue, job_id, s) for s in ("dependencies", "processed", "unsuccessful")
     ]
-    return conn.eval("remove", keys, [job_id]) == 1
+    try:
+        return conn.eval("remove", keys, [job_id]) == 1
+    except Exception as exc:  # noqa: BLE001 - re-raised as the kit's error
+        raise reply_error(exc) from exc
 
 
 def trim_dead(conn: Connector, queue: str, keep: int) -> list[str]:

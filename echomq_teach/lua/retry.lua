@@ -38,6 +38,11 @@ if KEYS[5] and was_active == 1 then
       redis.call('HSET', KEYS[7], 'state', 'pending')
     end
   end
+  -- the death is counted: detach the child, so a later reprocess runs it as a plain job and
+  -- its completion can neither count twice nor release a parent that died
+  if policy == 'fail' or policy == 'ignore' or policy == 'remove' then
+    redis.call('HDEL', KEYS[4], 'parent', 'parent_policy')
+  end
   -- 'wait': nothing moves; the parent waits until the child is reprocessed and completes
 end
 return 'dead'

@@ -1,0 +1,32 @@
+-- @enqueue_flow: land a parent and its children in one atomic step (EchoMQ.Flows.add/3)
+-- KEYS: [1] pending, [2] the parent row, [3] its :dependencies, [4] its :processed, [5] its :unsuccessful, [6..] the child rows
+-- ARGV: [1] parent id, [2] parent payload, then each child's id and payload, in the order of KEYS[6..]
+-- reply: N, the child count, or the error EMQDUP when any of these keys already exists: nothing written
+local n = #KEYS - 5
+if n < 1 or #ARGV ~= 2 + 2 * n then
+  return redis.error_reply('EMQARG a flow needs at least one child, and one id and payload per child key')
+end
+-- every check before the first write, so a refused land writes nothing (D-2: never overwrite)
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  return redis.error_reply('EMQDUP job ' .. ARGV[1] .. ' already exists')
+end
+-- leftover flow keys would mix an earlier flow's counter or results into this one
+for i = 3, 5 do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    return redis.error_reply('EMQDUP parent ' .. ARGV[1] .. ' still has ' .. KEYS[i] .. ' from an earlier flow')
+  end
+end
+for i = 1, n do
+  if redis.call('EXISTS', KEYS[5 + i]) == 1 then
+    return redis.error_reply('EMQDUP job ' .. ARGV[1 + 2 * i] .. ' already exists')
+  end
+end
+-- the parent is held out of pending: only the fan-in in @complete releases it
+redis.call('HSET', KEYS[2], 'state', 'awaiting_children', 'attempts', 0, 'payload', ARGV[2])
+redis.call('SET', KEYS[3], n)
+for i = 1, n do
+  -- parent lands with the row, so a child completed at once still takes the fan-in branch
+  redis.call('HSET', KEYS[5 + i], 'state', 'pending', 'attempts', 0, 'payload', ARGV[2 + 2 * i], 'parent', ARGV[1])
+  redis.call('ZADD', KEYS[1], 0, ARGV[1 + 2 * i])
+end
+return n
