@@ -145,7 +145,12 @@ def claim(conn: Connector, queue: str, lease_ms: int) -> Claimed | None:
 
 def _parent_of(conn: Connector, queue: str, job_id: str) -> str:
     # read host-side, so the script can declare the parent's keys
-    return conn.call("HGET", job_key(queue, job_id), "parent") or ""
+    parent = conn.call("HGET", job_key(queue, job_id), "parent") or ""
+    if parent and not conn.call("EXISTS", job_key(queue, parent)):
+        # an operator removed the parent: settle as a plain job, or the fan-in's release
+        # would write a ghost row into pending
+        return ""
+    return parent
 
 
 def complete(

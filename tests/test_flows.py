@@ -466,15 +466,14 @@ def test_native_complete_and_fail_refuse_a_flow_child(native_conn, queue):
     assert inspect.snapshot(c, queue).state(flow.parent_id) == "pending"
 
 
-def test_removing_a_held_parent_is_refused_and_writes_nothing(conn, queue):
-    # its children would otherwise release it into a deleted row: a ghost in pending
-    from echomq_teach.errors import WrongState
 
+def test_children_of_a_removed_parent_settle_as_plain_jobs(conn, queue):
+    # the fan-in would otherwise release the parent into a deleted row: a ghost in pending
     flow = flows.add(conn, queue, "parent", ["a", "b"])
-    before = state(conn, queue)
-    with pytest.raises(WrongState, match="awaiting 2 children"):
-        jobs.remove(conn, queue, flow.parent_id)
-    assert state(conn, queue) == before
-    # removing the children first is the way through
-    for child in flow.child_ids:
-        assert jobs.remove(conn, queue, child) is True
+    assert jobs.remove(conn, queue, flow.parent_id) is True
+    for _ in flow.child_ids:
+        c = jobs.claim(conn, queue, 30_000)
+        assert jobs.complete(conn, queue, c.id, c.attempts, "done") == jobs.OK
+    snap = inspect.snapshot(conn, queue)
+    assert snap.rows == {} and snap.total() == 0 and snap.counters == {}
+    assert jobs.claim(conn, queue, 30_000) is None

@@ -1,12 +1,7 @@
 -- @remove: delete one job wherever it is (EchoMQ.Jobs.remove/3)
 -- KEYS: [1] pending, [2] active, [3] schedule, [4] dead, [5] the row, [6] its :dependencies, [7] its :processed, [8] its :unsuccessful
 -- ARGV: [1] id
--- reply: 1 when a row or a set entry was removed, else 0; the error EMQSTATE for a parent still awaiting children
--- a held parent's children would release it into a deleted row: remove or finish them first
-if redis.call('HGET', KEYS[5], 'state') == 'awaiting_children' then
-  return redis.error_reply('EMQSTATE job ' .. ARGV[1] .. ' is a parent awaiting ' ..
-    (redis.call('GET', KEYS[6]) or '?') .. ' children; remove them first')
-end
+-- reply: 1 when a row or a set entry was removed, else 0
 local n = 0
 for i = 1, 4 do n = n + redis.call('ZREM', KEYS[i], ARGV[1]) end
 n = n + redis.call('DEL', KEYS[5], KEYS[6], KEYS[7], KEYS[8])
