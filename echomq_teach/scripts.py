@@ -35,14 +35,32 @@ class Script:
         return "\n".join(lines[4:]) + "\n"
 
 
+_INCLUDE = "-- @include "
+
+
+def _expand(text: str) -> str:
+    """Replace each ``-- @include name`` line with ``lua/includes/name.lua``: one shared piece, many scripts."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith(_INCLUDE):
+            name = line[len(_INCLUDE) :].strip()
+            inc = resources.files("echomq_teach").joinpath("lua", "includes", f"{name}.lua")
+            if not inc.is_file():
+                raise KeyError(f"no include {name!r} in echomq_teach/lua/includes/")
+            out.append(inc.read_text(encoding="utf-8"))
+        else:
+            out.append(line)
+    return "".join(out)
+
+
 @cache
 def load(name: str) -> Script:
-    """The script ``name`` (``"claim2"`` or ``"@claim2"``) from the package's lua folder."""
+    """The script ``name`` (``"claim2"`` or ``"@claim2"``) from the package's lua folder, includes expanded."""
     name = name.lstrip("@")
     path = resources.files("echomq_teach").joinpath("lua", f"{name}.lua")
     if not path.is_file():
         raise KeyError(f"no script @{name} in echomq_teach/lua/")
-    return Script(name=f"@{name}", source=path.read_text(encoding="utf-8"))
+    return Script(name=f"@{name}", source=_expand(path.read_text(encoding="utf-8")))
 
 
 def names() -> list[str]:

@@ -466,7 +466,6 @@ def test_native_complete_and_fail_refuse_a_flow_child(native_conn, queue):
     assert inspect.snapshot(c, queue).state(flow.parent_id) == "pending"
 
 
-
 def test_children_of_a_removed_parent_settle_as_plain_jobs(conn, queue):
     # the fan-in would otherwise release the parent into a deleted row: a ghost in pending
     flow = flows.add(conn, queue, "parent", ["a", "b"])
@@ -477,3 +476,24 @@ def test_children_of_a_removed_parent_settle_as_plain_jobs(conn, queue):
     snap = inspect.snapshot(conn, queue)
     assert snap.rows == {} and snap.total() == 0 and snap.counters == {}
     assert jobs.claim(conn, queue, 30_000) is None
+
+
+@pytest.mark.parametrize(
+    ("policy", "parent_state"), [("fail", "dead"), ("ignore", "pending"), ("wait", "awaiting_children")]
+)
+def test_a_child_buried_by_the_stall_sweep_answers_to_its_policy(conn, queue, policy, parent_state):
+    from echomq_teach import stalled
+
+    flow = flows.add(conn, queue, "parent", ["stalls"], policy=policy)
+    # two lapsed leases with max_stalled=1: the second sweep buries the child
+    for _ in range(2):
+        jobs.claim(conn, queue, 1)
+        time.sleep(0.01)
+        report = stalled.check(conn, queue, max_stalled=1)
+    assert report.dead == [flow.child_ids[0]]
+    snap = inspect.snapshot(conn, queue)
+    assert snap.state(flow.parent_id) == parent_state
+    if policy == "fail":
+        assert "stalled" in snap.rows[flow.parent_id]["last_error"]
+    if policy == "ignore":
+        assert flows.ignored_failures(conn, queue, flow.parent_id) == {flow.child_ids[0]: "stalled"}

@@ -2,6 +2,7 @@
 -- KEYS: [1] active, [2] schedule, [3] dead, [4] the row; a flow child adds [5] parent's :dependencies, [6] its :unsuccessful, [7] the parent row
 -- ARGV: [1] id, [2] token, [3] delay_ms, [4] max_attempts, [5] reason, [6] the base p, [7] parent id ('' if none), [8] record ('1' adds to stream:completions)
 -- reply: 'scheduled' or 'dead', or 0 when stale (token moved on, or the row is no longer active): nothing written
+-- @include child_death
 local p = ARGV[6]
 local row = redis.call('HMGET', KEYS[4], 'attempts', 'state')
 if row[1] ~= ARGV[2] or row[2] ~= 'active' then return 0 end
@@ -21,28 +22,8 @@ if ARGV[8] == '1' then
   redis.call('XADD', p .. 'stream:completions', '*', 'id', ARGV[1], 'outcome', 'dead',
     'attempts', ARGV[2], 'error', ARGV[5])
 end
--- a dying flow child: its parent_policy (D-4) is read only now, once, inside the once-only branch
+-- a dying flow child: its parent_policy decides, inside the once-only branch
 if KEYS[5] and was_active == 1 then
-  local policy = redis.call('HGET', KEYS[4], 'parent_policy') or 'fail'
-  if policy == 'fail' then
-    if redis.call('HGET', KEYS[7], 'state') == 'awaiting_children' then
-      redis.call('ZADD', KEYS[3], now, ARGV[7])
-      redis.call('HSET', KEYS[7], 'state', 'dead', 'last_error', 'child ' .. ARGV[1] .. ' failed: ' .. ARGV[5])
-    end
-  elseif policy == 'ignore' or policy == 'remove' then
-    if policy == 'ignore' then redis.call('HSET', KEYS[6], ARGV[1], ARGV[5]) end
-    -- counted as done: the same release the fan-in in @complete makes
-    local left = redis.call('DECR', KEYS[5])
-    if left <= 0 and redis.call('HGET', KEYS[7], 'state') == 'awaiting_children' then
-      redis.call('ZADD', p .. 'pending', 0, ARGV[7])
-      redis.call('HSET', KEYS[7], 'state', 'pending')
-    end
-  end
-  -- the death is counted: detach the child, so a later reprocess runs it as a plain job and
-  -- its completion can neither count twice nor release a parent that died
-  if policy == 'fail' or policy == 'ignore' or policy == 'remove' then
-    redis.call('HDEL', KEYS[4], 'parent', 'parent_policy')
-  end
-  -- 'wait': nothing moves; the parent waits until the child is reprocessed and completes
+  child_death(KEYS[4], ARGV[1], KEYS[5], KEYS[6], KEYS[7], ARGV[7], KEYS[3], p .. 'pending', ARGV[5], now)
 end
 return 'dead'

@@ -1,0 +1,27 @@
+-- child_death: what a dying flow child does to its parent, by the child's parent_policy (D-4)
+-- row/cid: the child's row and id; deps/unsuccessful/prow/pid: the parent's :dependencies, :unsuccessful, row, id
+-- dead/pending: the queue's sets; reason: the child's last_error; now: server ms
+-- the policy is read only now, once: the callers run this inside their once-only branch
+local function child_death(row, cid, deps, unsuccessful, prow, pid, dead, pending, reason, now)
+  local policy = redis.call('HGET', row, 'parent_policy') or 'fail'
+  if policy == 'fail' then
+    if redis.call('HGET', prow, 'state') == 'awaiting_children' then
+      redis.call('ZADD', dead, now, pid)
+      redis.call('HSET', prow, 'state', 'dead', 'last_error', 'child ' .. cid .. ' failed: ' .. reason)
+    end
+  elseif policy == 'ignore' or policy == 'remove' then
+    if policy == 'ignore' then redis.call('HSET', unsuccessful, cid, reason) end
+    -- counted as done: the same release the fan-in in @complete makes
+    local left = redis.call('DECR', deps)
+    if left <= 0 and redis.call('HGET', prow, 'state') == 'awaiting_children' then
+      redis.call('ZADD', pending, 0, pid)
+      redis.call('HSET', prow, 'state', 'pending')
+    end
+  end
+  -- a counted death detaches the child, so a later reprocess runs it as a plain job and its
+  -- completion can neither count twice nor release a parent that died; 'wait' keeps the link:
+  -- the parent waits until the child is reprocessed and completes
+  if policy ~= 'wait' then
+    redis.call('HDEL', row, 'parent', 'parent_policy')
+  end
+end
