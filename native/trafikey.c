@@ -1,0 +1,42 @@
+/* trafikey: the EMQ.* commands, native twins of the Queue's core flat
+ * transitions (claim, complete, fail, the counted stall sweep).
+ *
+ * Only the OnLoad entry point leaves this object (-fvisibility=hidden plus the
+ * attribute below); the server finds everything else through the API table. */
+#include "tk_util.h"
+
+#define TRAFIKEY_VERSION 1
+
+/* Each command's keys sit at fixed places, argv[2] up to argv[1 + numkeys],
+ * because each accepts exactly one numkeys. Declaring that range lets COMMAND
+ * GETKEYS, ACL key patterns and cluster routing see the queue's keys. The
+ * brand key {emq}:version is read but not declared: it is the node's, not the
+ * queue's, and lives in another slot (fine on a standalone node). */
+static const struct {
+    const char *name;
+    TkCmdFunc fn;
+    int lastkey;
+} commands[] = {
+    {"EMQ.CLAIM", emq_claim, 4},                 /* pending active base */
+    {"EMQ.COMPLETE", emq_complete, 3},           /* active row */
+    {"EMQ.FAIL", emq_fail, 5},                   /* active schedule dead row */
+    {"EMQ.STALLED.CHECK", emq_stalled_check, 5}, /* active pending dead base */
+};
+
+__attribute__((visibility("default"))) int ValkeyModule_OnLoad(TkCtx *ctx, TkStr **argv, int argc);
+
+int ValkeyModule_OnLoad(TkCtx *ctx, TkStr **argv, int argc) {
+    (void)argv; /* trafikey takes no load-time arguments */
+    (void)argc;
+    if (tk_api_load(ctx) != TK_OK) return TK_ERR;
+    tk_SetModuleAttribs(ctx, "trafikey", TRAFIKEY_VERSION, 1);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        /* every command may write, so it is refused under OOM and on a replica */
+        if (tk_CreateCommand(ctx, commands[i].name, commands[i].fn, "write deny-oom", 2, commands[i].lastkey, 1) !=
+            TK_OK) {
+            tk_Log(ctx, "warning", "trafikey: could not register %s", commands[i].name);
+            return TK_ERR;
+        }
+    }
+    return TK_OK;
+}
