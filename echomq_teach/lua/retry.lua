@@ -1,6 +1,6 @@
 -- @retry: answer a handler's error, fenced by the token: park it, or bury it at the cap (EchoMQ.Jobs.retry/7)
 -- KEYS: [1] active, [2] schedule, [3] dead, [4] the row; a flow child adds [5] parent's :dependencies, [6] its :unsuccessful, [7] the parent row
--- ARGV: [1] id, [2] token, [3] delay_ms, [4] max_attempts, [5] reason, [6] the base p, [7] parent id ('' if none), [8] record ('1' adds to stream:completions)
+-- ARGV: [1] id, [2] token, [3] delay_ms, [4] max_attempts, [5] reason, [6] the base p, [7] parent id ('' if none), [8] record ('1' adds a death to stream:completions)
 -- reply: 'scheduled' or 'dead', or 0 when stale (token moved on, or the row is no longer active): nothing written
 -- @include child_death
 local p = ARGV[6]

@@ -46,10 +46,10 @@ assert (wrong, unchanged, right, again) == (jobs.STALE, True, jobs.OK, jobs.STAL
 # %% [markdown]
 # ## The failure fork — `retry/7` → `@retry`
 #
-# When a handler fails, the worker calls retry with a reason, a delay and the cap on attempts.
-# Below the cap, the job is parked on the **schedule** set at now + delay: a visibility fence, not a
-# second queue. At the cap it goes to **dead** with its `last_error`. The script compares the row's
-# `attempts` — the claim count — with the cap.
+# A handler that fails makes the worker call retry, with a reason, a delay and a cap on attempts.
+# While the row's `attempts` (how often it has been claimed) is under the cap, the job waits on the
+# **schedule** set until now + delay — hidden from claims for a while, not queued anywhere else.
+# Once `attempts` reaches the cap, the job goes to **dead**, keeping the reason as `last_error`.
 
 # %%
 print(scripts.show("retry"))
@@ -100,8 +100,9 @@ assert s.where(job) == ["pending"] and s.rows[job]["attempts"] == "0"
 # %% [markdown]
 # ## Recovery — `reap/2` → `@reap`
 #
-# If the worker crashes, nobody completes or retries. Its lease lapses — the clock passes the active
-# score — and **nothing happens**: the id stays in active until a client calls reap.
+# Now let the worker die mid-job. No completion comes, and no retry. Its deadline passes — the
+# server clock moves beyond the active score — and still **nothing moves**: the id sits in active
+# until some client runs a reap.
 
 # %%
 print(scripts.show("reap"))
