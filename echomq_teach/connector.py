@@ -26,7 +26,8 @@ _SHOWN_ARG = 40  # longer arguments (payloads) are cut in the trace text
 
 def _arg_text(arg: object) -> str:
     s = arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
-    if len(s) > _SHOWN_ARG:
+    # keys are shown whole (a cut key hides its suffix, the part a learner reads); payloads are cut
+    if len(s) > _SHOWN_ARG and not s.startswith(("emq:", "{emq}")):
         s = s[: _SHOWN_ARG - 1] + "…"
     if s == "" or any(c.isspace() for c in s) or '"' in s:
         return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -90,10 +91,18 @@ class Connector:
     # -- the brand -----------------------------------------------------------------
     def _check_brand(self) -> None:
         want = keyspace.BRAND_WIRE4 if self.wire == 4 else keyspace.BRAND_WIRE6
-        if self.wire == 4:
-            # hold the node at wire 4: brand it if nobody has
-            self.client.set(keyspace.VERSION_KEY, want, nx=True)
         brand = self.client.get(keyspace.VERSION_KEY)
+        if self.wire == 4 and brand is None:
+            # hold the node at wire 4: brand it if nobody has. Only then: a classroom
+            # student may read the brand but not write it, even with NX
+            try:
+                self.client.set(keyspace.VERSION_KEY, want, nx=True)
+            except redis.exceptions.NoPermissionError as exc:
+                raise WireError(
+                    "EMQWIRE the node has no brand and this user may not write it: on a shared node the "
+                    "instructor brands it (python -m echomq_teach.classroom brand)"
+                ) from exc
+            brand = self.client.get(keyspace.VERSION_KEY)
         if brand != want:
             raise WireError(
                 f"EMQWIRE node is branded {brand!r} but a wire={self.wire} connector needs {want!r}"
@@ -104,7 +113,11 @@ class Connector:
 
     def module_loaded(self) -> bool:
         """True when the node has loaded the ``trafikey`` module."""
-        mods = self.client.execute_command("MODULE", "LIST")
+        try:
+            mods = self.client.execute_command("MODULE", "LIST")
+        except redis.exceptions.NoPermissionError:
+            # a classroom student may not run MODULE: ask which commands the module registered
+            return bool(self.client.command_list(module="trafikey"))
         return any(_module_name(m) == "trafikey" for m in mods)
 
     @property
@@ -126,17 +139,13 @@ class Connector:
             self.client.script_load(sc.source)
             self._loaded.add(sc.sha)
         args = ["EVALSHA", sc.sha, len(keys), *keys, *argv]
-        entry = TraceEntry(args, script=sc.name)
-
-        def run() -> Any:
-            try:
-                return self.client.execute_command(*args)
-            except redis.exceptions.NoScriptError:
-                # the node lost its script cache (SCRIPT FLUSH, a restart): load again, once
-                self.client.script_load(sc.source)
-                return self.client.execute_command(*args)
-
-        return self._send(entry, run)
+        try:
+            return self._send(TraceEntry(args, script=sc.name), lambda: self.client.execute_command(*args))
+        except redis.exceptions.NoScriptError:
+            # the node lost its script cache (SCRIPT FLUSH, a restart): load again and retry once;
+            # the refused EVALSHA, the SCRIPT LOAD and the retry each stay in the trace
+            self.call("SCRIPT", "LOAD", sc.source)
+            return self._send(TraceEntry(list(args), script=sc.name), lambda: self.client.execute_command(*args))
 
     def _send(self, entry: TraceEntry, fn: Any) -> Any:
         self.trace.append(entry)
@@ -182,7 +191,9 @@ def make_client(address: dict[str, Any]) -> redis.Redis:
     ``address`` holds ``host``/``port`` or ``unix_socket_path``, and ``password``
     (and ``username`` for a classroom's ACL user).
     """
-    return redis.Redis(**address, decode_responses=True, retry=Retry(NoBackoff(), 0))
+    # surrogateescape: a bytes payload that is not UTF-8 comes back as a str that encodes to the
+    # same bytes, instead of a decode error raised after the claim already moved the job
+    return redis.Redis(**address, decode_responses=True, encoding_errors="surrogateescape", retry=Retry(NoBackoff(), 0))
 
 
 def connect(address: dict[str, Any], wire: int = 4) -> Connector:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from . import jobs, stalled
+from . import jobs, keyspace, stalled
 from .connector import Connector
 from .jobs import Claimed, positive_int
 from .keyspace import check_queue
@@ -169,7 +169,7 @@ class Consumer:
     def _nothing_left(self) -> bool:
         c = self.conn.client
         q = self.queue
-        return sum(c.zcard(f"emq:{{{q}}}:{s}") for s in ("pending", "active", "schedule")) == 0
+        return sum(c.zcard(keyspace.queue_key(q, s)) for s in ("pending", "active", "schedule")) == 0
 
     def stop(self) -> None:
         self._stop.set()
@@ -233,7 +233,13 @@ class Pool:
         recovery: str | None = "reap",
         **consumer_opts: object,
     ) -> None:
+        # refuse bad input before forking connectors: a refused pool opens no links to the node
+        # (a dry-run Consumer checks the queue, the handler and every option without a call)
+        Consumer(conn, queue, handler, recovery=None, promote=False, **consumer_opts)  # type: ignore[arg-type]
         positive_int("size", size)
+        positive_int("metronome_ms", metronome_ms)
+        if recovery not in RECOVERY_LEGS:
+            raise jobs.BadInput(f"recovery must be 'reap', 'stalled' or None, got {recovery!r}")
         self.queue = queue
         # each consumer gets its own connector: its own socket and trace
         self.consumers = [

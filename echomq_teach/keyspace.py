@@ -5,6 +5,7 @@ One queue lives in one cluster slot; the base is ``emq:{q}:``.
 
 from __future__ import annotations
 
+import os
 import re
 
 from .errors import BadInput
@@ -39,9 +40,27 @@ def check_queue(queue: object) -> str:
     return queue
 
 
+def namespace() -> str:
+    """A classroom student's namespace (``$ECHOMQ_NAMESPACE``), or "" outside a shared node."""
+    return os.environ.get("ECHOMQ_NAMESPACE", "")
+
+
+def namespaced(queue: str) -> str:
+    """The queue as the node knows it: ``<ns>.q`` under a namespace, so its keys stay ``emq:{<ns>.q}:…``.
+
+    The namespace goes inside the hashtag, so one queue still lives in one slot;
+    a name that already carries the prefix is left as it is.
+    """
+    q = check_queue(queue)
+    ns = namespace()
+    if not ns or q.startswith(ns + "."):
+        return q
+    return check_queue(f"{ns}.{q}")
+
+
 def base(queue: str) -> str:
     """``emq:{q}:`` — the root every key of the queue starts with (Keyspace.queue_key(q, ""))."""
-    return f"emq:{{{check_queue(queue)}}}:"
+    return f"emq:{{{namespaced(queue)}}}:"
 
 
 def queue_key(queue: str, suffix: str) -> str:

@@ -42,14 +42,21 @@ def _sources(src: Path) -> list[Path]:
     return files
 
 
+_INSTALL_CC = "install one (Debian: apt-get install gcc libc6-dev) or set CC"
+
+
 def compiler() -> str:
     """The system C compiler, or a clear error naming what to install."""
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    env = os.environ.get("CC")
+    if env:
+        # a CC that names nothing runnable is the same missing compiler, not a bare FileNotFoundError
+        found = shutil.which(env)
+        if not found:
+            raise NativeBuildError(f"CC={env!r} is not a runnable C compiler for the trafikey module: " + _INSTALL_CC)
+        return found
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if not cc:
-        raise NativeBuildError(
-            "no C compiler found to build the trafikey module: install one "
-            "(Debian: apt-get install gcc libc6-dev) or set CC"
-        )
+        raise NativeBuildError("no C compiler (cc, gcc or clang) on PATH to build the trafikey module: " + _INSTALL_CC)
     return cc
 
 
@@ -66,7 +73,11 @@ def build(force: bool = False) -> Path:
         return out
     tmp = out.with_suffix(f".{os.getpid()}.tmp")
     cmd = [compiler(), *CFLAGS, "-I", str(src), "-o", str(tmp), *[str(f) for f in files if f.suffix == ".c"]]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as exc:
+        # the compiler vanished or cannot run (no execute bit): still one clear error
+        raise NativeBuildError(f"could not run the C compiler {cmd[0]!r}: {exc}; " + _INSTALL_CC) from exc
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
         raise NativeBuildError(f"building {MODULE_NAME} failed:\n{' '.join(cmd)}\n{proc.stderr.strip()}")

@@ -43,7 +43,14 @@ _live: weakref.WeakSet[Node] = weakref.WeakSet()
 
 def server_binary() -> str:
     """The ``valkey-server`` to run (``$ECHOMQ_VALKEY_SERVER`` wins), or one clear error."""
-    path = os.environ.get("ECHOMQ_VALKEY_SERVER") or shutil.which("valkey-server")
+    env = os.environ.get("ECHOMQ_VALKEY_SERVER")
+    if env:
+        # a named binary that is not there is the same missing server, not a bare FileNotFoundError
+        found = shutil.which(env)
+        if not found:
+            raise NodeError(f"ECHOMQ_VALKEY_SERVER={env!r} is not an executable file. " + INSTALL_HINT)
+        return found
+    path = shutil.which("valkey-server")
     if not path:
         raise NodeError(INSTALL_HINT)
     return path
@@ -113,18 +120,27 @@ class LocalNode(Node):
         self.durable = durable
         self.unix_socket = unix_socket
         self.replica_of = replica_of
+        # built before the folder exists: a missing compiler then leaves nothing behind
+        self.module_path = native and native_module_path()
         self.password = secrets.token_urlsafe(24)
         self.dir = Path(tempfile.mkdtemp(prefix="echomq-node-"))
         self.dir.chmod(0o700)
         self.port = 0 if unix_socket else free_port()
         self.socket_path = str(self.dir / "valkey.sock") if unix_socket else None
         self.log_path = self.dir / "valkey.log"
-        self.module_path = native and native_module_path()
+        # what the server prints before its logfile opens (a config error) lands here
+        self.stderr_path = self.dir / "valkey.stderr"
         self.extra_config = dict(extra_config or {})
         self.proc: subprocess.Popen[bytes] | None = None
         self.run_ids: list[str] = []
-        self._write_config()
-        self._launch()
+        try:
+            self._write_config()
+            self._launch()
+        except BaseException:
+            # a node that never started leaves no folder behind (its log tail is in the error)
+            self._kill()
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
         _live.add(self)
 
     # -- config and process ----------------------------------------------------------
@@ -159,13 +175,17 @@ class LocalNode(Node):
 
     def _launch(self) -> None:
         binary = server_binary()
-        self.proc = subprocess.Popen(
-            [binary, str(self.dir / "valkey.conf")],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent,
-        )
+        with open(self.stderr_path, "ab") as err:
+            try:
+                self.proc = subprocess.Popen(
+                    [binary, str(self.dir / "valkey.conf")],
+                    stdin=subprocess.DEVNULL,
+                    stdout=err,
+                    stderr=subprocess.STDOUT,
+                    preexec_fn=_die_with_parent,
+                )
+            except OSError as exc:
+                raise NodeError(f"could not run {binary!r}: {exc}. " + INSTALL_HINT) from exc
         self._wait_ready()
         c = self.client()
         try:
@@ -182,7 +202,7 @@ class LocalNode(Node):
             if self.proc is not None and self.proc.poll() is not None:
                 raise NodeError(
                     f"valkey-server exited with code {self.proc.returncode} while starting; "
-                    f"the end of its log ({self.log_path}):\n{self.log_tail()}"
+                    f"the end of its log:\n{self.log_tail()}"
                 )
             try:
                 c = self.client()
@@ -200,11 +220,14 @@ class LocalNode(Node):
         )
 
     def log_tail(self, lines: int = 15) -> str:
-        """The last lines of the server's log."""
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log written)"
+        """The last lines of the server's log, and of what it printed before the log opened."""
+        out: list[str] = []
+        for path in (self.log_path, self.stderr_path):
+            try:
+                out += path.read_text(errors="replace").splitlines()
+            except OSError:
+                pass
+        return "\n".join(out[-lines:]) if out else "(no log written)"
 
     @property
     def pid(self) -> int | None:
@@ -314,7 +337,8 @@ def start_node(
     ``provider`` is ``"local"`` (default), ``"url"`` (``$ECHOMQ_URL``, also chosen
     when that variable is set), or ``"container"`` (testcontainers and a Docker engine).
     """
-    url = os.environ.get("ECHOMQ_URL")
+    # a classroom may run its native (wire 6) node apart from the scripted one
+    url = (native and os.environ.get("ECHOMQ_NATIVE_URL")) or os.environ.get("ECHOMQ_URL")
     provider = provider or ("url" if url else "local")
     if provider == "url":
         if not url:

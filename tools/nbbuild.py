@@ -72,8 +72,8 @@ def build(src: Path, execute: bool = True) -> Path:
     if execute:
         client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(OUT)}})
         client.execute()
-        # nbformat's widget state holds random model ids; the outputs carry what a reader needs
-        nb.metadata.pop("widgets", None)
+        # the widget state stays in the metadata, so the stored widgets render without a kernel
+        # (nbviewer, JupyterLab before a run); nbval does not compare it
         nb.metadata["kernelspec"] = KERNELSPEC
         nb.metadata["language_info"] = {"name": "python"}
     out = OUT / (src.stem + ".ipynb")

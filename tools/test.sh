@@ -5,6 +5,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$root/tools/bootstrap.sh" --browser
 cd "$root"
-.venv/bin/ruff check echomq_teach widgets tests bench tools
+.venv/bin/ruff check echomq_teach widgets tests bench tools notebooks/src notebooks/solutions
+.venv/bin/python tools/nbbuild.py --check
 exec .venv/bin/python -m pytest tests notebooks --nbval --nbval-current-env \
   --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider "$@"

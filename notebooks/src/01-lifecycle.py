@@ -129,8 +129,26 @@ for entry in conn.last(20):
 # in the course's style, the command that was sent, the reply, and the four sets with what changed
 # highlighted. *Back* replays from a reset, on a fresh queue.
 
-# %% tags=stepper
-# (widget cell: filled in below once the stepper is in place)
+# %%
+from echomq_widgets import LifecycleStepper
+
+stepper = LifecycleStepper(conn, "walk", path="happy")
+stepper
+
+# %% [markdown]
+# The stepper's buttons are ordinary calls too. Here the code presses *Step* three times, checks that
+# the job walked pending → active → gone exactly as above, then resets the stepper for you.
+
+# %%
+seen = []
+for _ in range(3):
+    stepper.step_button.click()
+    seen.append(stepper.outcome.headline)
+print("\n".join(seen))
+assert [h.split(" — ")[0] for h in seen] == ["enqueue", "claim", "complete"]
+assert stepper.set_view.snapshot.total() == 0 and stepper.set_view.snapshot.completed == 1
+stepper.reset_button.click()
+assert stepper.index == 0
 
 # %% [markdown]
 # ## Elixir answers, Python values

@@ -169,8 +169,12 @@ assert resumed.id == waiting
 # The set view below redraws the `lease` queue from a real snapshot: its active set holds the jobs
 # claimed above, each with its deadline counted from server now.
 
-# %% tags=setview
-# (widget cell: filled in below once the set view is in place)
+# %%
+from echomq_widgets import SetView
+
+view = SetView(conn, Q)
+assert sorted(view.snapshot.active) == sorted(minted + [claimed.id])
+view
 
 # %% [markdown]
 # ## Exercises

@@ -14,7 +14,7 @@
 # %%
 import time
 
-from echomq_teach import inspect, jobs, keyspace, scripts, start_node
+from echomq_teach import inspect, jobs, scripts, start_node
 
 node = start_node()
 conn = node.connector()
@@ -175,9 +175,20 @@ for i in range(30):
 consumer = Consumer(conn, Q5, handler, retry_delay_ms=200)
 assert consumer.retry_delay_ms == 200 and Consumer(conn, Q5, handler).retry_delay_ms == 1_000
 
-# %% tags=counterplot
-report = consumer.run(timeout=20, until_idle=True)
+# %%
+import threading
+
+from echomq_widgets import CounterPlot
+
+plot = CounterPlot(x="time", title="the work queue while one consumer drains it")
+runs = []
+worker = threading.Thread(target=lambda: runs.append(consumer.run(timeout=20, until_idle=True)))
+worker.start()
+plot.watch(conn, Q5, seconds=20, interval=0.05, until=lambda: not worker.is_alive())
+worker.join()
+report = runs[0]
 print(report.stopped_by, report.outcomes)
+plot
 
 # %%
 s = inspect.snapshot(conn, Q5)

@@ -238,8 +238,12 @@ durable.stop()
 # The executor view runs the same step on both nodes and lays the replies and end states side by
 # side, with the documented differences highlighted.
 
-# %% tags=executorview
-# (widget cell: filled in below once the executor view is in place)
+# %%
+from echomq_widgets import ExecutorView
+
+executors = ExecutorView(s_conn, n_conn, "claim")
+assert executors.comparison.undocumented == []
+executors
 
 # %% [markdown]
 # ## Exercises

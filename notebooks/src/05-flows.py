@@ -197,8 +197,24 @@ native.stop()
 # The flow composer lands a flow of N children, completes them one by one (or fails one under a
 # policy you choose), and plots the `:dependencies` counter ticking to zero.
 
-# %% tags=flowcomposer
-# (widget cell: filled in below once the composer is in place)
+# %%
+from echomq_widgets import FlowComposer
+
+composer = FlowComposer(conn, "compose", children=3)
+composer
+
+# %% [markdown]
+# Its buttons are real calls, so code can press them too: land a flow of three, complete every child,
+# and the counter reads 3, 2, 1, 0 — then land a fresh one for you to play with.
+
+# %%
+composer.land_button.click()
+for _ in range(3):
+    composer.complete_button.click()
+print(composer.caption)
+assert composer.counter == [3, 2, 1, 0] and composer.parent_state == "pending"
+composer.land_button.click()
+assert composer.counter == [3]
 
 # %% [markdown]
 # ## Exercises

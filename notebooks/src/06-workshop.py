@@ -30,8 +30,11 @@ conn = node.connector()
 # Choose a path in the stepper and press **Step**. Each press is one real call; you see its caption,
 # the command as sent, the server's reply, and the four sets with the changes marked.
 
-# %% tags=stepper
-# (widget cell: filled in below once the stepper is in place)
+# %%
+from echomq_widgets import LifecycleStepper
+
+trace = LifecycleStepper(conn, "workshop", path="happy")
+trace
 
 # %% [markdown]
 # The same three paths, run straight through in code, with the end state of each checked against
@@ -88,8 +91,10 @@ for cn in (conn, n_conn):
     print("  →", cn.last()[0].reply_text)
 assert conn.last()[0].reply == n_conn.last()[0].reply == ["JOB0KHTOWnGLuC", "<payload>", 1]
 
-# %% tags=executorview
-# (widget cell: filled in below once the executor view is in place)
+# %%
+from echomq_widgets import ExecutorView
+
+ExecutorView(conn, n_conn, "claim")
 
 # %% [markdown]
 # ## Compose a small flow
@@ -100,8 +105,16 @@ assert conn.last()[0].reply == n_conn.last()[0].reply == ["JOB0KHTOWnGLuC", "<pa
 # composer, pick how many children, land the flow, and finish them one at a time; the plot follows
 # the counter down, and the parent goes to pending when it hits zero.
 
-# %% tags=flowcomposer
-# (widget cell: filled in below once the composer is in place)
+# %%
+from echomq_widgets import CounterPlot, FlowComposer
+
+composer = FlowComposer(conn, "workshop-flow", children=3)
+sizes = CounterPlot(title="the composer's queue: set sizes after each click")
+sizes.follow(composer)
+composer
+
+# %%
+sizes
 
 # %% [markdown]
 # And in code: a flow of three, completed child by child.

@@ -1,0 +1,41 @@
+# The course image: JupyterLab, the kit, valkey-server (for each learner's
+# embedded node) and a C compiler (for the trafikey module), for a machine
+# that reaches an image registry and Debian's archive.
+#
+#   docker build -f docker/course.Dockerfile -t echomq-course:local .
+#   docker run --rm --network host echomq-course:local      # then open http://127.0.0.1:8888/lab
+#
+# Host networking: JupyterLab and every node the kernels start bind 127.0.0.1
+# of the host, and nothing else. The same image runs a classroom's JupyterHub
+# (docker/compose.yaml): jupyterhub is installed with the 'hub' extra.
+FROM python:3.11-slim-bookworm
+
+ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# valkey-server 8 from bookworm-backports, gcc and make; the script reuses the
+# image's own Debian sources, so no mirror is named here
+COPY tools/setup-system.sh /tmp/setup-system.sh
+RUN bash /tmp/setup-system.sh && rm -rf /var/lib/apt/lists/* /tmp/setup-system.sh
+
+# configurable-http-proxy for the hub: Debian's nodejs and npm, then the package
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends nodejs npm \
+ && npm install -g --no-audit --no-fund configurable-http-proxy \
+ && npm cache clean --force \
+ && apt-get purge -y npm && apt-get autoremove -y \
+ && rm -rf /var/lib/apt/lists/*
+
+RUN useradd --create-home --uid 1000 learner
+COPY . /opt/the-queue
+# editable: native.build() finds native/ beside the package, and the notebooks stay next to it
+RUN pip install -e "/opt/the-queue[hub]" \
+ && chmod -R a+rX /opt/the-queue
+
+USER learner
+WORKDIR /home/learner
+# compile trafikey once, into the learner's cache (keyed by the hash of native/)
+RUN python -c "from echomq_teach import native; print(native.build())" \
+ && cp -r /opt/the-queue/notebooks /home/learner/the-queue
+
+EXPOSE 8888
+CMD ["jupyter", "lab", "--ip=127.0.0.1", "--port=8888", "--no-browser", \
+     "--ServerApp.root_dir=/home/learner/the-queue"]

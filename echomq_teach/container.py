@@ -1,0 +1,333 @@
+"""Nodes in containers: the node image from ``docker/`` run through testcontainers.
+
+``start_node(provider="container")`` lands here. The container shares the
+host's network stack and binds only 127.0.0.1, on a port chosen up front (a
+container without host networking would get no network at all on an engine
+started with ``--bridge=none``, and ``-p`` maps would be silently ignored).
+The password lives in a config file bind-mounted read-only from a 0700
+folder, never on a command line. testcontainers' Ryuk reaper is disabled: it
+needs a registry pull and a mapped port; the kit stops its containers itself
+(``stop()``, and at interpreter exit).
+
+Build the image first, either route (see docs/containers.md)::
+
+    bash docker/build-offline.sh                               # no registry needed
+    docker build -f docker/node.Dockerfile -t echomq-node:local .  # FROM valkey/valkey:8.0
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from . import keyspace
+from .errors import NodeError
+from .node import Node, _live, free_port
+
+#: the image tag both build routes produce; ``$ECHOMQ_NODE_IMAGE`` or ``image=`` choose another
+DEFAULT_IMAGE = "echomq-node:local"
+MODULE_PATH = "/usr/local/lib/valkey/trafikey.so"
+MODULE_LABEL = "org.echomq.module"
+CONF_PATH = "/etc/echomq/node.conf"
+DATA_PATH = "/data"
+READY_LINE = "Ready to accept connections"
+READY_TIMEOUT_S = 20.0
+#: the uid a root host runs the server as inside the container (both images need no passwd entry)
+NOBODY = 65534
+OWNER_LABEL = "org.echomq.owner"
+
+BUILD_HINT = (
+    "build it first: `bash docker/build-offline.sh` (assembles it from this machine's valkey-server, "
+    "no registry needed) or, with a registry, `docker build -f docker/node.Dockerfile -t {image} .`"
+)
+ENGINE_HINT = (
+    "no Docker engine answers at {where} ({why}). Start one (as root: "
+    '`eval "$(bash tools/dockerd.sh start /tmp/echomq-docker)"` sets DOCKER_HOST), '
+    "or use the embedded node: start_node() with no provider."
+)
+
+
+def _docker_where() -> str:
+    return os.environ.get("DOCKER_HOST") or "the default socket (DOCKER_HOST is not set)"
+
+
+def engine() -> Any:
+    """A docker SDK client whose engine answered a ping, or NodeError saying how to start one."""
+    try:
+        import docker
+    except ImportError as exc:  # the optional 'container' extra
+        raise NodeError("the container provider needs `pip install 'echomq-teach[container]'`") from exc
+    try:
+        client = docker.from_env(timeout=10)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - every failure here means "no engine"
+        raise NodeError(ENGINE_HINT.format(where=_docker_where(), why=f"{type(exc).__name__}: {exc}")) from exc
+    return client
+
+
+def engine_answers() -> bool:
+    """True when a Docker engine answers (for tests that skip without one)."""
+    try:
+        engine().close()
+        return True
+    except NodeError:
+        return False
+
+
+def image_info(client: Any, image: str) -> Any:
+    """The local image, or NodeError with how to build it (the kit never pulls)."""
+    import docker
+
+    try:
+        return client.images.get(image)
+    except docker.errors.ImageNotFound:
+        hint = BUILD_HINT.format(image=image)
+        raise NodeError(f"the node image {image!r} is not in the local engine; {hint}") from None
+
+
+def image_has_module(img: Any) -> bool:
+    labels = (img.attrs.get("Config") or {}).get("Labels") or {}
+    return labels.get(MODULE_LABEL) == "trafikey"
+
+
+def _testcontainers() -> Any:
+    try:
+        from testcontainers.core.config import testcontainers_config
+        from testcontainers.core.container import DockerContainer
+    except ImportError as exc:  # the optional 'container' extra
+        raise NodeError("the container provider needs `pip install 'echomq-teach[container]'`") from exc
+
+    # Ryuk would pull its own image and need a mapped port: neither exists here
+    testcontainers_config.ryuk_disabled = True
+    return DockerContainer
+
+
+class ContainerNode(Node):
+    """A Valkey node in a container on host networking, bound to 127.0.0.1; stopped by ``stop()``."""
+
+    def __init__(self, native: bool = False, durable: bool = False, image: str | None = None) -> None:
+        self.native = native
+        self.durable = durable
+        self.image = image or os.environ.get("ECHOMQ_NODE_IMAGE") or DEFAULT_IMAGE
+        self.password = secrets.token_urlsafe(24)
+        self.port = 0
+        self.run_ids: list[str] = []
+        self._tc: Any = None
+        self.dir = Path(tempfile.mkdtemp(prefix="echomq-container-"))
+        self.dir.chmod(0o700)  # the config with the password sits here; only we traverse it
+        try:
+            self._start()
+        except BaseException:
+            self._remove()
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
+        _live.add(self)
+
+    # -- starting ------------------------------------------------------------------------------
+    def _start(self) -> None:
+        client = engine()
+        try:
+            img = image_info(client, self.image)
+            if self.native and not image_has_module(img):
+                raise NodeError(
+                    f"the image {self.image!r} has no trafikey module (label {MODULE_LABEL} is not 'trafikey'); "
+                    "rebuild it once native/ compiles: `bash docker/build-offline.sh --module yes`"
+                )
+        finally:
+            client.close()
+        # a free port can be taken between the probe and the bind: try a fresh one
+        for attempt in range(3):
+            self.port = free_port()
+            self._write_config()
+            try:
+                self._launch()
+                break
+            except NodeError as exc:
+                self._remove()
+                if "Address already in use" not in str(exc) or attempt == 2:
+                    raise
+        self._after_ready()
+
+    def _uid(self) -> str:
+        # a root host runs the server as nobody (chown'ing its files); anyone else as themselves,
+        # so the files it writes stay theirs to delete
+        if os.getuid() == 0:
+            return f"{NOBODY}:{NOBODY}"
+        return f"{os.getuid()}:{os.getgid()}"
+
+    def _write_config(self) -> None:
+        lines = [
+            "bind 127.0.0.1",
+            f"port {self.port}",
+            f"requirepass {self.password}",
+            "protected-mode yes",
+            'logfile ""',  # stdout: the engine keeps it (docker logs) and the wait reads it
+            "daemonize no",
+            'save ""',
+            "databases 1",
+            "enable-debug-command local",
+        ]
+        if self.durable:
+            data = self.dir / "data"
+            data.mkdir(exist_ok=True)
+            lines += [f"dir {DATA_PATH}", "appendonly yes", "appendfsync always", "appenddirname aof"]
+        else:
+            lines += ["appendonly no"]
+        if self.native:
+            lines.append(f"loadmodule {MODULE_PATH}")
+        conf = self.dir / "node.conf"
+        conf.write_text("\n".join(lines) + "\n")
+        conf.chmod(0o600)
+        if os.getuid() == 0:
+            os.chown(conf, NOBODY, NOBODY)
+            if self.durable:
+                os.chown(self.dir / "data", NOBODY, NOBODY)
+
+    def _launch(self) -> None:
+        docker_container = _testcontainers()
+        from testcontainers.core.wait_strategies import LogMessageWaitStrategy
+
+        volumes = {str(self.dir / "node.conf"): {"bind": CONF_PATH, "mode": "ro"}}
+        if self.durable:
+            volumes[str(self.dir / "data")] = {"bind": DATA_PATH, "mode": "rw"}
+        tc = docker_container(self.image).with_command([CONF_PATH])
+        for host_path, m in volumes.items():
+            tc = tc.with_volume_mapping(host_path, m["bind"], m["mode"])
+        # with_kwargs replaces, never merges: everything the engine needs goes in one call.
+        # network="host" also stops testcontainers from guessing a network of its own.
+        tc = tc.with_kwargs(
+            network="host",
+            user=self._uid(),
+            labels={OWNER_LABEL: f"{os.uname().nodename}:{os.getpid()}"},
+        )
+        tc = tc.waiting_for(
+            LogMessageWaitStrategy(READY_LINE).with_startup_timeout(READY_TIMEOUT_S).with_poll_interval(0.05)
+        )
+        self._tc = tc
+        try:
+            tc.start()
+        except Exception as exc:  # noqa: BLE001 - turned into one message with the server's own words
+            raise NodeError(
+                f"the node container ({self.image}) did not become ready: {type(exc).__name__}; "
+                f"its log:\n{self.log_tail()}"
+            ) from exc
+        self._wait_ping()
+
+    def _wait_ping(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                c = self.client()
+                try:
+                    if c.ping():
+                        return
+                finally:
+                    c.close()
+            except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError, OSError) as exc:
+                last = exc
+            if not self.running:
+                break
+            time.sleep(0.02)
+        raise NodeError(f"the node container did not answer PING ({last}); its log:\n{self.log_tail()}")
+
+    def _after_ready(self) -> None:
+        c = self.client()
+        try:
+            self.run_ids.append(c.info("server")["run_id"])
+            if self.native:
+                # the brand goes on at start, as on an embedded native node
+                c.set(keyspace.VERSION_KEY, keyspace.BRAND_WIRE6)
+        finally:
+            c.close()
+
+    # -- what a Node offers ----------------------------------------------------------------------
+    @property
+    def address(self) -> dict[str, Any]:
+        return {"host": "127.0.0.1", "port": self.port, "password": self.password}
+
+    @property
+    def url(self) -> str:
+        """A URL for this node, password included (give it only to your own kernels)."""
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+
+    @property
+    def run_id(self) -> str:
+        """The server's current run_id: it changes at every restart."""
+        return self.run_ids[-1]
+
+    @property
+    def container_id(self) -> str | None:
+        return self._tc.get_container_id() if self._tc is not None and self._tc._container else None
+
+    @property
+    def running(self) -> bool:
+        if self._tc is None or self._tc._container is None:
+            return False
+        try:
+            self._tc.reload()
+            return self._tc.status == "running"
+        except Exception:  # noqa: BLE001 - a removed container is simply not running
+            return False
+
+    def log_tail(self, lines: int = 15) -> str:
+        """The last lines the server printed in its container."""
+        if self._tc is None or self._tc._container is None:
+            return "(no container)"
+        try:
+            out, err = self._tc.get_logs()
+        except Exception as exc:  # noqa: BLE001
+            return f"(no log: {exc})"
+        text = (out + err).decode(errors="replace").splitlines()
+        return "\n".join(text[-lines:]) or "(empty log)"
+
+    def restart(self) -> None:
+        """Restart the container on the same port and data (``durable=True`` only)."""
+        if not self.durable:
+            raise NodeError(
+                "restart() keeps data only on a durable node: start_node(provider='container', durable=True)"
+            )
+        self._tc.get_wrapped_container().restart(timeout=10)
+        self._wait_ping()
+        c = self.client()
+        try:
+            self.run_ids.append(c.info("server")["run_id"])
+        finally:
+            c.close()
+
+    def _remove(self) -> None:
+        if self._tc is None or self._tc._container is None:
+            return
+        try:
+            wrapped = self._tc.get_wrapped_container()
+            if self.durable:
+                wrapped.stop(timeout=5)  # let the AOF close cleanly
+            self._tc.stop(force=True, delete_volume=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        self._tc._container = None
+
+    def stop(self) -> None:
+        """Remove the container and delete its folder."""
+        self._remove()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        _live.discard(self)
+
+    def __repr__(self) -> str:
+        kind = "native" if self.native else "scripted"
+        state = "running" if self.running else "stopped"
+        return f"<ContainerNode {kind}{' durable' if self.durable else ''} 127.0.0.1:{self.port} {self.image} {state}>"
+
+
+def start(native: bool = False, durable: bool = False, image: str | None = None, **kw: Any) -> ContainerNode:
+    """A node in a container from the node image (``start_node(provider="container")``)."""
+    if kw:
+        raise NodeError(f"the container provider does not take {', '.join(sorted(kw))}")
+    return ContainerNode(native=native, durable=durable, image=image)

@@ -1,0 +1,121 @@
+"""Native writes replicate as effects: a replica without the module ends byte-for-byte equal.
+
+EMQ.* commands send each write with its computed values as literals (the lease
+deadline, the time of death, the run_id), never the command itself, so a replica
+that has never heard of trafikey applies them and its DEBUG DIGEST matches.
+"""
+
+from __future__ import annotations
+
+import pytest
+from native_support import digest, force, wait_replicated
+
+from echomq_teach import flows, jobs, stalled
+from echomq_teach.keyspace import base, queue_key
+from echomq_teach.node import LocalNode
+
+LEASE = 30_000
+Q = "repl"
+
+
+@pytest.fixture(scope="module")
+def pair():
+    # no diskless-sync delay: the replica's first full sync starts at once
+    primary = LocalNode(native=True, extra_config={"repl-diskless-sync-delay": "0"})
+    replica = None
+    try:
+        replica = LocalNode(replica_of=primary)
+        yield primary, replica
+    finally:
+        if replica is not None:
+            replica.stop()
+        primary.stop()
+
+
+def test_the_replica_does_not_load_the_module(pair):
+    primary, replica = pair
+    rc, pc = replica.client(), primary.client()
+    try:
+        assert not replica.native and replica.module_path is False
+        assert rc.execute_command("MODULE", "LIST") == []
+        assert rc.command_list(module="trafikey") == []
+        assert sorted(n.lower() for n in pc.command_list(module="trafikey")) == [
+            "emq.claim",
+            "emq.complete",
+            "emq.fail",
+            "emq.stalled.check",
+        ]
+        assert rc.info("replication")["role"] == "slave"
+    finally:
+        rc.close()
+        pc.close()
+
+
+def test_mixed_native_and_scripted_run_leaves_the_replica_equal(pair):
+    primary, replica = pair
+    c = primary.connector()  # wire 6: the kit sends EMQ.* where a twin exists
+    p, r = primary.client(), replica.client()
+    try:
+        ids = [jobs.enqueue(c, Q, f"job {i}", job_id=f"R{i:02d}") for i in range(8)]
+        sent: list[str] = []
+
+        def note() -> None:
+            entry = c.last()[0]
+            sent.append(entry.script or entry.line.split()[0])
+
+        a = jobs.claim(c, Q, LEASE)  # EMQ.CLAIM: deadline and lease_epoch as literals
+        note()
+        b = c.eval("claim2", [queue_key(Q, "pending"), queue_key(Q, "active"), base(Q)], [LEASE])  # @claim2
+        note()
+        assert jobs.complete(c, Q, a.id, a.attempts, "done", record=True) == jobs.OK  # EMQ.COMPLETE with XADD
+        note()
+        assert jobs.retry(c, Q, b[0], int(b[2]), "again", 60_000, 3) == jobs.SCHEDULED  # EMQ.FAIL below the cap
+        note()
+        d = jobs.claim(c, Q, LEASE)
+        assert jobs.retry(c, Q, d.id, d.attempts, "gone", 60_000, 1, record=True) == jobs.DEAD  # EMQ.FAIL at cap
+        note()
+        force(p, Q, "schedule", b[0], 3)
+        assert jobs.promote(c, Q) == [b[0]]  # @promote
+        note()
+        lapse = [jobs.claim(c, Q, LEASE) for _ in range(3)]
+        for score, got in enumerate(lapse, start=10):
+            force(p, Q, "active", got.id, score)
+        assert jobs.reap(c, Q) == [g.id for g in lapse]  # @reap
+        note()
+        lapse = [jobs.claim(c, Q, LEASE) for _ in range(2)]
+        p.hset(f"emq:{{{Q}}}:job:{lapse[1].id}", "stalled", 1)
+        for score, got in enumerate(lapse, start=20):
+            force(p, Q, "active", got.id, score)
+        report = stalled.check(c, Q, 1)  # EMQ.STALLED.CHECK: one requeued, one buried
+        note()
+        assert report == stalled.StallReport([lapse[0].id], [lapse[1].id])
+        # a flow child buried by the native sweep: its parent's policy writes replicate too
+        flow = flows.add(c, "replflow", ("FP", "parent"), [("FC0", "a"), ("FC1", "b")], policy=["ignore", "fail"])
+        kids = [jobs.claim(c, "replflow", LEASE) for _ in flow.child_ids]
+        for score, got in enumerate(kids, start=30):
+            p.hset(f"emq:{{replflow}}:job:{got.id}", "stalled", 1)
+            force(p, "replflow", "active", got.id, score)
+        assert stalled.check(c, "replflow", 1).dead == list(flow.child_ids)
+        note()
+        assert len(ids) == 8
+        assert sent == [
+            "EMQ.CLAIM",
+            "@claim2",
+            "EMQ.COMPLETE",
+            "EMQ.FAIL",
+            "EMQ.FAIL",
+            "@promote",
+            "@reap",
+            "EMQ.STALLED.CHECK",
+            "EMQ.STALLED.CHECK",
+        ]
+        wait_replicated(p, r)
+        assert p.dbsize() > 10 and digest(r) == digest(p)
+        # the digest covers them, but say it plainly: the clock-made values arrived as they were
+        for key in (queue_key(Q, "active"), queue_key(Q, "dead"), queue_key(Q, "schedule")):
+            assert r.zrange(key, 0, -1, withscores=True) == p.zrange(key, 0, -1, withscores=True)
+        assert r.hget(f"emq:{{{Q}}}:job:{lapse[0].id}", "lease_epoch") == primary.run_id
+    finally:
+        p.close()
+        r.close()
+        c.close()
