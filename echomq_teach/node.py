@@ -95,8 +95,16 @@ class Node:
         """A traced connector: wire 4 on a scripted node, wire 6 on a native one."""
         return connect(self.address, wire=self.wire if wire is None else wire)
 
-    def stop(self) -> None:  # pragma: no cover - overridden
-        pass
+    #: True for a node this kernel started (and so stops); a shared node stays up
+    owned: bool = False
+
+    @property
+    def running(self) -> bool:
+        """True while the node answers for this kernel; a shared node counts as always running."""
+        return True
+
+    def stop(self) -> None:
+        """Stop the node if this kernel owns it; a shared node is left alone."""
 
     def __enter__(self) -> Node:
         return self
@@ -107,6 +115,8 @@ class Node:
 
 class LocalNode(Node):
     """A ``valkey-server`` child process that this kernel started and will stop."""
+
+    owned = True
 
     def __init__(
         self,

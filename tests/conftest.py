@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import time
 
 import pytest
 
@@ -53,3 +54,20 @@ def queue(request):
 def state(conn, queue):
     """The queue's state without the clock, for before/after comparisons."""
     return inspect.snapshot(conn, queue).state_only()
+
+
+def server_ms(conn) -> int:
+    """The server's clock in ms (TIME), the clock every lease and run-at is stamped with."""
+    sec, usec = conn.client.time()
+    return sec * 1000 + usec // 1000
+
+
+def wait_until_due(conn, queue: str, set_name: str) -> None:
+    """Sleep until every member of the set is due on the server clock (a bound, not an assertion on speed)."""
+    for _ in range(200):
+        snap = inspect.snapshot(conn, queue)
+        scores = snap.sets[set_name].values()
+        if not scores or max(scores) < snap.now_ms:
+            return
+        time.sleep(max(0.002, (max(scores) - snap.now_ms + 2) / 1000))
+    raise AssertionError(f"{set_name} never came due")

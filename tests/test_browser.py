@@ -8,152 +8,43 @@ Screenshots land in ``artifacts/`` (gitignored). Jupyter is stopped by its PID.
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
+import browser_support as bs
 import pytest
+from browser_support import expect
 from echomq_widgets.compare import SCENARIOS
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "tests" / "browser" / "widgets_demo.ipynb"
-ARTIFACTS = ROOT / "artifacts"
-CHROMIUM = os.environ.get("ECHOMQ_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+DEMO = bs.ROOT / "tests" / "browser" / "widgets_demo.ipynb"
 NB = "widgets_demo.ipynb"
-START_LIMIT_S = 60  # bounds on waiting for the server, never assertions about speed
-UI_MS = 60_000
-
-sync_api = pytest.importorskip("playwright.sync_api")
-expect = sync_api.expect
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _settings(settings_dir: Path) -> None:
-    # every cell stays in the DOM (windowingMode none), and no news or update checks
-    tracker = settings_dir / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
-    tracker.parent.mkdir(parents=True, exist_ok=True)
-    tracker.write_text(json.dumps({"windowingMode": "none"}))
-    notes = settings_dir / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    notes.parent.mkdir(parents=True, exist_ok=True)
-    notes.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """A JupyterLab server of this test's own; yields (base URL, token)."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no chromium at {CHROMIUM} (Debian: apt-get install -y chromium)")
+    """A JupyterLab server of this test's own, on a copy of the demo notebook."""
+    bs.require_chromium()
     tmp = tmp_path_factory.mktemp("lab")
     root_dir = tmp / "root"
     root_dir.mkdir()
     shutil.copy(DEMO, root_dir / NB)  # a copy: kernels outlive the page and autosave may rewrite it
-    env = dict(os.environ)
-    for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_DATA_DIR"):
-        env[var] = str(tmp / var.lower())
-    env["JUPYTERLAB_SETTINGS_DIR"] = str(tmp / "settings")
-    env["JUPYTERLAB_WORKSPACES_DIR"] = str(tmp / "workspaces")
-    _settings(tmp / "settings")
-    token, port = secrets.token_hex(16), _free_port()
-    log = open(tmp / "jupyter.log", "wb")  # noqa: SIM115 - closed at teardown
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--allow-root",
-            "--no-browser",
-            "--ip",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root_dir}",
-            "--LabApp.news_url=None",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabApp.extension_manager=readonly",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_LIMIT_S
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail("JupyterLab did not start:\n" + (tmp / "jupyter.log").read_text()[-3000:])
-            time.sleep(0.2)
-        yield base, token
-    finally:
-        # SIGTERM to the server's PID also stops its kernels (and so the node each started)
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+    with bs.lab_server(tmp, root_dir) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def page(lab):
-    base, token = lab
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        pg = browser.new_page(viewport={"width": 1280, "height": 2400})
-        pg.set_default_timeout(UI_MS)
-        pg.goto(f"{base}/lab/tree/{NB}?reset&token={token}")
-        panel = pg.get_by_role("tabpanel", name=NB)
-        expect(panel.locator(".jp-Toolbar-kernelName")).to_have_text("Python 3 (ipykernel)", timeout=UI_MS)
-        expect(pg.locator(".jp-StatusBar-Widget", has_text="| Idle").first).to_be_visible(timeout=UI_MS)
+    with bs.chromium() as browser:
+        pg, panel = bs.open_notebook(browser, lab, NB)
         # clear stored outputs first, so that waiting for the widgets means this run drew them
-        pg.get_by_role("menuitem", name="Edit", exact=True).click()
-        pg.get_by_role("menuitem", name="Clear Outputs of All Cells", exact=True).click()
-        pg.get_by_role("menuitem", name="Run", exact=True).click()
-        pg.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        bs.clear_outputs(pg)
+        bs.run_all(pg)
         yield pg, panel
-        browser.close()
 
 
 def _shot(pg, name: str, locator=None) -> None:
-    path = ARTIFACTS / f"browser-{name}.png"
-    if locator is not None:
-        locator.screenshot(path=str(path))
-    else:
-        pg.screenshot(path=str(path), full_page=True)
+    bs.shot(pg, bs.ARTIFACTS / f"browser-{name}.png", locator)
 
 
 def _set(view, name: str):

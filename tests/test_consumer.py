@@ -3,25 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
+
+from conftest import server_ms, wait_until_due
 
 from echomq_teach import Connector, inspect, jobs, keyspace
 from echomq_teach.consumer import Consumer, Error, Metronome, Pool
-
-
-def server_ms(conn: Connector) -> int:
-    sec, usec = conn.client.time()
-    return sec * 1000 + usec // 1000
-
-
-def wait_until_due(conn: Connector, queue: str, set_name: str) -> None:
-    for _ in range(200):
-        snap = inspect.snapshot(conn, queue)
-        scores = snap.sets[set_name].values()
-        if not scores or max(scores) < snap.now_ms:
-            return
-        time.sleep(max(0.002, (max(scores) - snap.now_ms + 2) / 1000))
-    raise AssertionError(f"{set_name} never came due")
 
 
 def stream(conn: Connector, queue: str) -> list[dict[str, str]]:

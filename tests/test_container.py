@@ -1,8 +1,8 @@
 """The container provider against a real Docker engine (mark ``container``).
 
 Every engine test skips, with the reason, when no engine answers at
-DOCKER_HOST or the node image is not built. tools/ci-containers.sh starts a
-private engine, builds the offline image and runs ``pytest -m container``.
+DOCKER_HOST or the node image is not built. tools/test.sh (as root) starts a
+private engine and builds the offline image before it runs the suite.
 """
 
 from __future__ import annotations

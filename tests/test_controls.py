@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from conftest import state
+from conftest import state, wait_until_due
 
 from echomq_teach import Connector, WrongState, inspect, jobs, keyspace, stalled
-
-
-def wait_until_due(conn: Connector, queue: str, set_name: str) -> None:
-    for _ in range(200):
-        snap = inspect.snapshot(conn, queue)
-        scores = snap.sets[set_name].values()
-        if not scores or max(scores) < snap.now_ms:
-            return
-        time.sleep(max(0.002, (max(scores) - snap.now_ms + 2) / 1000))
-    raise AssertionError(f"{set_name} never came due")
 
 
 def make_dead(conn: Connector, queue: str, payload: str = "w", reason: str = "fatal") -> str:

@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-import time
-
-from conftest import state
+from conftest import server_ms, state, wait_until_due
 
 from echomq_teach import Connector, inspect, jobs, keyspace
-
-
-def server_ms(conn: Connector) -> int:
-    """The server clock in ms, computed as the scripts compute it from TIME."""
-    sec, usec = conn.client.time()
-    return sec * 1000 + usec // 1000
 
 
 def only_in(snap: inspect.Snapshot, job_id: str) -> list[str]:
@@ -128,7 +120,7 @@ def test_promote_returns_a_due_job_to_pending(conn: Connector, queue: str) -> No
     job_id = jobs.enqueue(conn, queue, "work")
     got = jobs.claim(conn, queue, 30_000)
     jobs.retry(conn, queue, job_id, got.attempts, "boom", 1, 3)
-    _wait_until_due(conn, queue, "schedule")
+    wait_until_due(conn, queue, "schedule")
     assert jobs.promote(conn, queue) == [job_id]
     snap = inspect.snapshot(conn, queue)
     assert snap.sets["pending"] == {job_id: 0}
@@ -141,7 +133,7 @@ def test_promote_respects_its_limit(conn: Connector, queue: str) -> None:
     for _ in ids:
         got = jobs.claim(conn, queue, 30_000)
         jobs.retry(conn, queue, got.id, got.attempts, "boom", 1, 3)
-    _wait_until_due(conn, queue, "schedule")
+    wait_until_due(conn, queue, "schedule")
     first = jobs.promote(conn, queue, limit=2)
     assert len(first) == 2
     assert sorted(first + jobs.promote(conn, queue)) == sorted(ids)
@@ -165,7 +157,7 @@ def test_retry_with_record_records_only_a_death(conn: Connector, queue: str) -> 
     got = jobs.claim(conn, queue, 30_000)
     assert jobs.retry(conn, queue, job_id, got.attempts, "once", 1, 2, record=True) == jobs.SCHEDULED
     assert conn.client.xlen(stream) == 0  # a parked job has not settled
-    _wait_until_due(conn, queue, "schedule")
+    wait_until_due(conn, queue, "schedule")
     jobs.promote(conn, queue)
     got = jobs.claim(conn, queue, 30_000)
     assert jobs.retry(conn, queue, job_id, got.attempts, "twice", 1, 2, record=True) == jobs.DEAD
@@ -207,14 +199,3 @@ def test_bytes_payload_round_trips(conn: Connector, queue: str) -> None:
 def test_unicode_payload_round_trips(conn: Connector, queue: str) -> None:
     jobs.enqueue(conn, queue, "café ☕ 队列")
     assert jobs.claim(conn, queue, 30_000).payload == "café ☕ 队列"
-
-
-def _wait_until_due(conn: Connector, queue: str, set_name: str) -> None:
-    """Sleep until every member of the set is due on the server clock (bounded)."""
-    for _ in range(200):
-        snap = inspect.snapshot(conn, queue)
-        scores = snap.sets[set_name].values()
-        if not scores or max(scores) < snap.now_ms:
-            return
-        time.sleep(max(0.002, (max(scores) - snap.now_ms + 2) / 1000))
-    raise AssertionError(f"{set_name} never came due")

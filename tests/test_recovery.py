@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
-from conftest import state
+from conftest import state, wait_until_due
 
 from echomq_teach import Connector, inspect, jobs
 
 LEASE_MS = 25  # tiny leases keep the lapse tests fast
-
-
-def wait_until_due(conn: Connector, queue: str, set_name: str) -> None:
-    """Sleep until every member of ``set_name`` is past its score on the server clock (bounded)."""
-    for _ in range(200):
-        snap = inspect.snapshot(conn, queue)
-        scores = snap.sets[set_name].values()
-        if not scores or max(scores) < snap.now_ms:
-            return
-        time.sleep(max(0.002, (max(scores) - snap.now_ms + 2) / 1000))
-    raise AssertionError(f"{set_name} never came due")
 
 
 def lapsed_claim(conn: Connector, queue: str, payload: str = "work") -> jobs.Claimed:

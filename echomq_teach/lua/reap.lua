@@ -2,16 +2,12 @@
 -- KEYS: [1] active, [2] pending, [3] the base emq:{q}:
 -- ARGV: none
 -- reply: the ids reaped, earliest deadline first; attempts stay as they are, so the next claim moves the token
+-- @include back_to_pending
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 -- a lease is lapsed once the clock has passed its deadline (the active score)
 local lapsed = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now, 'LIMIT', 0, 100)
 for _, id in ipairs(lapsed) do
-  redis.call('ZREM', KEYS[1], id)
-  local jk = KEYS[3] .. 'job:' .. id
-  if redis.call('EXISTS', jk) == 1 then
-    redis.call('ZADD', KEYS[2], 0, id)
-    redis.call('HSET', jk, 'state', 'pending')
-  end
+  back_to_pending(KEYS[1], KEYS[2], KEYS[3], id)
 end
 return lapsed

@@ -232,7 +232,10 @@ print(exercises.check("02.3", feed_the_ghost, conn))
 #
 # Next: **03-completion-and-recovery** — what the token is for.
 
-# %%
-raw.close()
-conn.close()
-node.stop()
+
+# %% [markdown]
+# ## When you are done
+#
+# Your node stops with this notebook's kernel, so there is nothing to clean up by hand: when you
+# leave, shut the kernel down (**Kernel → Shut Down Kernel**). Until then the widgets above keep
+# working, even after **Run All** — each click is still a real call on your node.

@@ -238,6 +238,10 @@ print(exercises.check("03.2", recover, conn))
 #
 # Next: **04-two-executors** — the same claim, as one native command.
 
-# %%
-conn.close()
-node.stop()
+
+# %% [markdown]
+# ## When you are done
+#
+# Your node stops with this notebook's kernel, so there is nothing to clean up by hand: when you
+# leave, shut the kernel down (**Kernel → Shut Down Kernel**). Until then the widgets above keep
+# working, even after **Run All** — each click is still a real call on your node.

@@ -259,6 +259,10 @@ print(exercises.check("05.2", release_the_parent, conn))
 #
 # Next: **06-workshop** — the whole machine, end to end.
 
-# %%
-conn.close()
-node.stop()
+
+# %% [markdown]
+# ## When you are done
+#
+# Your node stops with this notebook's kernel, so there is nothing to clean up by hand: when you
+# leave, shut the kernel down (**Kernel → Shut Down Kernel**). Until then the widgets above keep
+# working, even after **Run All** — each click is still a real call on your node.

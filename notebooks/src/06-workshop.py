@@ -147,7 +147,9 @@ for i in range(5):
     jobs.enqueue(conn, Q, f"job {i}")
 worker = Consumer(conn, Q, lambda j: Error("no") if j.payload == "job 4" else "yes", record=True, max_attempts=1)
 report = worker.run(timeout=10, until_idle=True)
-entries = node.client().xrange("emq:{floor}:stream:completions")
+from echomq_teach import keyspace
+
+entries = node.client().xrange(keyspace.queue_key(Q, "stream:completions"))
 outcomes = [fields["outcome"] for _, fields in entries]
 print(report.outcomes, "·", len(entries), "stream entries:", outcomes)
 assert outcomes == ["completed"] * 4 + ["dead"]
@@ -163,8 +165,10 @@ assert outcomes == ["completed"] * 4 + ["dead"]
 #   releases the parent.
 # - Four sorted sets and one hash per job: that is the whole queue.
 
-# %%
-n_conn.close()
-native.stop()
-conn.close()
-node.stop()
+
+# %% [markdown]
+# ## When you are done
+#
+# Your two nodes stop with this notebook's kernel, so there is nothing to clean up by hand: when you
+# leave, shut the kernel down (**Kernel → Shut Down Kernel**). Until then the widgets above keep
+# working, even after **Run All** — each click is still a real call on your nodes.
