@@ -140,8 +140,9 @@ static int judge_death(TkCtx *ctx, Notes *notes, Death *deaths, TkBuf base, TkBu
     TkBuf prow = tk_row_key(ctx, base, parent);
     /* an earlier death's DECR or HSET may create this row in the script: refuse what it cannot mirror */
     for (size_t k = 0; k < i; k++) {
-        if ((deaths[k].policy == IGNORE || deaths[k].policy == REMOVE) &&
-            (tk_same(prow, deaths[k].deps) || tk_same(prow, deaths[k].unsuccessful))) {
+        int decr = deaths[k].policy == IGNORE || deaths[k].policy == REMOVE;
+        if ((decr && tk_same(prow, deaths[k].deps)) ||
+            (deaths[k].policy == IGNORE && tk_same(prow, deaths[k].unsuccessful))) {
             tk_error(ctx, "EMQSTATE the parent row %s is also a flow key", tk_show(ctx, prow));
             return 0;
         }

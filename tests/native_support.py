@@ -14,7 +14,7 @@ from typing import Any
 
 from echomq_teach import inspect
 from echomq_teach.connector import Connector
-from echomq_teach.keyspace import SETS, queue_key
+from echomq_teach.keyspace import queue_key
 
 # scores below this were written by a test (a forced lapse, a forced due date), not by a clock
 FORCED_MAX = 1_000_000
@@ -77,14 +77,21 @@ def stream(client: Any, queue: str) -> list[dict[str, str]]:
 def assert_same_end_state(scripted: Connector, native: Connector, queue: str) -> None:
     """Equal end states except the documented differences (lease_epoch, clock scores)."""
     a, b = inspect.snapshot(scripted, queue), inspect.snapshot(native, queue)
-    assert comparable(a) == comparable(b)
+    # plain asserts are not rewritten outside test modules: the messages say what differs
+    ca, cb = comparable(a), comparable(b)
+    assert ca == cb, "end states differ:\n" + "\n".join(
+        f"  {k}: scripted {ca[k]!r}\n  {' ' * len(k)}  native   {cb[k]!r}" for k in ca if ca[k] != cb[k]
+    )
     for name in TIMED_SETS:
-        assert order_conflicts(a.sets[name], b.sets[name]) == [], name
-    assert stream(scripted.client, queue) == stream(native.client, queue)
+        conflicts = order_conflicts(a.sets[name], b.sets[name])
+        assert not conflicts, f"{name} ordered differently: {conflicts}"
+    sa, sb = stream(scripted.client, queue), stream(native.client, queue)
+    assert sa == sb, f"completions streams differ: scripted {sa!r}, native {sb!r}"
     # the native executor's one extra field is the server's run_id, and only on the native node
     rid = run_id(native.client)
-    assert all(r.get("lease_epoch", rid) == rid for r in b.rows.values())
-    assert not any("lease_epoch" in r for r in a.rows.values())
+    epochs = {i: r["lease_epoch"] for i, r in b.rows.items() if r.get("lease_epoch", rid) != rid}
+    assert not epochs, f"lease_epoch is not the run_id {rid}: {epochs}"
+    assert not any("lease_epoch" in r for r in a.rows.values()), "a scripted row has lease_epoch"
 
 
 def wait_replicated(primary: Any, replica: Any, timeout_s: float = 15.0) -> None:
@@ -101,7 +108,6 @@ def wait_replicated(primary: Any, replica: Any, timeout_s: float = 15.0) -> None
 
 __all__ = [
     "FORCED_MAX",
-    "SETS",
     "assert_same_end_state",
     "comparable",
     "digest",

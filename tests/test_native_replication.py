@@ -11,7 +11,7 @@ import pytest
 from native_support import digest, force, wait_replicated
 
 from echomq_teach import flows, jobs, stalled
-from echomq_teach.keyspace import base, queue_key
+from echomq_teach.keyspace import base, job_key, queue_key
 from echomq_teach.node import LocalNode
 
 LEASE = 30_000
@@ -56,7 +56,8 @@ def test_mixed_native_and_scripted_run_leaves_the_replica_equal(pair):
     c = primary.connector()  # wire 6: the kit sends EMQ.* where a twin exists
     p, r = primary.client(), replica.client()
     try:
-        ids = [jobs.enqueue(c, Q, f"job {i}", job_id=f"R{i:02d}") for i in range(8)]
+        for i in range(8):
+            jobs.enqueue(c, Q, f"job {i}", job_id=f"R{i:02d}")
         sent: list[str] = []
 
         def note() -> None:
@@ -83,7 +84,7 @@ def test_mixed_native_and_scripted_run_leaves_the_replica_equal(pair):
         assert jobs.reap(c, Q) == [g.id for g in lapse]  # @reap
         note()
         lapse = [jobs.claim(c, Q, LEASE) for _ in range(2)]
-        p.hset(f"emq:{{{Q}}}:job:{lapse[1].id}", "stalled", 1)
+        p.hset(job_key(Q, lapse[1].id), "stalled", 1)
         for score, got in enumerate(lapse, start=20):
             force(p, Q, "active", got.id, score)
         report = stalled.check(c, Q, 1)  # EMQ.STALLED.CHECK: one requeued, one buried
@@ -93,11 +94,10 @@ def test_mixed_native_and_scripted_run_leaves_the_replica_equal(pair):
         flow = flows.add(c, "replflow", ("FP", "parent"), [("FC0", "a"), ("FC1", "b")], policy=["ignore", "fail"])
         kids = [jobs.claim(c, "replflow", LEASE) for _ in flow.child_ids]
         for score, got in enumerate(kids, start=30):
-            p.hset(f"emq:{{replflow}}:job:{got.id}", "stalled", 1)
+            p.hset(job_key("replflow", got.id), "stalled", 1)
             force(p, "replflow", "active", got.id, score)
         assert stalled.check(c, "replflow", 1).dead == list(flow.child_ids)
         note()
-        assert len(ids) == 8
         assert sent == [
             "EMQ.CLAIM",
             "@claim2",
@@ -114,7 +114,7 @@ def test_mixed_native_and_scripted_run_leaves_the_replica_equal(pair):
         # the digest covers them, but say it plainly: the clock-made values arrived as they were
         for key in (queue_key(Q, "active"), queue_key(Q, "dead"), queue_key(Q, "schedule")):
             assert r.zrange(key, 0, -1, withscores=True) == p.zrange(key, 0, -1, withscores=True)
-        assert r.hget(f"emq:{{{Q}}}:job:{lapse[0].id}", "lease_epoch") == primary.run_id
+        assert r.hget(job_key(Q, lapse[0].id), "lease_epoch") == primary.run_id
     finally:
         p.close()
         r.close()

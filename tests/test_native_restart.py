@@ -12,6 +12,7 @@ import pytest
 from native_support import force
 
 from echomq_teach import inspect, jobs, stalled
+from echomq_teach.keyspace import base, job_key, queue_key
 from echomq_teach.node import LocalNode
 
 LEASE = 30_000
@@ -32,7 +33,7 @@ def test_a_lease_from_before_the_restart_is_exempt_and_one_after_is_counted(dura
         jobs.enqueue(c, Q, job_id.lower(), job_id=job_id)
     before = [jobs.claim(c, Q, LEASE), jobs.claim(c, Q, LEASE)]  # A0, A1
     # A1 has stalled once before: were it counted now, max_stalled=1 would bury it
-    c.client.hset(f"emq:{{{Q}}}:job:A1", "stalled", 1)
+    c.client.hset(job_key(Q, "A1"), "stalled", 1)
     old_run_id = n.run_id
     assert {jobs.row(c, Q, g.id)["lease_epoch"] for g in before} == {old_run_id}
     c.close()
@@ -44,7 +45,7 @@ def test_a_lease_from_before_the_restart_is_exempt_and_one_after_is_counted(dura
     assert snap.active == ["A0", "A1"]  # the AOF kept the leases and their epochs
     after = [jobs.claim(c, Q, LEASE), jobs.claim(c, Q, LEASE)]  # B0, B1
     assert [g.id for g in after] == ["B0", "B1"]
-    c.client.hset(f"emq:{{{Q}}}:job:B1", "stalled", 1)
+    c.client.hset(job_key(Q, "B1"), "stalled", 1)
     assert jobs.row(c, Q, "B0")["lease_epoch"] == n.run_id
     for score, job_id in enumerate(["A0", "A1", "B0", "B1"], start=1):
         force(c.client, Q, "active", job_id, score)  # every lease lapsed, in this order
@@ -71,7 +72,7 @@ def test_the_script_counts_a_pre_restart_lease(durable_native):
     n.restart()
     c = n.connector()
     force(c.client, Q, "active", "S", 1)
-    keys = [f"emq:{{{Q}}}:{s}" for s in ("active", "pending", "dead")] + [f"emq:{{{Q}}}:"]
+    keys = [queue_key(Q, s) for s in ("active", "pending", "dead")] + [base(Q)]
     assert c.eval("stalled_check", keys, [1]) == [["S"], []]
     assert jobs.row(c, Q, "S")["stalled"] == "1"
     c.close()
