@@ -29,7 +29,7 @@ import redis
 
 from . import keyspace
 from .errors import NodeError
-from .node import Node, _live, free_port
+from .node import Node, _live, free_port, server_config
 
 #: the image tag both build routes produce; ``$ECHOMQ_NODE_IMAGE`` or ``image=`` choose another
 DEFAULT_IMAGE = "echomq-node:local"
@@ -163,25 +163,17 @@ class ContainerNode(Node):
         return f"{os.getuid()}:{os.getgid()}"
 
     def _write_config(self) -> None:
-        lines = [
-            "bind 127.0.0.1",
-            f"port {self.port}",
-            f"requirepass {self.password}",
-            "protected-mode yes",
-            'logfile ""',  # stdout: the engine keeps it (docker logs) and the wait reads it
-            "daemonize no",
-            'save ""',
-            "databases 1",
-            "enable-debug-command local",
-        ]
         if self.durable:
-            data = self.dir / "data"
-            data.mkdir(exist_ok=True)
-            lines += [f"dir {DATA_PATH}", "appendonly yes", "appendfsync always", "appenddirname aof"]
-        else:
-            lines += ["appendonly no"]
-        if self.native:
-            lines.append(f"loadmodule {MODULE_PATH}")
+            (self.dir / "data").mkdir(exist_ok=True)
+        # logfile "": stdout, which the engine keeps (docker logs) and the readiness wait reads
+        lines = server_config(
+            self.port,
+            self.password,
+            logfile="",
+            data_dir=DATA_PATH if self.durable else "/",
+            durable=self.durable,
+            module_path=MODULE_PATH if self.native else None,
+        )
         conf = self.dir / "node.conf"
         conf.write_text("\n".join(lines) + "\n")
         conf.chmod(0o600)

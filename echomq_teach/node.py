@@ -73,6 +73,38 @@ def _die_with_parent() -> None:
         pass
 
 
+def server_config(
+    port: int,
+    password: str,
+    *,
+    logfile: str,
+    data_dir: str,
+    durable: bool,
+    module_path: str | None,
+) -> list[str]:
+    """The valkey.conf lines every node the kit starts shares: loopback, a password, no RDB.
+
+    It goes in a file in a 0700 folder, which keeps the password out of ``ps``.
+    ``durable`` keeps an AOF (fsync on every write, so a restart shows all of it).
+    """
+    lines = [
+        "bind 127.0.0.1",
+        f"port {port}",
+        f"requirepass {password}",
+        "protected-mode yes",
+        f"dir {data_dir}",
+        f'logfile "{logfile}"',
+        "daemonize no",
+        'save ""',
+        "enable-debug-command local",
+        "databases 1",
+    ]
+    lines += ["appendonly yes", "appendfsync always", "appenddirname aof"] if durable else ["appendonly no"]
+    if module_path:
+        lines.append(f"loadmodule {module_path}")
+    return lines
+
+
 class Node:
     """A node the kit talks to; it hands out connectors (``node.connector()``)."""
 
@@ -155,27 +187,16 @@ class LocalNode(Node):
 
     # -- config and process ----------------------------------------------------------
     def _write_config(self) -> None:
-        # A config file in the 0700 folder keeps the password out of `ps`.
-        lines = [
-            "bind 127.0.0.1",
-            f"port {self.port}",
-            f"requirepass {self.password}",
-            "protected-mode yes",
-            f"dir {self.dir}",
-            f"logfile {self.log_path}",
-            "daemonize no",
-            'save ""',
-            "enable-debug-command local",
-            "databases 1",
-        ]
+        lines = server_config(
+            self.port,
+            self.password,
+            logfile=str(self.log_path),
+            data_dir=str(self.dir),
+            durable=self.durable,
+            module_path=str(self.module_path) if self.module_path else None,
+        )
         if self.socket_path:
             lines += [f"unixsocket {self.socket_path}", "unixsocketperm 700"]
-        if self.durable:
-            lines += ["appendonly yes", "appendfsync always", "appenddirname aof"]
-        else:
-            lines += ["appendonly no"]
-        if self.module_path:
-            lines.append(f"loadmodule {self.module_path}")
         if self.replica_of is not None:
             lines += [f"replicaof 127.0.0.1 {self.replica_of.port}", f"masterauth {self.replica_of.password}"]
         lines += [f"{k} {v}" for k, v in self.extra_config.items()]
