@@ -63,6 +63,39 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_DIR_PREFIX = "echomq-node-"
+_OWNER_FILE = "owner.pid"
+_SERVER_FILE = "server.pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0 only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sweep_stale_dirs() -> None:
+    """Delete node folders whose kernel and server are both gone.
+
+    A kernel that is shut down runs no exit hooks: its server dies with it
+    (PR_SET_PDEATHSIG) but the small temp folder stays. Only folders that name
+    their owner are touched, and only once neither process is alive.
+    """
+    for d in Path(tempfile.gettempdir()).glob(_DIR_PREFIX + "*"):
+        try:
+            owner = int((d / _OWNER_FILE).read_text())
+            server = int((d / _SERVER_FILE).read_text()) if (d / _SERVER_FILE).exists() else None
+        except (OSError, ValueError):
+            continue
+        if owner == os.getpid() or _alive(owner) or (server is not None and _alive(server)):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def _die_with_parent() -> None:
     # Linux: the server gets SIGTERM if the kernel that started it dies hard,
     # so a crashed notebook never leaves a node behind.
@@ -165,8 +198,10 @@ class LocalNode(Node):
         # built before the folder exists: a missing compiler then leaves nothing behind
         self.module_path = native and native_module_path()
         self.password = secrets.token_urlsafe(24)
-        self.dir = Path(tempfile.mkdtemp(prefix="echomq-node-"))
+        _sweep_stale_dirs()
+        self.dir = Path(tempfile.mkdtemp(prefix=_DIR_PREFIX))
         self.dir.chmod(0o700)
+        (self.dir / _OWNER_FILE).write_text(str(os.getpid()))
         self.port = 0 if unix_socket else free_port()
         self.socket_path = str(self.dir / "valkey.sock") if unix_socket else None
         self.log_path = self.dir / "valkey.log"
@@ -217,6 +252,8 @@ class LocalNode(Node):
                 )
             except OSError as exc:
                 raise NodeError(f"could not run {binary!r}: {exc}. " + INSTALL_HINT) from exc
+        assert self.proc is not None
+        (self.dir / _SERVER_FILE).write_text(str(self.proc.pid))
         self._wait_ready()
         c = self.client()
         try:

@@ -60,10 +60,10 @@ def free_port() -> int:
 
 
 def write_settings(settings_dir: Path) -> None:
-    """Every cell stays in the DOM (windowingMode none), and no news or update checks."""
+    """Every cell stays in the DOM (windowingMode none), no blank page past the last cell, no news or updates."""
     tracker = settings_dir / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True, exist_ok=True)
-    tracker.write_text(json.dumps({"windowingMode": "none"}))
+    tracker.write_text(json.dumps({"windowingMode": "none", "scrollPastEnd": False}))
     notes = settings_dir / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     notes.parent.mkdir(parents=True, exist_ok=True)
     notes.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))

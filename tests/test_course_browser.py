@@ -28,13 +28,13 @@ WIDGETS = ".widget-button, .widget-toggle-button, .widget-html, .widget-image, .
 # the widgets each notebook shows, found by the text they draw
 WIDGET_TEXT = {
     "01": ["The lifecycle stepper"],
-    "02": ["queue emq:{lease}:"],
+    "02": ["deadline in +"],  # the set view of the lease queue: its active set
     "03": [],  # a CounterPlot: an image, checked below
     "04": ["One transition, two executors"],
     "05": ["The flow composer"],
     "06": ["The lifecycle stepper", "One transition, two executors", "The flow composer"],
 }
-IMAGES = {"03": 1, "06": 1}  # CounterPlot draws a PNG into a widgets.Image
+IMAGES = {"03": 1, "05": 1, "06": 2}  # a CounterPlot and the composer each draw a PNG into a widgets.Image
 STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 ERROR_CLASS = re.compile(r"\b[A-Z]\w*(Error|Exception)\b")
 

@@ -7,6 +7,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,24 @@ def test_context_manager_stops_the_node() -> None:
         assert c.call("PING") is True
         c.close()
     assert pid is not None and not _pid_alive(pid)
+
+
+def test_a_dead_kernels_folder_is_swept_by_the_next_node(tmp_path):
+    # a kernel shut down without exit hooks leaves its node folder; the next start removes it
+    code = "from echomq_teach.node import LocalNode; n = LocalNode(); print(n.dir, flush=True); import os; os._exit(0)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    left = Path(out.stdout.strip())
+    assert left.is_dir()  # os._exit ran no atexit hook; the server died with its parent
+    for _ in range(100):  # the server's death signal is asynchronous: bound the wait
+        pid = int((left / "server.pid").read_text())
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    n = LocalNode()
+    try:
+        assert not left.exists()
+        assert n.dir.exists()
+    finally:
+        n.stop()

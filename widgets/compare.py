@@ -138,7 +138,7 @@ def compare_commands(a: list[TraceEntry], b: list[TraceEntry]) -> list[Differenc
             out.append(Difference("command", f"only one executor sent: {only.line}", False))  # type: ignore[union-attr]
             continue
         if ea.line == eb.line:
-            out.append(Difference("command", f"same command: {ea.line}", None))
+            out.append(Difference("command", ea.line, None))  # its badge already says "same"
         elif _words(ea) == _words(eb):
             native_name = _head(eb)
             out.append(
@@ -158,7 +158,7 @@ def compare(scenario: Scenario, s: Call, n: Call, job_id: str, native_run_id: st
     """Every difference between the scripted and the native run of one step, with its documentation status."""
     out = compare_commands(s.entries, n.entries)
     if s.reply == n.reply:
-        out.append(Difference("reply", f"same reply: {_reply(s)}", None))
+        out.append(Difference("reply", _reply(s), None))
     else:
         # the pause read inside EMQ.CLAIM is difference 1 on the page; only a raw command can show it
         doc = scenario.name == "paused-raw"

@@ -35,7 +35,8 @@ CSS = """
 .emq-set h4 small{color:var(--jp-ui-font-color2,#59636e);font-weight:400}
 .emq-pending{--c:#1f6feb}.emq-active{--c:#1a7f37}.emq-schedule{--c:#9a6700}.emq-dead{--c:#cf222e}
 .emq-entry{padding:2px 5px;border-radius:4px;margin:2px 0;white-space:nowrap}
-.emq-entry .emq-score{display:block;color:var(--jp-ui-font-color2,#59636e);font-size:11.5px}
+.emq-entry .emq-score{display:block;color:var(--jp-ui-font-color2,#59636e);font-size:11.5px;
+  white-space:normal;text-wrap:balance}
 .emq-tag{font-size:10.5px;padding:0 5px;border-radius:8px;background:#eef1f4;color:#59636e;margin-left:3px;
   font-family:var(--jp-ui-font-family,system-ui,sans-serif);text-decoration:none}
 .emq-none{color:var(--jp-ui-font-color3,#8c959f);font-style:italic;font-size:12px}

@@ -46,7 +46,7 @@ class SetView(widgets.VBox):
         self.snapshot: Snapshot | None = None
         self.before: Snapshot | None = None
         self.changes: list[Change] = []
-        self.html = widgets.HTML(layout=widgets.Layout(width="100%"))
+        self.html = widgets.HTML(layout=widgets.Layout(width="auto"))  # 100% plus the widget margin overflowed
         super().__init__([self.html], layout=widgets.Layout(width="100%"))
         if autorefresh:
             self.refresh()

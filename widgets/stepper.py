@@ -199,7 +199,7 @@ class LifecycleStepper(widgets.VBox):
         nxt = self.model.steps[0]
         return (
             f"ready — the {self.model.path} path: {names}\n"
-            f"queue {base(self.model.queue)} is empty · Step runs {nxt.handle}"
+            f"the queue {self.model.queue} (keys {base(self.model.queue)}…) is empty · Step runs {nxt.handle}"
         )
 
     def _draw(self, out: Outcome | None) -> None:

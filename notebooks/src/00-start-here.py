@@ -66,13 +66,16 @@ assert info["valkey_version"].startswith("8."), "the course is built on Valkey 8
 # %%
 import redis
 
-stranger = redis.Redis(**{k: v for k, v in node.address.items() if k != "password"})
+from echomq_teach.connector import make_client
+
+# the kit's client settings (no silent retries), with the password left out
+stranger = make_client({k: v for k, v in node.address.items() if k != "password"})
 try:
     stranger.ping()
     refused = None
 except redis.exceptions.AuthenticationError as exc:
-    refused = str(exc)
-print("without the password:", refused)
+    refused = type(exc).__name__
+print("without the password the node answers:", refused)
 assert refused is not None
 assert node.address.get("host", "127.0.0.1") == "127.0.0.1"
 

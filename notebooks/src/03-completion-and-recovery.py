@@ -61,10 +61,13 @@ print(scripts.show("retry"))
 Q2 = "fork"
 job = jobs.enqueue(conn, Q2, "flaky")
 first = jobs.claim(conn, Q2, 30_000)
-outcome = jobs.retry(conn, Q2, job, first.attempts, "timeout talking to the mailer", delay_ms=300, max_attempts=2)
+reason = "timeout talking to the mailer"
+outcome = jobs.retry(conn, Q2, job, first.attempts, reason, delay_ms=300, max_attempts=2)
 s = inspect.snapshot(conn, Q2)
-print(outcome, "·", s.where(job), "· row state", s.state(job), "· last_error", s.rows[job]["last_error"])
-assert outcome == jobs.SCHEDULED and s.where(job) == ["schedule"] and 0 < s.relative("schedule", job) <= 300
+print(outcome, "·", s.where(job), "· row state", s.state(job),
+      "· last_error", s.rows[job]["last_error"])
+assert outcome == jobs.SCHEDULED and s.where(job) == ["schedule"]
+assert 0 < s.relative("schedule", job) <= 300
 
 # %% [markdown]
 # The job does not come back on its own. **promote/3** moves due schedule members back to pending —
@@ -83,7 +86,8 @@ assert inspect.snapshot(conn, Q2).where(job) == ["pending"]
 second = jobs.claim(conn, Q2, 30_000)
 outcome = jobs.retry(conn, Q2, job, second.attempts, "mailer still down", delay_ms=300, max_attempts=2)
 s = inspect.snapshot(conn, Q2)
-print(outcome, "·", s.where(job), "· attempts", s.rows[job]["attempts"], "· last_error", s.rows[job]["last_error"])
+print(outcome, "·", s.where(job), "· attempts", s.rows[job]["attempts"],
+      "· last_error", s.rows[job]["last_error"])
 assert (outcome, s.where(job), s.rows[job]["attempts"]) == (jobs.DEAD, ["dead"], "2")
 assert s.rows[job]["last_error"] == "mailer still down"
 
@@ -119,7 +123,8 @@ assert s.where(job) == ["active"] and s.relative("active", job) < 0
 # %%
 reaped = jobs.reap(conn, Q3)
 s = inspect.snapshot(conn, Q3)
-print("reaped:", reaped == [job], "· now in", s.where(job), "· attempts unchanged:", s.rows[job]["attempts"])
+print("reaped:", reaped == [job], "· now in", s.where(job),
+      "· attempts unchanged:", s.rows[job]["attempts"])
 assert s.where(job) == ["pending"] and s.rows[job]["attempts"] == "1"
 
 # %% [markdown]
@@ -242,6 +247,7 @@ print(exercises.check("03.2", recover, conn))
 # %% [markdown]
 # ## When you are done
 #
-# Your node stops with this notebook's kernel, so there is nothing to clean up by hand: when you
-# leave, shut the kernel down (**Kernel → Shut Down Kernel**). Until then the widgets above keep
-# working, even after **Run All** — each click is still a real call on your node.
+# The nodes the kit started for this notebook stop with its kernel (a classroom's shared node stays
+# up), so there is nothing to stop by hand: when you leave, shut the kernel down (**Kernel → Shut
+# Down Kernel**). Until then the widgets above keep working, even after **Run All** — each click is
+# still a real call.

@@ -158,8 +158,9 @@ jobs.enqueue(n_conn, Q3, "tock")
 s0, n0 = time_calls(s_raw), time_calls(n_raw)
 jobs.claim(s_conn, Q3, 30_000)
 jobs.claim(n_conn, Q3, 30_000)
-print("TIME calls made by one claim — script:", time_calls(s_raw) - s0, "· native:", time_calls(n_raw) - n0)
-assert (time_calls(s_raw) - s0, time_calls(n_raw) - n0) == (1, 0)
+made = (time_calls(s_raw) - s0, time_calls(n_raw) - n0)
+print("TIME calls made by one claim — script:", made[0], "· native:", made[1])
+assert made == (1, 0)
 
 # %% [markdown]
 # ### 4 · The row gains `lease_epoch`, the server's `run_id`
@@ -296,6 +297,7 @@ print(exercises.check("04.2", read_brands, s_conn, n_conn))
 # %% [markdown]
 # ## When you are done
 #
-# Your two nodes stop with this notebook's kernel, so there is nothing to clean up by hand: when you
-# leave, shut the kernel down (**Kernel → Shut Down Kernel**). Until then the widgets above keep
-# working, even after **Run All** — each click is still a real call on your nodes.
+# The nodes the kit started for this notebook stop with its kernel (a classroom's shared node stays
+# up), so there is nothing to stop by hand: when you leave, shut the kernel down (**Kernel → Shut
+# Down Kernel**). Until then the widgets above keep working, even after **Run All** — each click is
+# still a real call.

@@ -263,6 +263,7 @@ print(exercises.check("05.2", release_the_parent, conn))
 # %% [markdown]
 # ## When you are done
 #
-# Your node stops with this notebook's kernel, so there is nothing to clean up by hand: when you
-# leave, shut the kernel down (**Kernel → Shut Down Kernel**). Until then the widgets above keep
-# working, even after **Run All** — each click is still a real call on your node.
+# The nodes the kit started for this notebook stop with its kernel (a classroom's shared node stays
+# up), so there is nothing to stop by hand: when you leave, shut the kernel down (**Kernel → Shut
+# Down Kernel**). Until then the widgets above keep working, even after **Run All** — each click is
+# still a real call.

@@ -57,7 +57,8 @@ assert jobs.promote(conn, Q) == [job]
 c = jobs.claim(conn, Q, 30_000)
 assert jobs.retry(conn, Q, c.id, c.attempts, "final error", delay_ms=50, max_attempts=2) == jobs.DEAD
 s = inspect.snapshot(conn, Q)
-assert s.where(job) == ["dead"] and s.rows[job]["attempts"] == "2" and s.rows[job]["last_error"] == "final error"
+assert s.where(job) == ["dead"]
+assert s.rows[job]["attempts"] == "2" and s.rows[job]["last_error"] == "final error"
 
 # recovery: a lapsed lease waits in active until a client sweeps
 job = jobs.enqueue(conn, Q, "crash")
@@ -113,6 +114,10 @@ sizes = CounterPlot(title="the composer's queue: set sizes after each click")
 sizes.follow(composer)
 composer
 
+# %% [markdown]
+# A second plot follows the same composer: the size of each set after every click. It stays empty
+# until you land a flow.
+
 # %%
 sizes
 
@@ -140,15 +145,15 @@ assert counter == [3, 2, 1, 0] and inspect.snapshot(conn, Q).where(flow.parent_i
 # settle, never two, never none.
 
 # %%
+from echomq_teach import keyspace
 from echomq_teach.consumer import Consumer, Error
 
 Q = "floor"
 for i in range(5):
     jobs.enqueue(conn, Q, f"job {i}")
-worker = Consumer(conn, Q, lambda j: Error("no") if j.payload == "job 4" else "yes", record=True, max_attempts=1)
+worker = Consumer(conn, Q, lambda j: Error("no") if j.payload == "job 4" else "yes",
+                  record=True, max_attempts=1)
 report = worker.run(timeout=10, until_idle=True)
-from echomq_teach import keyspace
-
 entries = node.client().xrange(keyspace.queue_key(Q, "stream:completions"))
 outcomes = [fields["outcome"] for _, fields in entries]
 print(report.outcomes, "·", len(entries), "stream entries:", outcomes)
@@ -169,6 +174,7 @@ assert outcomes == ["completed"] * 4 + ["dead"]
 # %% [markdown]
 # ## When you are done
 #
-# Your two nodes stop with this notebook's kernel, so there is nothing to clean up by hand: when you
-# leave, shut the kernel down (**Kernel → Shut Down Kernel**). Until then the widgets above keep
-# working, even after **Run All** — each click is still a real call on your nodes.
+# The nodes the kit started for this notebook stop with its kernel (a classroom's shared node stays
+# up), so there is nothing to stop by hand: when you leave, shut the kernel down (**Kernel → Shut
+# Down Kernel**). Until then the widgets above keep working, even after **Run All** — each click is
+# still a real call.
