@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from conftest import terminate
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts"
@@ -144,12 +144,7 @@ def lab_server(tmp: Path, root_dir: Path) -> Iterator[Lab]:
             yield lab
         finally:
             # SIGTERM to the server's PID also stops its kernels (and so the node each started)
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            terminate(proc)
 
 
 def _wait_ready(lab: Lab) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import subprocess
 import time
 
 import pytest
@@ -71,3 +72,15 @@ def wait_until_due(conn, queue: str, set_name: str) -> None:
             return
         time.sleep(max(0.002, (max(scores) - snap.now_ms + 2) / 1000))
     raise AssertionError(f"{set_name} never came due")
+
+
+def terminate(proc, timeout: float = 20) -> None:
+    """Stop a process this suite started: SIGTERM to its PID, then SIGKILL if it will not go in time."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from conftest import terminate
 
 from echomq_teach.node import free_port
 
@@ -183,13 +184,7 @@ def hub() -> Iterator[Hub]:
         yield h
     finally:
         # the hub stops its proxy and the servers it spawned (cleanup_servers); we check by PID
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        terminate(proc)
         left = wait_gone(h.started, 10)
         end(left)  # anything the hub did not stop, we do
         shutil.rmtree(state, ignore_errors=True)
