@@ -3,7 +3,13 @@
 # that reaches an image registry and Debian's archive.
 #
 #   docker build -f docker/course.Dockerfile -t echomq-course:local .
-#   docker run --rm --network host echomq-course:local      # then open http://127.0.0.1:8888/lab
+#   docker run --rm --network host -e JUPYTER_TOKEN=... echomq-course:local   # http://127.0.0.1:8888/lab
+#
+# Without a registry, docker/build-course-offline.sh makes the learner's part
+# of it from this machine (its Python, the venv's packages, its valkey-server,
+# trafikey prebuilt): same tag, same notebook folder (/home/learner/the-queue),
+# same run command (JUPYTER_TOKEN or JUPYTER_TOKEN_FILE, JUPYTER_PORT), but no
+# JupyterHub, no compiler and no shell. docs/containers.md compares the two.
 #
 # Host networking: JupyterLab and every node the kernels start bind 127.0.0.1
 # of the host, and nothing else. The same image runs a classroom's JupyterHub
@@ -36,6 +42,8 @@ WORKDIR /home/learner
 RUN python -c "from echomq_teach import native; print(native.build())" \
  && cp -r /opt/the-queue/notebooks /home/learner/the-queue
 
+# the port from $JUPYTER_PORT, as in the offline image; a taken port fails instead of moving
+ENV JUPYTER_PORT=8888
 EXPOSE 8888
-CMD ["jupyter", "lab", "--ip=127.0.0.1", "--port=8888", "--no-browser", \
+CMD ["jupyter", "lab", "--ip=127.0.0.1", "--no-browser", "--ServerApp.port_retries=0", \
      "--ServerApp.root_dir=/home/learner/the-queue"]

@@ -2,8 +2,8 @@
 # Runs the whole test suite: unit, property, fault, browser, container, hub, and
 # every notebook under pytest --nbval. As root on Debian it also installs
 # Chromium and docker.io, starts a private Docker engine (no bridge, loopback
-# only) for the container tests and stops it by PID at the end; elsewhere those
-# tests skip and say why.
+# only), builds the offline node and course images into it for the container
+# tests and stops it by PID at the end; elsewhere those tests skip and say why.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -27,9 +27,11 @@ if [ "$(id -u)" = 0 ] && command -v dockerd >/dev/null 2>&1 && [ -z "${DOCKER_HO
   engine=$(mktemp -d /tmp/emq-docker.XXXXXX)  # short: the socket path must fit sun_path
   eval "$(bash tools/dockerd.sh start "$engine")"
   bash docker/build-offline.sh
+  # JupyterLab, the kit and the notebooks for tests/test_course_image.py (about 30 s)
+  bash docker/build-course-offline.sh
 fi
 
-.venv/bin/ruff check echomq_teach widgets tests bench tools notebooks/src notebooks/solutions
+.venv/bin/ruff check echomq_teach widgets tests bench tools docker notebooks/src notebooks/solutions
 .venv/bin/python tools/nbbuild.py --check
 .venv/bin/python -m pytest tests notebooks --nbval --nbval-current-env \
   --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider "$@"

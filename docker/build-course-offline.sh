@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# The course image without any registry: JupyterLab, the kit, valkey-server and
+# a prebuilt trafikey module in a FROM-scratch root filesystem assembled from
+# this machine (the interpreter the project's venv is made from, the venv's
+# runtime packages, the installed valkey-server), imported into the local
+# Docker engine as echomq-course:local.
+#
+#   bash docker/build-course-offline.sh [--tag TAG] [--module auto|yes|no] [--rootfs DIR] [--bytecode yes|no]
+#
+# Run it (host networking; JupyterLab binds 127.0.0.1 only, the token from the
+# environment or a file):
+#   docker run --rm --network host -e JUPYTER_TOKEN=... -e JUPYTER_PORT=8888 echomq-course:local
+#
+# What goes in (docs/containers.md has the why):
+#   /usr/local/bin/python3.X     the venv's base interpreter; its libpython beside libc
+#   /usr/local/lib/python3.X     the stdlib without test, idlelib, tkinter, ensurepip, lib2to3
+#     site-packages              the kit's runtime dependencies as installed in .venv
+#                                (docker/runtime_files.py: RECORD files of the closure)
+#   /usr/local/share/jupyter     JupyterLab's app, the widgets extension, the kernel spec
+#   /usr/local/bin/valkey-server each kernel's embedded node (docker/rootfs.sh, as the node image)
+#   /opt/the-queue               echomq_teach, echomq_widgets, native/ and, in cache/, trafikey
+#                                prebuilt for these sources (ECHOMQ_CACHE_DIR; no compiler inside)
+#   /home/learner/the-queue      the notebooks, owned by the learner (uid 65534)
+#   /etc/passwd, /etc/group, /tmp (1777)
+# --bytecode yes (the default) compiles the .py files once, so a kernel starts
+# without compiling JupyterLab's and matplotlib's imports; no is smaller.
+# Needs the venv (bash tools/bootstrap.sh), valkey-server 8 and DOCKER_HOST.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+tag=${ECHOMQ_COURSE_IMAGE:-echomq-course:local}
+module=auto
+rootfs=""
+bytecode=yes
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tag) tag=$2; shift 2 ;;
+    --module) module=$2; shift 2 ;;
+    --rootfs) rootfs=$2; shift 2 ;;
+    --bytecode) bytecode=$2; shift 2 ;;
+    *) echo "build-course-offline: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+case "$module" in auto|yes|no) ;; *) echo "build-course-offline: --module auto|yes|no" >&2; exit 2 ;; esac
+case "$bytecode" in yes|no) ;; *) echo "build-course-offline: --bytecode yes|no" >&2; exit 2 ;; esac
+
+prog=build-course-offline
+# rootfs_engine, rootfs_valkey_server, install_valkey_server, copy_libs, build_trafikey, rootfs_import
+. "$here/rootfs.sh"
+t_start=$(date +%s%3N)
+rootfs_engine
+rootfs_valkey_server
+
+venv_python=${PYTHON:-$repo/.venv/bin/python}
+if [ ! -x "$venv_python" ]; then
+  echo "$prog: no venv at $repo/.venv (bash tools/bootstrap.sh), or set PYTHON" >&2
+  exit 1
+fi
+# the venv's own prefix (site-packages, share/jupyter) and the interpreter it was made from
+read -r venv base pyver < <("$venv_python" -c \
+  'import sys; print(sys.prefix, sys.base_prefix, "%d.%d" % sys.version_info[:2])')
+py_bin=$base/bin/python$pyver
+[ -x "$py_bin" ] || { echo "$prog: no interpreter at $py_bin" >&2; exit 1; }
+py_full=$("$venv_python" -c 'import platform; print(platform.python_version())')
+
+uid=65534
+learner_home=home/learner
+course=$learner_home/the-queue
+kit=opt/the-queue
+
+keep_rootfs=1
+if [ -z "$rootfs" ]; then
+  rootfs=$(mktemp -d)
+  keep_rootfs=0
+fi
+mkdir -p "$rootfs"
+rootfs=$(cd "$rootfs" && pwd)  # absolute: compileall records paths relative to it
+if [ "$rootfs" = / ]; then
+  echo "$prog: --rootfs / would empty this machine's root" >&2
+  exit 2
+fi
+list=$(mktemp)
+cleanup() {
+  rm -f "$list"
+  [ "$keep_rootfs" = 1 ] || rm -rf "$rootfs"
+}
+trap cleanup EXIT
+rm -rf "${rootfs:?}"/*
+mkdir -p "$rootfs"/{etc,tmp,usr/local/bin,"$kit"/cache,"$course"}
+chmod 1777 "$rootfs/tmp"
+chmod 0755 "$rootfs/$learner_home"
+
+# -- the interpreter --------------------------------------------------------------------------------
+libdir=$(ldd "$py_bin" | awk '$1 ~ /^libc\.so/ {print $3}' | xargs dirname)
+cp -L "$py_bin" "$rootfs/usr/local/bin/python$pyver"
+ln -s "python$pyver" "$rootfs/usr/local/bin/python3"
+ln -s "python$pyver" "$rootfs/usr/local/bin/python"
+# a shared build's libpython (in the prefix's lib/, named by a runpath to the host's prefix)
+# goes beside libc, where the loader looks with no ld.so.cache; copy_libs then skips it
+relocated=()
+for lib in $(ldd "$py_bin" | awk '$3 ~ /^\// {print $3}'); do
+  if [ "$(dirname "$lib")" = "$base/lib" ]; then
+    mkdir -p "$rootfs$libdir"
+    cp -L "$lib" "$rootfs$libdir/"
+    relocated+=("$lib")
+  fi
+done
+stdlib=$base/lib/python$pyver
+mkdir -p "$rootfs/usr/local/lib/python$pyver"
+tar -C "$stdlib" -c \
+  --exclude=./site-packages --exclude='./config-*' --exclude=__pycache__ \
+  --exclude=test --exclude=tests --exclude=./idlelib --exclude=./tkinter --exclude=./turtledemo \
+  --exclude=./turtle.py --exclude=./ensurepip --exclude=./lib2to3 \
+  --exclude='./lib-dynload/_tkinter*' --exclude='./lib-dynload/_test*' --exclude='./lib-dynload/xx*' \
+  --exclude='./lib-dynload/_ctypes_test*' \
+  . | tar -C "$rootfs/usr/local/lib/python$pyver" -x
+
+# -- the runtime packages, as the venv has them ----------------------------------------------------------
+"$venv_python" "$here/runtime_files.py" >"$list"
+tar -C "$venv" --null -T "$list" -c | tar -C "$rootfs/usr/local" -x
+# console scripts name the venv's interpreter; point them at the image's
+for f in "$rootfs"/usr/local/bin/*; do
+  [ -f "$f" ] && [ ! -L "$f" ] || continue
+  if head -c 2 "$f" | grep -q '^#!'; then
+    sed -i "1s|^#!.*python.*$|#!/usr/local/bin/python$pyver|" "$f"
+  fi
+done
+
+# every library the interpreter, its extension modules and valkey-server need, from this machine
+mapfile -t sos < <(find "$rootfs/usr/local" -name '*.so*' -type f)
+COPY_LIBS_SKIP="${relocated[*]}" copy_libs "$rootfs" "$rootfs/usr/local/bin/python$pyver" "${sos[@]}"
+install_valkey_server "$rootfs"
+
+# pyenv and source builds keep their debug symbols: three quarters of libpython's size
+if command -v strip >/dev/null 2>&1; then
+  strip --strip-unneeded "$rootfs/usr/local/bin/python$pyver" "$rootfs$libdir"/libpython* \
+    "$rootfs/usr/local/lib/python$pyver"/lib-dynload/*.so 2>/dev/null || true
+fi
+
+# -- the kit -----------------------------------------------------------------------------------------
+tar -C "$repo" -c --exclude=__pycache__ --exclude='*.pyc' echomq_teach | tar -C "$rootfs/$kit" -x
+tar -C "$repo/widgets" -c --exclude=__pycache__ --exclude='*.pyc' . \
+  | { mkdir -p "$rootfs/$kit/echomq_widgets" && tar -C "$rootfs/$kit/echomq_widgets" -x; }
+tar -C "$repo" -c --exclude=build --exclude='*.so' --exclude='*.o' native | tar -C "$rootfs/$kit" -x
+# what the editable install does in the venv: the kit's folder on sys.path
+echo "/$kit" >"$rootfs/usr/local/lib/python$pyver/site-packages/the-queue.pth"
+
+label=none
+so=$(build_trafikey "$module" "$venv_python")
+if [ -n "$so" ]; then
+  # native.build() in the image hashes the same sources to the same name and finds it here;
+  # the server refuses a module file without its execute bit
+  install -m 0755 "$so" "$rootfs/$kit/cache/$(basename "$so")"
+  copy_libs "$rootfs" "$so"
+  label=trafikey
+fi
+
+# -- the learner ---------------------------------------------------------------------------------------
+cp "$repo"/notebooks/*.ipynb "$rootfs/$course/"
+cp -r "$repo/notebooks/solutions" "$rootfs/$course/solutions"
+find "$rootfs/$course" -name __pycache__ -prune -exec rm -rf {} +
+printf 'root:x:0:0:root:/root:/nonexistent\nlearner:x:%s:%s:learner:/%s:/nonexistent\n' \
+  "$uid" "$uid" "$learner_home" >"$rootfs/etc/passwd"
+printf 'root:x:0:\nlearner:x:%s:\n' "$uid" >"$rootfs/etc/group"
+# UTF-8 for Python and for valkey-server (which refuses a LANG it cannot load): glibc's C.UTF-8
+lang_env=PYTHONUTF8=1
+if [ -d /usr/lib/locale/C.utf8 ]; then
+  mkdir -p "$rootfs/usr/lib/locale"
+  cp -r /usr/lib/locale/C.utf8 "$rootfs/usr/lib/locale/"
+  lang_env=LANG=C.UTF-8
+fi
+
+if [ "$bytecode" = yes ]; then
+  # by the venv's interpreter (the image's, so the same magic number), recorded under the
+  # image's paths; unchecked-hash: valid whatever the mtimes after import, never rewritten
+  "$venv_python" -m compileall -q -j 0 \
+    --invalidation-mode unchecked-hash -s "$rootfs" -p / \
+    "$rootfs/usr/local/lib/python$pyver" "$rootfs/$kit" >/dev/null
+fi
+
+size=$(du -sh "$rootfs" | cut -f1)
+ms=$(rootfs_import "$rootfs" "$tag" "echomq course: python $py_full, valkey $valkey_version, module $label" \
+  --user-tree "$learner_home" "$uid" \
+  -c 'ENTRYPOINT ["/usr/local/bin/python3", "-m", "jupyterlab", "--ip=127.0.0.1", "--no-browser", "--ServerApp.port_retries=0", "--ServerApp.root_dir=/home/learner/the-queue", "--ServerApp.terminals_enabled=False", "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.extension_manager=readonly"]' \
+  -c "USER $uid:$uid" \
+  -c 'WORKDIR /home/learner/the-queue' \
+  -c "ENV PATH=/usr/local/bin HOME=/home/learner $lang_env ECHOMQ_CACHE_DIR=/opt/the-queue/cache JUPYTER_PORT=8888" \
+  -c "LABEL org.echomq.module=$label org.echomq.valkey=$valkey_version org.echomq.python=$py_full org.echomq.route=offline org.echomq.image=course")
+t_end=$(date +%s%3N)
+echo "$prog: $tag (python $py_full, valkey $valkey_version, module $label, bytecode $bytecode, $size;" \
+  "import $ms ms, total $((t_end - t_start)) ms)" >&2
