@@ -352,7 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--native-admin-url",
         default=os.environ.get("ECHOMQ_NATIVE_ADMIN_URL"),
-        help="a second, native node (trafikey loaded) for notebook 04; default: $ECHOMQ_NATIVE_ADMIN_URL",
+        help="a second, native node (trafikey loaded) for notebooks 04-06; default: $ECHOMQ_NATIVE_ADMIN_URL",
     )
     p.add_argument("--out", default="classroom-credentials.json", help="the credentials file (written 0600)")
     p.add_argument("--print", action="store_true", help="also print each student's export lines")

@@ -70,5 +70,5 @@ def names() -> list[str]:
 
 
 def show(name: str) -> str:
-    """The whole file as it is on disk, for a notebook to print."""
+    """The whole script as the node runs it (the file, its ``@include`` lines expanded), for a notebook to print."""
     return load(name).source

@@ -1,12 +1,13 @@
 # %% [markdown]
 # # The Queue · 00 — start here
 #
-# *The Queue* is a job queue you can take apart. It is a state machine over **four sorted sets** —
-# `pending`, `active`, `schedule`, `dead` — and **one row hash** per job, and every move between
-# them is a single atomic script on the server. In this course you drive that machine by hand.
+# *The Queue* is a job queue you can take apart. Underneath there are only **four sorted sets** —
+# `pending`, `active`, `schedule`, `dead` — plus **one hash per job**, its row. A job changes place
+# only through a script that the server runs in one indivisible step. In this course you drive
+# those steps by hand.
 #
 # Nothing here is simulated. When a cell says *enqueue*, *claim* or *reap*, it sends the real Lua
-# script (or, in notebook 04, the real native command) to a real Valkey node that the kit started
+# script (or, from notebook 04 on, the real native command) to a real Valkey node that the kit started
 # for this kernel, and what you see printed is what the server answered.
 #
 # **Goals of this notebook**
@@ -41,13 +42,19 @@
 #
 # `start_node()` starts `valkey-server` as a child of this kernel: on a free port of `127.0.0.1`,
 # with a random password, and with no persistence. When the kernel stops, the node stops with it.
-# (In a classroom your instructor may set `ECHOMQ_URL`; then the same call finds the shared node.)
+# (In a classroom your instructor may set `ECHOMQ_URL`; then the same call finds the shared node,
+# which the kit neither starts nor stops.)
 
 # %%
 from echomq_teach import jobs, start_node
 
 node = start_node()
 print(node.__class__.__name__, "native" if node.native else "scripted")
+assert not node.native
+if node.owned:  # a node this kernel started: nothing it holds is written to disk
+    with node.client() as admin:
+        persistence = admin.config_get("appendonly", "save")
+    assert persistence == {"appendonly": "no", "save": ""}, persistence
 
 # %% [markdown]
 # Does it answer? A raw client (no trace) sends `PING` and asks the server who it is.
@@ -60,8 +67,8 @@ print("valkey", info["valkey_version"].split(".")[0] + ".x")
 assert info["valkey_version"].startswith("8."), "the course is built on Valkey 8"
 
 # %% [markdown]
-# The node only listens on loopback and wants its password: a client that does not know it is
-# turned away.
+# The node wants its password: a client that does not know it is turned away. A node the kit
+# started also listens on loopback only (`bind 127.0.0.1`), so no other machine can reach it.
 
 # %%
 import redis
@@ -77,7 +84,8 @@ except redis.exceptions.AuthenticationError as exc:
     refused = type(exc).__name__
 print("without the password the node answers:", refused)
 assert refused is not None
-assert node.address.get("host", "127.0.0.1") == "127.0.0.1"
+if node.owned:
+    assert node.address["host"] == "127.0.0.1" and raw.config_get("bind")["bind"] == "127.0.0.1"
 
 # %% [markdown]
 # ## The connector
@@ -85,15 +93,25 @@ assert node.address.get("host", "127.0.0.1") == "127.0.0.1"
 # Every kit call takes a **connector** where the course's Elixir takes `conn`. A connector is one
 # client, one *wire*, and a *trace* of every command it sent, written the way you would type it.
 #
-# This node runs scripts only, so it hands out a `wire=4` connector. Connecting brands the node:
-# the key `{emq}:version` now reads `echomq:4.0.0`, and a connector of another wire would be refused.
+# This node runs scripts only, so it hands out a `wire=4` connector. Connecting brands the node
+# (a shared classroom node was branded by the instructor already): the key `{emq}:version` now reads
+# `echomq:4.0.0`, and a connector of the other wire, 6, is refused.
 
 # %%
 conn = node.connector()
 print("wire", conn.wire)
 brand = raw.get("{emq}:version")
 print("{emq}:version =", brand)
-assert brand == "echomq:4.0.0"
+assert conn.wire == 4 and brand == "echomq:4.0.0"
+
+from echomq_teach import WireError
+
+try:
+    node.connector(wire=6)
+    other_wire = None
+except WireError as exc:
+    other_wire = str(exc)
+assert other_wire and other_wire.startswith("EMQWIRE")
 
 # %% [markdown]
 # ## A first taste
@@ -112,6 +130,8 @@ assert claimed.id == job_id and claimed.payload == "my first payload" and claime
 
 # %%
 print(conn.show_trace(3))
+assert [e.script or e.args[0] for e in conn.trace] == ["@enqueue", "EXISTS", "@claim2"]
+assert all(e.line.startswith("EVALSHA <sha>") for e in conn.trace if e.script)
 
 # %% [markdown]
 # Three commands: `@enqueue` wrote the row and the pending entry; then `claim/3` made its own
@@ -136,6 +156,7 @@ import os
 
 from echomq_teach import NodeError
 
+yours = os.environ.get("ECHOMQ_VALKEY_SERVER")  # put back afterwards, if you had set one
 os.environ["ECHOMQ_VALKEY_SERVER"] = "/nowhere/valkey-server"
 try:
     start_node(provider="local")  # "local": start one here, even in a classroom
@@ -143,7 +164,10 @@ try:
 except NodeError as exc:
     message = str(exc)
 finally:
-    del os.environ["ECHOMQ_VALKEY_SERVER"]
+    if yours is None:
+        del os.environ["ECHOMQ_VALKEY_SERVER"]
+    else:
+        os.environ["ECHOMQ_VALKEY_SERVER"] = yours
 print(message)
 assert message and "valkey-server" in message and "setup-system.sh" in message
 
@@ -151,10 +175,12 @@ assert message and "valkey-server" in message and "setup-system.sh" in message
 # Other places to look when you are stuck:
 #
 # - every connector's trace: `conn.show_trace(10)` shows what was sent and what came back;
-# - `node.log_tail()` shows the end of the server's log;
+# - for a node your kernel started, `node.log_tail()` shows the end of the server's log;
 # - the scripts themselves: `from echomq_teach import scripts; print(scripts.show("claim2"))`.
 
 # %%
+if node.owned:
+    assert "Ready to accept connections" in node.log_tail(40)
 raw.close()
 conn.close()
 node.stop()

@@ -37,6 +37,12 @@ for name in keyspace.SETS:
 print(f"{'row':<9}", keyspace.job_key(Q, "JOB0KHTOWnGLuC"))
 assert keyspace.base(Q).startswith("emq:{") and keyspace.base(Q).endswith("lifecycle}:")
 
+from redis.crc import key_slot
+
+# one hashtag, so one cluster slot: the slot is computed from the {q} part alone
+every_key = [keyspace.queue_key(Q, name) for name in keyspace.SETS] + [keyspace.job_key(Q, "JOB0KHTOWnGLuC")]
+assert len({key_slot(k.encode()) for k in every_key}) == 1
+
 # %% [markdown]
 # ## The states
 #
@@ -75,7 +81,25 @@ assert s.rows[job_id]["state"] == "pending" and s.rows[job_id]["attempts"] == "0
 # %% [markdown]
 # The id sits in pending at score 0. Ids are minted as `JOB` plus eleven base62 characters — the
 # millisecond clock, then a counter — so with every score equal, the set's order by member is the
-# order of minting: the oldest job is always the head.
+# order of minting: the oldest job is always the head. Five quick mints, most of them inside one
+# millisecond, on a queue of their own (and a connector of their own, so the walk's trace below
+# stays clean):
+
+# %%
+from echomq_teach import ids
+
+side = node.connector()
+batch = [ids.mint() for _ in range(5)]
+for n, minted_id in enumerate(batch):
+    jobs.enqueue(side, "mint-order", f"job {n}", job_id=minted_id)
+in_pending = side.call("ZRANGE", keyspace.queue_key("mint-order", "pending"), 0, -1)
+print("JOB + 11 base62 characters each:", all(ids.is_job_id(i) for i in batch + [job_id]))
+print("pending hands them out in mint order:", in_pending == batch)
+assert all(ids.is_job_id(i) and len(i) == len("JOB") + 11 for i in batch + [job_id])
+assert batch == sorted(batch) and in_pending == batch
+for minted_id in batch:
+    jobs.remove(side, "mint-order", minted_id)
+side.close()
 
 # %% [markdown]
 # ### claim — `claim/3` → `@claim2`
@@ -98,8 +122,9 @@ assert 29_000 < after.relative("active", job_id) <= 30_000
 # %% [markdown]
 # ### complete — `complete/5` → `@complete`
 #
-# The worker hands back the id **and the attempts it was given** — its fencing token. The script
-# checks the token, removes the active entry, deletes the row and counts the completion.
+# The worker calls `jobs.complete(conn, queue, job_id, token, result)`, handing back the id **and the
+# attempts it was given** — its fencing token. The script checks the token, removes the active
+# entry, deletes the row and counts the completion.
 
 # %%
 before = inspect.snapshot(conn, Q)
@@ -118,9 +143,10 @@ assert after.completed == before.completed + 1
 # is complete/5 looking whether the job is a flow child (notebook 05) before it picks its keys.
 
 # %%
-for entry in conn.last(20):
-    if entry.script != "@snapshot":
-        print(entry.line)
+walk = [entry for entry in conn.last(20) if entry.script != "@snapshot"]
+for entry in walk:
+    print(entry.line)
+assert [e.script or e.args[0] for e in walk] == ["@enqueue", "EXISTS", "@claim2", "HGET", "@complete"]
 
 # %% [markdown]
 # ## Step it yourself
@@ -136,17 +162,24 @@ stepper = LifecycleStepper(conn, "walk", path="happy")
 stepper
 
 # %% [markdown]
-# The stepper's buttons are ordinary calls too. Here the code presses *Step* three times, checks that
-# the job walked pending → active → gone exactly as above, then resets the stepper for you.
+# The stepper's buttons are ordinary calls too. Here the code presses *Step* three times and checks
+# that the job walked pending → active → gone exactly as above; then it presses *Back* once (a fresh
+# queue, replayed up to the claim) and resets the stepper for you.
 
 # %%
-seen = []
+seen, places = [], []
 for _ in range(3):
     stepper.step_button.click()
     seen.append(stepper.outcome.headline)
+    places.append(stepper.set_view.snapshot.where(stepper.job_id))
 print("\n".join(seen))
 assert [h.split(" — ")[0] for h in seen] == ["enqueue", "claim", "complete"]
+assert places == [["pending"], ["active"], []]
 assert stepper.set_view.snapshot.total() == 0 and stepper.set_view.snapshot.completed == 1
+first_queue = stepper.queue
+stepper.back_button.click()  # Back: a fresh queue, replayed up to the claim
+assert stepper.index == 2 and stepper.queue != first_queue
+assert stepper.set_view.snapshot.where(stepper.job_id) == ["active"]
 stepper.reset_button.click()
 assert stepper.index == 0
 
@@ -170,10 +203,14 @@ assert stepper.index == 0
 # %%
 assert jobs.claim(conn, Q, 30_000) is None  # :empty — nothing is pending
 assert jobs.complete(conn, Q, job_id, 1) == jobs.STALE  # that row is gone: {:error, :stale}
+last_sent = conn.trace[-1]
 try:
     jobs.claim(conn, Q, 0)
+    refused = None
 except jobs.BadInput as exc:
+    refused = exc
     print("BadInput:", exc)
+assert refused is not None and conn.trace[-1] is last_sent  # refused before anything was sent
 
 # %% [markdown]
 # ## Exercises

@@ -26,8 +26,8 @@ Q = "lease"
 #
 # The course's `EchoMQ.Jobs.claim/3` is a thin handle around the script. The kit's Python twin does
 # the same three things: refuse a lease that is not a positive integer, read the pause flag in its
-# own round trip, and only then send `@claim2` with three keys and one argument. Here is the kit's
-# code, read from the module itself:
+# own round trip (the course's `paused?/2`, in Python `jobs.paused(conn, queue)`), and only then send
+# `@claim2` with three keys and one argument. Here is the kit's code, read from the module itself:
 
 # %%
 print(source.getsource(jobs.claim))
@@ -35,7 +35,21 @@ print(source.getsource(jobs.claim))
 # %% [markdown]
 # The three keys are the pending set, the active set and the **base** `emq:{q}:`; the one argument
 # is the lease in milliseconds. The reply is either empty (`:empty`, Python `None`) or
-# `[id, payload, attempts]`.
+# `[id, payload, attempts]`. A lease of 0, a negative one, a float or a string never gets that far:
+# Python refuses it and sends nothing. On this still-empty queue the claim goes out and answers empty:
+
+# %%
+for bad in (0, -5, 1.5, "30000"):
+    try:
+        jobs.claim(conn, Q, bad)
+        raise AssertionError(f"a lease of {bad!r} was accepted")
+    except jobs.BadInput:
+        pass
+assert len(conn.trace) == 0  # four refusals, not one command sent
+assert jobs.paused(conn, Q) is False and jobs.claim(conn, Q, 30_000) is None
+print(conn.show_trace(3))
+assert [e.script or e.args[0] for e in conn.trace] == ["EXISTS", "EXISTS", "@claim2"]
+assert conn.last()[0].reply == []
 
 # %% [markdown]
 # ## The script: `@claim2`
@@ -72,6 +86,10 @@ got = [jobs.claim(conn, Q, 30_000).id for _ in range(3)]
 print("minted :", minted)
 print("claimed:", got)
 assert got == minted
+reply = conn.last()[0].reply  # the script's own reply: [id, payload, attempts]
+assert reply == [minted[-1], "job 2", 1]
+# the row the script built from KEYS[3] is the row the kit names: same base, same {q} hashtag
+assert raw.hget(keyspace.job_key(Q, minted[-1]), "state") == "active"
 
 # %% [markdown]
 # ## The deadline lives on the server's clock
@@ -111,23 +129,29 @@ Q2 = "fence"
 job = jobs.enqueue(conn, Q2, "contested")
 first = jobs.claim(conn, Q2, 50)  # a 50 ms lease, to lapse quickly
 time.sleep(0.08)
-print("reaped:", jobs.reap(conn, Q2) == [job])
+reaped = jobs.reap(conn, Q2)
+print("reaped:", reaped == [job])
+assert reaped == [job]
 second = jobs.claim(conn, Q2, 30_000)
 print("tokens:", first.attempts, "then", second.attempts)
+before = inspect.snapshot(conn, Q2)
 late = jobs.complete(conn, Q2, job, first.attempts)
+assert inspect.snapshot(conn, Q2).state_only() == before.state_only()  # stale: nothing written
 print("the first worker's late completion:", late)
 on_time = jobs.complete(conn, Q2, job, second.attempts)
 print("the second worker's completion:", on_time)
 assert (first.attempts, second.attempts, late, on_time) == (1, 2, jobs.STALE, jobs.OK)
 
 # %% [markdown]
-# No lock and no heartbeat table: the token moved with the claim, and the script compares it.
+# Nothing else guards the job: there is no lock to take and no heartbeat to keep renewing. The
+# second claim raised the token, and `@complete` compared the first worker's number with it.
 
 # %% [markdown]
 # ## The ghost guard
 #
-# A ghost is an id in pending with no row — left behind, say, by a hand-typed `ZADD` or a removal
-# that raced a claim. The claim pops it, finds no row, and answers empty **without minting one**.
+# A ghost is an id in pending with no row — left behind, say, by a hand-typed `ZADD`, or by a row
+# deleted by hand (`DEL`) while its id stayed in pending. The claim pops it, finds no row, and
+# answers empty **without minting one**.
 
 # %%
 Q3 = "ghosts"
@@ -228,7 +252,7 @@ print(exercises.check("02.3", feed_the_ghost, conn))
 # - `claim/3` refuses a bad lease, reads the pause flag host-side, then sends `@claim2`.
 # - `@claim2` pops the oldest id, guards against ghosts, moves the token, and stamps the deadline
 #   from the server's `TIME`.
-# - The active score is the lease; attempts is the token.
+# - The lease lives in the active score, the fencing token in `attempts`.
 #
 # Next: **03-completion-and-recovery** — what the token is for.
 

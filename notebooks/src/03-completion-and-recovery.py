@@ -13,6 +13,7 @@
 
 # %%
 import time
+from pathlib import Path
 
 from echomq_teach import inspect, jobs, scripts, start_node
 
@@ -46,13 +47,21 @@ assert (wrong, unchanged, right, again) == (jobs.STALE, True, jobs.OK, jobs.STAL
 # %% [markdown]
 # ## The failure fork — `retry/7` → `@retry`
 #
-# A handler that fails makes the worker call retry, with a reason, a delay and a cap on attempts.
+# A handler that fails makes the worker call retry — in Python
+# `jobs.retry(conn, queue, job_id, token, reason, delay_ms, max_attempts)` — with a reason, a delay
+# and a cap on attempts.
 # While the row's `attempts` (how often it has been claimed) is under the cap, the job waits on the
 # **schedule** set until now + delay — hidden from claims for a while, not queued anywhere else.
 # Once `attempts` reaches the cap, the job goes to **dead**, keeping the reason as `last_error`.
+#
+# The listing opens with `child_death`, a helper the kit splices in where the file says
+# `-- @include child_death` (it lives in `lua/includes/`). It only matters for a flow's child
+# (notebook 05); the retry itself starts at `local p = ARGV[6]`.
 
 # %%
 print(scripts.show("retry"))
+on_disk = (Path(scripts.__file__).parent / "lua" / "retry.lua").read_text()
+assert "-- @include child_death" in on_disk and "local function child_death" in scripts.show("retry")
 
 # %% [markdown]
 # A job with a cap of 2 attempts. The first claim fails:
@@ -67,17 +76,22 @@ s = inspect.snapshot(conn, Q2)
 print(outcome, "·", s.where(job), "· row state", s.state(job),
       "· last_error", s.rows[job]["last_error"])
 assert outcome == jobs.SCHEDULED and s.where(job) == ["schedule"]
+assert s.state(job) == "scheduled" and s.rows[job]["last_error"] == reason
 assert 0 < s.relative("schedule", job) <= 300
 
 # %% [markdown]
-# The job does not come back on its own. **promote/3** moves due schedule members back to pending —
-# but only once their score has passed, and only when a client calls it:
+# Nothing brings the job back by itself. **promote/3** (`jobs.promote`) is the call that does it:
+# it moves the schedule members whose run-at has come back to pending. Called too early it moves
+# nothing; called after the run-at, it moves the job:
 
 # %%
-print("promote before the run-at:", jobs.promote(conn, Q2))
+early = jobs.promote(conn, Q2)
+print("promote before the run-at:", early)
+assert early == [] and inspect.snapshot(conn, Q2).where(job) == ["schedule"]
 time.sleep(0.35)
 print("promote after the run-at: ", jobs.promote(conn, Q2) == [job])
-assert inspect.snapshot(conn, Q2).where(job) == ["pending"]
+s = inspect.snapshot(conn, Q2)
+assert s.where(job) == ["pending"] and s.state(job) == "pending"
 
 # %% [markdown]
 # The second claim moves the token to 2 — the cap — and the second failure buries the job:
@@ -93,7 +107,8 @@ assert s.rows[job]["last_error"] == "mailer still down"
 
 # %% [markdown]
 # A dead job stays until an operator acts: **reprocess** sends it back to pending with attempts reset,
-# **remove** deletes it, and **trim_dead** keeps only the newest N (trimming deletes; it does not archive).
+# **remove** deletes it, and **trim_dead** keeps only the newest N dead jobs and deletes the others
+# for good — nothing is archived.
 
 # %%
 jobs.reprocess(conn, Q2, job)
@@ -101,12 +116,32 @@ s = inspect.snapshot(conn, Q2)
 print("after reprocess:", s.where(job), "· attempts", s.rows[job]["attempts"])
 assert s.where(job) == ["pending"] and s.rows[job]["attempts"] == "0"
 
+# %%
+Q6 = "morgue"
+buried = []
+for i in range(3):
+    jobs.enqueue(conn, Q6, f"hopeless {i}")
+    c = jobs.claim(conn, Q6, 30_000)
+    assert jobs.retry(conn, Q6, c.id, c.attempts, "no luck", max_attempts=1) == jobs.DEAD
+    buried.append(c.id)
+trimmed = jobs.trim_dead(conn, Q6, keep=1)
+s = inspect.snapshot(conn, Q6)
+print("trim_dead(keep=1) deleted the two oldest deaths:", trimmed == buried[:2], "· dead now:", len(s.dead))
+assert trimmed == buried[:2] and s.dead == buried[2:]
+assert not set(trimmed) & set(s.rows)  # their rows went with them
+assert jobs.remove(conn, Q6, buried[2]) is True
+s = inspect.snapshot(conn, Q6)
+print("remove took the last one: sets", s.sizes(), "· rows", len(s.rows))
+assert s.total() == 0 and not s.rows
+
 # %% [markdown]
 # ## Recovery — `reap/2` → `@reap`
 #
-# Now let the worker die mid-job. No completion comes, and no retry. Its deadline passes — the
-# server clock moves beyond the active score — and still **nothing moves**: the id sits in active
-# until some client runs a reap.
+# Now let the worker die mid-job: it will never complete the job, and never retry it either. Wait
+# until the server's clock is past the active score. The lease has run out, yet the queue does not
+# react: **the id is still in active**, and it stays there until a client calls
+# `reap/2` (`jobs.reap`). Its listing opens with another spliced-in helper, `back_to_pending`, which
+# `@promote` shares.
 
 # %%
 print(scripts.show("reap"))
@@ -128,13 +163,18 @@ print("reaped:", reaped == [job], "· now in", s.where(job),
 assert s.where(job) == ["pending"] and s.rows[job]["attempts"] == "1"
 
 # %% [markdown]
-# The next claim moves the token, so the crashed worker — should it wake up — is refused:
+# Should the crashed worker wake up now, its completion is already refused: `attempts` still reads 1,
+# its token, but the row is `pending`, not `active`, and the fence wants both. The next claim then
+# moves the token to 2, so the refusal holds whatever happens next:
 
 # %%
+woke_early = jobs.complete(conn, Q3, job, crashed.attempts)
 rescuer = jobs.claim(conn, Q3, 30_000)
-print("the crashed worker's late completion:", jobs.complete(conn, Q3, job, crashed.attempts))
-print("the rescuer's completion:", jobs.complete(conn, Q3, job, rescuer.attempts))
-assert rescuer.attempts == 2
+woke_late = jobs.complete(conn, Q3, job, crashed.attempts)
+print("the crashed worker's completion, before and after the new claim:", woke_early, woke_late)
+rescued = jobs.complete(conn, Q3, job, rescuer.attempts)
+print("the rescuer's completion:", rescued)
+assert (woke_early, rescuer.attempts, woke_late, rescued) == (jobs.STALE, 2, jobs.STALE, jobs.OK)
 
 # %% [markdown]
 # One reap returns **at most 100** lapsed leases, so a sweep never holds the node for long:
@@ -179,6 +219,38 @@ for i in range(30):
     jobs.enqueue(conn, Q5, f"job {i}")
 consumer = Consumer(conn, Q5, handler, retry_delay_ms=200)
 assert consumer.retry_delay_ms == 200 and Consumer(conn, Q5, handler).retry_delay_ms == 1_000
+
+# %% [markdown]
+# Before it runs, watch two single beats on a small queue of their own, each leg one real call.
+# The first job succeeds; the second one's handler raises, and the default 1 000 ms delay parks it:
+
+# %%
+beat_conn = node.connector()  # its own trace, so the legs of one beat read clearly
+for payload in ("fine", "crash"):
+    jobs.enqueue(beat_conn, "one-beat", payload)
+
+
+def picky(job):
+    if job.payload == "crash":
+        raise ValueError("this handler raises")
+    return "done"
+
+
+one = Consumer(beat_conn, "one-beat", picky)
+first_beat = one.beat()
+legs = [e.script or e.args[0] for e in beat_conn.last(6)]
+print("one beat:", " → ".join(legs), "·", first_beat.outcome)
+assert legs == ["@promote", "@reap", "EXISTS", "@claim2", "HGET", "@complete"] and first_beat.outcome == jobs.OK
+second_beat = one.beat()
+legs = [e.script or e.args[0] for e in beat_conn.last(6)]
+s = inspect.snapshot(beat_conn, "one-beat")
+crashed_id = second_beat.claimed.id
+print("next beat:", " → ".join(legs), "·", second_beat.outcome, "·", s.rows[crashed_id]["last_error"])
+assert legs[-1] == "@retry" and second_beat.outcome == jobs.SCHEDULED
+assert s.rows[crashed_id]["last_error"] == "ValueError: this handler raises"
+assert 0 < s.relative("schedule", crashed_id) <= 1_000  # parked for the default 1 000 ms
+jobs.remove(beat_conn, "one-beat", crashed_id)
+beat_conn.close()
 
 # %%
 import threading

@@ -1,9 +1,9 @@
 # %% [markdown]
 # # The Queue · 05 — flows: a parent and its children
 #
-# A **flow** is a parent job and a flat list of children. The children run like any other job; the
-# parent waits, held out of pending, until every child is done — then it is released, and its
-# handler reads what the children produced. The whole trick is one counter.
+# In a **flow**, one parent job depends on a plain list of child jobs. The children run like any other
+# job; the parent waits, held out of pending, until every child is done — then it is released, and
+# its handler reads what the children produced. The whole trick is one counter.
 #
 # **Goals**
 #
@@ -25,9 +25,10 @@ Q = "flows"
 # %% [markdown]
 # ## The land — `EchoMQ.Flows.add/3` → `flows.add(conn, queue, parent, children)`
 #
-# One script lands the whole flow: the children go to pending, claimable at once; the parent's row
-# is written with state `awaiting_children` and held out of every set; and the parent's counter
-# `emq:{q}:job:<parent>:dependencies` is **SET** to N.
+# A single script writes the whole flow. Each child gets a row and a place in pending, so a worker
+# can take it straight away. The parent gets a row too, in state `awaiting_children`, but no place
+# in any of the four sets. And the parent's counter, `emq:{q}:job:<parent>:dependencies`, starts at
+# the number of children N (a plain **SET**).
 
 # %%
 print(scripts.show("enqueue_flow"))
@@ -43,20 +44,26 @@ assert flows.dependencies(conn, Q, parent) == 3
 
 # %% [markdown]
 # The land also wrote each child's `parent` field, so a child completed the moment it lands still
-# finds its parent. *After* the land, the host writes each child's `parent_policy` — read only if
-# that child dies. These are plain `HSET`s, in the trace right after the script:
+# finds its parent. The `parent_policy` field comes a moment later: once the script has returned,
+# the kit sets it on each child from the host, and nothing reads it unless that child dies. Those
+# writes are plain `HSET`s, in the trace right after the script:
 
 # %%
 for entry in conn.last(12):
     if entry.line.startswith(("EVALSHA", "HSET")) and entry.script != "@snapshot":
         print(entry.line[:110])
 assert all(s.rows[c]["parent"] == parent and s.rows[c]["parent_policy"] == "fail" for c in flow.child_ids)
+sent = [e for e in conn.last(12) if e.script != "@snapshot"]
+landed_at = next(i for i, e in enumerate(sent) if e.script == "@enqueue_flow")
+after_land = [e.args[:3] for e in sent[landed_at + 1 : landed_at + 4]]
+assert after_land == [["HSET", keyspace.job_key(Q, c), "parent_policy"] for c in flow.child_ids]
 
 # %% [markdown]
 # ## The fan-in, inside `@complete`
 #
-# When a flow child completes, `complete/5` reads its `parent` field host-side and declares the
-# parent's keys. Inside the script, this branch runs:
+# Before it sends anything, `complete/5` looks at the job's row (`HGET … parent`, host-side). A flow
+# child names its parent there, so the call adds the parent's three keys to the script's KEYS.
+# Inside the script, this branch runs:
 
 # %%
 source = scripts.load("complete").source.splitlines()
@@ -79,8 +86,8 @@ assert ticks == [3, 2, 1, 0]
 assert inspect.snapshot(conn, Q).where(parent) == ["pending"]
 
 # %% [markdown]
-# At zero the parent went to pending. Its handler runs on the children's results, through three
-# pure reads — none of them changes state:
+# At zero the parent went to pending. When a worker claims it, its handler can look at what the
+# children left behind through three read-only calls; they write nothing:
 #
 # | Elixir | Python | reads |
 # | --- | --- | --- |
@@ -90,7 +97,10 @@ assert inspect.snapshot(conn, Q).where(parent) == ["pending"]
 
 # %%
 p = jobs.claim(conn, Q, 30_000)
+before = inspect.snapshot(conn, Q)
 values = flows.children_values(conn, Q, p.id)
+assert flows.dependencies(conn, Q, p.id) == 0 and flows.ignored_failures(conn, Q, p.id) == {}
+assert inspect.snapshot(conn, Q).state_only() == before.state_only()  # three reads, nothing written
 summary = f"{p.payload}: {len(values)} pages → " + "; ".join(values[c] for c in flow.child_ids)
 print(summary)
 assert p.id == parent and len(values) == 3
@@ -99,8 +109,9 @@ assert jobs.complete(conn, Q, p.id, p.attempts, summary) == jobs.OK
 # %% [markdown]
 # ## Never twice
 #
-# The decrement sits inside the once-only branch, so a redelivered completion (the same token
-# again) and a stale one (an old token after a reap and a new claim) never count twice.
+# Only a completion that really took the child out of active reaches the `DECR`. So the counter
+# cannot be hit twice for one child: not by the same completion delivered again (the same token),
+# and not by a worker whose token is old (its lease lapsed, a reap ran and someone else claimed).
 
 # %%
 Q2 = "once"
@@ -109,9 +120,14 @@ a = jobs.claim(conn, Q2, 50)
 time.sleep(0.08)
 jobs.reap(conn, Q2)  # a's lease lapsed: back to pending
 a2 = jobs.claim(conn, Q2, 30_000)
-print("stale token:", jobs.complete(conn, Q2, a.id, a.attempts, "late"))
-print("fresh token:", jobs.complete(conn, Q2, a2.id, a2.attempts, "on time"))
-print("redelivered:", jobs.complete(conn, Q2, a2.id, a2.attempts, "again"))
+answers = [
+    jobs.complete(conn, Q2, a.id, a.attempts, "late"),
+    jobs.complete(conn, Q2, a2.id, a2.attempts, "on time"),
+    jobs.complete(conn, Q2, a2.id, a2.attempts, "again"),
+]
+for label, answer in zip(("stale token:", "fresh token:", "redelivered:"), answers):
+    print(label, answer)
+assert answers == [jobs.STALE, jobs.OK, jobs.STALE]
 print(":dependencies =", flows.dependencies(conn, Q2, f2.parent_id), "·",
       ":processed =", flows.children_values(conn, Q2, f2.parent_id))
 assert flows.dependencies(conn, Q2, f2.parent_id) == 1
@@ -133,26 +149,29 @@ assert flows.children_values(conn, Q2, f2.parent_id) == {a.id: "on time"}
 # Four flows of two children each; in every one, the first child dies and the second completes.
 
 # %%
-outcomes, parents = {}, {}
+outcomes, parents, doomed_ids, errors = {}, {}, {}, {}
 for policy in flows.POLICIES:
     q = f"policy-{policy}"
     f = flows.add(conn, q, "parent", ["dies", "succeeds"], policy=policy)
     doomed = jobs.claim(conn, q, 30_000)
-    jobs.retry(conn, q, doomed.id, doomed.attempts, "boom", max_attempts=1)
+    assert jobs.retry(conn, q, doomed.id, doomed.attempts, "boom", max_attempts=1) == jobs.DEAD
+    doomed_ids[policy] = doomed.id
     ok = jobs.claim(conn, q, 30_000)
     if ok is not None:
         jobs.complete(conn, q, ok.id, ok.attempts, "fine")
     s = inspect.snapshot(conn, q)
     parents[policy] = f.parent_id
     outcomes[policy] = (s.state(f.parent_id), flows.ignored_failures(conn, q, f.parent_id))
+    errors[policy] = s.rows[f.parent_id].get("last_error")
     print(f"{policy:<7} parent {s.state(f.parent_id):<18} unsuccessful {outcomes[policy][1]}",
           f"last_error: {s.rows[f.parent_id].get('last_error', '—')[:40]}")
 
 # %%
-assert outcomes["fail"][0] == "dead"
-assert outcomes["ignore"][0] == "pending" and list(outcomes["ignore"][1].values()) == ["boom"]
+assert outcomes["fail"] == ("dead", {}) and errors["fail"] == f"child {doomed_ids['fail']} failed: boom"
+assert outcomes["ignore"] == ("pending", {doomed_ids["ignore"]: "boom"})
 assert outcomes["remove"] == ("pending", {})
-assert outcomes["wait"][0] == "awaiting_children"
+assert outcomes["wait"] == ("awaiting_children", {})
+assert [errors[pol] for pol in ("ignore", "remove", "wait")] == [None, None, None]
 
 # %% [markdown]
 # Under `wait`, the parent is released once the dead child is reprocessed and completes:
@@ -170,24 +189,40 @@ assert released.where(parents["wait"]) == ["pending"]
 # %% [markdown]
 # ## Flows run only as scripts
 #
-# There is no native flow add, and the native `EMQ.COMPLETE` refuses a flow child before any write.
-# On a wire 6 connector, `jobs.complete` therefore sends the `@complete` script for a flow child:
+# The module registers four commands and none of them lands a flow, so `flows.add` sends
+# `@enqueue_flow` even on a wire 6 connector. `EMQ.COMPLETE` and `EMQ.FAIL` both turn a flow child
+# away before they write anything. So on a wire 6 connector `jobs.complete` sends the `@complete`
+# script for a flow child:
 
 # %%
 native = start_node(native=True)
 n_conn = native.connector()
 nf = flows.add(n_conn, Q, "parent", ["only child"])
+assert n_conn.last(2)[0].script == "@enqueue_flow"  # the land went out as the script
+module_commands = sorted(c.lower() for c in n_conn.client.command_list(module="trafikey"))
+assert module_commands == ["emq.claim", "emq.complete", "emq.fail", "emq.stalled.check"]  # no flow command
 child = jobs.claim(n_conn, Q, 30_000)
 keys = [keyspace.queue_key(Q, "active"), keyspace.job_key(Q, child.id)]
 argv = [child.id, child.attempts, keyspace.base(Q), "", "x", "0"]
 before = inspect.snapshot(n_conn, Q)
+refusals = []
 try:
     n_conn.call("EMQ.COMPLETE", 2, *keys, *argv)
 except Exception as exc:  # noqa: BLE001
-    print("raw EMQ.COMPLETE:", exc)
+    refusals.append(str(exc))
+fail_keys = [keyspace.queue_key(Q, s) for s in ("active", "schedule", "dead")] + [keyspace.job_key(Q, child.id)]
+fail_argv = [child.id, child.attempts, 1_000, 3, "no", keyspace.base(Q), "", "0"]
+try:
+    n_conn.call("EMQ.FAIL", 4, *fail_keys, *fail_argv)
+except Exception as exc:  # noqa: BLE001
+    refusals.append(str(exc))
+print("raw EMQ.COMPLETE:", refusals[0])
+print("raw EMQ.FAIL:    ", refusals[1])
+assert refusals == ["EMQSTATE complete flow not native", "EMQSTATE fail flow not native"]
 assert inspect.snapshot(n_conn, Q).state_only() == before.state_only()
 assert jobs.complete(n_conn, Q, child.id, child.attempts, "done") == jobs.OK
 print("jobs.complete sent:", n_conn.last()[0].line.split()[0], n_conn.last()[0].script)
+assert n_conn.last()[0].script == "@complete"
 n_conn.close()
 native.stop()
 

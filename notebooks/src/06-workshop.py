@@ -9,7 +9,7 @@
 #
 # 1. Trace one job through its lifecycle, on all three paths, one real call per step.
 # 2. Run the claim as a script and as `EMQ.CLAIM`, and read the two replies.
-# 3. Compose a flow and watch the fan-in release the parent.
+# 3. Compose a flow and see the fan-in let the parent go.
 
 # %%
 import time
@@ -34,6 +34,7 @@ conn = node.connector()
 from echomq_widgets import LifecycleStepper
 
 trace = LifecycleStepper(conn, "workshop", path="happy")
+assert trace.path_buttons.options == ("happy", "failure", "recovery") and trace.index == 0
 trace
 
 # %% [markdown]
@@ -85,17 +86,23 @@ print("happy path, failure fork and recovery: each ended where the course says")
 # %%
 native = start_node(native=True)
 n_conn = native.connector()
+lines = []
 for cn in (conn, n_conn):
     jobs.enqueue(cn, "q", "<payload>", job_id="JOB0KHTOWnGLuC")
     jobs.claim(cn, "q", 30_000)
+    lines.append(cn.last()[0].line)
     print(cn.last()[0].line)
     print("  →", cn.last()[0].reply_text)
 assert conn.last()[0].reply == n_conn.last()[0].reply == ["JOB0KHTOWnGLuC", "<payload>", 1]
+# past the first words the two lines are equal: a <sha> for the script, a name for the command
+assert lines[0].removeprefix("EVALSHA <sha> ") == lines[1].removeprefix("EMQ.CLAIM ")
 
 # %%
 from echomq_widgets import ExecutorView
 
-ExecutorView(conn, n_conn, "claim")
+executors = ExecutorView(conn, n_conn, "claim")
+assert executors.comparison.undocumented == []  # nothing differs but the four documented differences
+executors
 
 # %% [markdown]
 # ## Compose a small flow
@@ -119,6 +126,7 @@ composer
 # until you land a flow.
 
 # %%
+assert len(sizes.series) == 0
 sizes
 
 # %% [markdown]
@@ -138,32 +146,39 @@ assert counter == [3, 2, 1, 0] and inspect.snapshot(conn, Q).where(flow.parent_i
 # %% [markdown]
 # ## The durable floor
 #
-# None of this is on disk. A finished job's row is gone the moment it completes, and a dead job
-# waits only until someone reprocesses, removes or trims it. If you need a record that lasts, a
-# consumer started with `record=True` appends every finished job — completed or dead — to the
-# stream `emq:{q}:stream:completions`, inside the same script that settles it: one entry per
-# settle, never two, never none.
+# The queue is no archive. A finished job's row is gone the moment it completes, and a dead job
+# waits only until someone reprocesses, removes or trims it. (The node your kernel started does not
+# even write to disk.) If you need a record that lasts, a consumer started with `record=True`
+# appends every finished job — completed or dead — to the stream `emq:{q}:stream:completions`,
+# inside the same script that settles it: one entry per settle, never two, never none.
 
 # %%
 from echomq_teach import keyspace
 from echomq_teach.consumer import Consumer, Error
 
 Q = "floor"
-for i in range(5):
-    jobs.enqueue(conn, Q, f"job {i}")
+if node.owned:
+    assert node.client().config_get("appendonly")["appendonly"] == "no"
+floor_ids = [jobs.enqueue(conn, Q, f"job {i}") for i in range(5)]
 worker = Consumer(conn, Q, lambda j: Error("no") if j.payload == "job 4" else "yes",
                   record=True, max_attempts=1)
 report = worker.run(timeout=10, until_idle=True)
-entries = node.client().xrange(keyspace.queue_key(Q, "stream:completions"))
+stream = keyspace.queue_key(Q, "stream:completions")
+entries = node.client().xrange(stream)
 outcomes = [fields["outcome"] for _, fields in entries]
 print(report.outcomes, "·", len(entries), "stream entries:", outcomes)
 assert outcomes == ["completed"] * 4 + ["dead"]
+assert [fields["id"] for _, fields in entries] == floor_ids  # one entry per settle
+# never two: the same completion sent again is stale, and the stream stays as it was
+assert jobs.complete(conn, Q, floor_ids[0], 1, "again", record=True) == jobs.STALE
+assert conn.call("XLEN", stream) == 5
 
 # %% [markdown]
-# ## Recap — the whole machine, run once
+# ## Recap — the machine, end to end
 #
-# - A job's life is a handful of scripts: three on the happy path, four more on the failure fork, one
-#   reap to recover it — and on a native node the claim is one command with the same reply.
+# - A job's life is a handful of scripts: enqueue, claim, complete when all goes well; after a failed
+#   first claim, retry, promote, claim and a last retry into dead; and one reap, called by a client,
+#   when a worker vanishes. On a native node the claim is one command with the same reply.
 # - The lease (the active score) limits how long a worker may hold a job; the token (`attempts`)
 #   decides whose completion counts.
 # - A flow is one atomic land plus a counter; each child's completion takes one off, and zero
