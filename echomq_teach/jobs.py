@@ -271,3 +271,13 @@ def trim_dead(conn: Connector, queue: str, keep: int) -> list[str]:
     check_queue(queue)
     non_negative_int("keep", keep)
     return list(conn.eval("trim_dead", [queue_key(queue, "dead"), queue_key(queue, "")], [str(keep)]))
+
+
+def drop(conn: Connector, queue: str) -> int:
+    """``@drop``: delete every key of the queue, answering how many went (EchoMQ.Jobs.drop/2).
+
+    Not a transition: an operator's clean slate, e.g. at the top of a notebook
+    re-run on a classroom node that keeps what an earlier run left.
+    """
+    check_queue(queue)
+    return int(conn.eval("drop", [queue_key(queue, "")], []))

@@ -189,3 +189,23 @@ def test_stalled_check_default_buries_on_the_second_stall(conn: Connector, queue
     jobs.claim(conn, queue, 20)
     wait_until_due(conn, queue, "active")
     assert stalled.check(conn, queue).dead == [job_id]
+
+
+def test_drop_deletes_one_queue_whole_and_nothing_else(conn, queue):
+    from echomq_teach import flows
+
+    other = queue + "-other"
+    glob = queue + "*[x]"  # glob characters in a name match only themselves
+    for q in (queue, other, glob):
+        jobs.enqueue(conn, q, "x")
+        flows.add(conn, q, "parent", ["child"])
+        c = jobs.claim(conn, q, 30_000)
+        jobs.complete(conn, q, c.id, c.attempts, record=True)
+    kept = {q: state(conn, q) for q in (other, queue)}
+    assert jobs.drop(conn, glob) > 0
+    assert inspect.snapshot(conn, glob).state_only() == inspect.snapshot(conn, glob + "-never").state_only()
+    assert {q: state(conn, q) for q in (other, queue)} == kept
+    assert jobs.drop(conn, queue) >= 5  # pending, row, parent row, :dependencies, :processed, metric, stream
+    assert inspect.snapshot(conn, queue).total() == 0 and inspect.snapshot(conn, queue).rows == {}
+    assert conn.client.get("{emq}:version") == "echomq:4.0.0"
+    assert jobs.drop(conn, queue) == 0

@@ -3,6 +3,7 @@
 -- KEYS: [1] the base emq:{q}:
 -- ARGV: none
 -- reply: {now_ms, paused, pending, active, schedule, dead, rows, counters, completed, stream_len}; sets as {id, score, ...}, rows as {key, {field, value, ...}, ...}
+-- @include glob_escape
 local b = KEYS[1]
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -13,7 +14,7 @@ end
 local rows, counters = {}, {}
 local cursor = '0'
 repeat
-  local r = redis.call('SCAN', cursor, 'MATCH', b .. 'job:*', 'COUNT', 1000)
+  local r = redis.call('SCAN', cursor, 'MATCH', glob_escape(b) .. 'job:*', 'COUNT', 1000)
   cursor = r[1]
   for _, k in ipairs(r[2]) do
     local kind = redis.call('TYPE', k)['ok']

@@ -16,6 +16,9 @@ from echomq_teach import inspect, jobs, keyspace, scripts, start_node
 node = start_node()
 conn = node.connector()
 Q = "lifecycle"
+# a classroom node keeps what an earlier run left: start this notebook's queues empty
+jobs.drop(conn, Q)
+conn.clear_trace()  # the trace starts with the notebook's own calls
 
 # %% [markdown]
 # ## The keyspace

@@ -20,6 +20,10 @@ node = start_node()
 conn = node.connector()
 raw = node.client()
 Q = "lease"
+# a classroom node keeps what an earlier run left: start this notebook's queues empty
+for q in (Q, "fence", "ghosts", "paused"):
+    jobs.drop(conn, q)
+conn.clear_trace()  # the trace starts with the notebook's own calls
 
 # %% [markdown]
 # ## The handle: `claim/3` → `jobs.claim(conn, queue, lease_ms)`

@@ -20,6 +20,10 @@ from echomq_teach import inspect, jobs, scripts, start_node
 node = start_node()
 conn = node.connector()
 Q = "recovery"
+# a classroom node keeps what an earlier run left: start this notebook's queues empty
+for q in (Q, "fork", "morgue", "crash", "many", "work"):
+    jobs.drop(conn, q)
+conn.clear_trace()  # the trace starts with the notebook's own calls
 
 # %% [markdown]
 # ## complete — `complete/5` → `@complete`

@@ -22,6 +22,11 @@ native = start_node(native=True)
 s_conn = scripted.connector()  # wire 4
 n_conn = native.connector()  # wire 6
 s_raw, n_raw = scripted.client(), native.client()
+# a classroom node keeps what an earlier run left: start this notebook's queues empty
+for c in (s_conn, n_conn):
+    for q in ("twins", "paused", "half-done", "clock"):
+        jobs.drop(c, q)
+    c.clear_trace()  # the trace starts with the notebook's own calls
 print("scripted:", s_conn.wire, s_raw.get("{emq}:version"))
 print("native:  ", n_conn.wire, n_raw.get("{emq}:version"))
 assert (s_raw.get("{emq}:version"), n_raw.get("{emq}:version")) == ("echomq:4.0.0", "echomq:6.0.0")

@@ -21,6 +21,10 @@ from echomq_teach import flows, inspect, jobs, keyspace, scripts, start_node
 node = start_node()
 conn = node.connector()
 Q = "flows"
+# a classroom node keeps what an earlier run left: start this notebook's queues empty
+for q in (Q, "once", "policy-fail", "policy-ignore", "policy-remove", "policy-wait"):
+    jobs.drop(conn, q)
+conn.clear_trace()  # the trace starts with the notebook's own calls
 
 # %% [markdown]
 # ## The land — `EchoMQ.Flows.add/3` → `flows.add(conn, queue, parent, children)`
@@ -197,6 +201,7 @@ assert released.where(parents["wait"]) == ["pending"]
 # %%
 native = start_node(native=True)
 n_conn = native.connector()
+jobs.drop(n_conn, Q)  # a classroom's native node keeps an earlier run's flow too
 nf = flows.add(n_conn, Q, "parent", ["only child"])
 assert n_conn.last(2)[0].script == "@enqueue_flow"  # the land went out as the script
 module_commands = sorted(c.lower() for c in n_conn.client.command_list(module="trafikey"))

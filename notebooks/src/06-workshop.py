@@ -18,6 +18,10 @@ from echomq_teach import flows, inspect, jobs, start_node
 
 node = start_node()
 conn = node.connector()
+# a classroom node keeps what an earlier run left: start this notebook's queues empty
+for q in ("trace", "q", "compose", "floor"):
+    jobs.drop(conn, q)
+conn.clear_trace()  # the trace starts with the notebook's own calls
 
 # %% [markdown]
 # ## Trace a job through its lifecycle
@@ -87,6 +91,7 @@ print("happy path, failure fork and recovery: each ended where the course says")
 native = start_node(native=True)
 n_conn = native.connector()
 lines = []
+jobs.drop(n_conn, "q")  # a classroom's native node keeps an earlier run's job too
 for cn in (conn, n_conn):
     jobs.enqueue(cn, "q", "<payload>", job_id="JOB0KHTOWnGLuC")
     jobs.claim(cn, "q", 30_000)
