@@ -78,7 +78,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _sweep_stale_dirs() -> None:
+def sweep_stale_dirs() -> None:
     """Delete node folders whose kernel and server are both gone.
 
     A kernel that is shut down runs no exit hooks: its server dies with it
@@ -198,7 +198,7 @@ class LocalNode(Node):
         # built before the folder exists: a missing compiler then leaves nothing behind
         self.module_path = native and native_module_path()
         self.password = secrets.token_urlsafe(24)
-        _sweep_stale_dirs()
+        sweep_stale_dirs()
         self.dir = Path(tempfile.mkdtemp(prefix=_DIR_PREFIX))
         self.dir.chmod(0o700)
         (self.dir / _OWNER_FILE).write_text(str(os.getpid()))

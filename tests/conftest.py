@@ -84,3 +84,11 @@ def terminate(proc, timeout: float = 20) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # kernels the notebook and browser tests shut down run no exit hooks: their servers died
+    # with them, and this removes the folders they left
+    from echomq_teach.node import sweep_stale_dirs
+
+    sweep_stale_dirs()
