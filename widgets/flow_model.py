@@ -6,7 +6,9 @@ from the snapshot after it. The widget in ``composer.py`` only draws this.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from echomq_teach import flows, inspect, jobs
 from echomq_teach.connector import Connector
@@ -177,36 +179,46 @@ class FlowRun:
             headline += f" · each child's parent_policy = {policy}"
         return self._event("land", headline, call)
 
-    def complete_next(self, result: str | None = None) -> FlowEvent:
-        """claim/3 the head of pending, then complete/5 it: a child's fan-in, or the released parent."""
-        self._need_flow()
-        holder: dict[str, object] = {}
+    def _claim_then(self, settle: Callable[[jobs.Claimed], Any]) -> tuple[Call, str | None]:
+        """One real call: claim/3 the head of pending, then ``settle`` it; answers the call and the id claimed."""
+        holder: dict[str, str] = {}
 
-        def act() -> str | None:
+        def act() -> Any:
             got = jobs.claim(self.conn, self.queue, self.lease_ms)
             if got is None:
                 return None
             holder["id"] = got.id
+            return settle(got)
+
+        call = run_call(self.conn, self.reader, self.queue, act)
+        if call.error is not None:
+            raise call.error
+        return call, holder.get("id")
+
+    def _nothing_pending(self, call: Call) -> FlowEvent:
+        return self._event("·", "claim/3 answered :empty — nothing pending", call)
+
+    def complete_next(self, result: str | None = None) -> FlowEvent:
+        """claim/3 the head of pending, then complete/5 it: a child's fan-in, or the released parent."""
+        self._need_flow()
+        values: dict[str, str] = {}
+
+        def settle(got: jobs.Claimed) -> str:
             if got.id == self.parent_id:
                 # the parent handler runs on its children's results: a pure read
-                values = flows.children_values(self.conn, self.queue, got.id)
-                holder["values"] = values
+                values.update(flows.children_values(self.conn, self.queue, got.id))
                 value = f"{len(values)} child results"
             else:
                 value = result if result is not None else f"result of {got.payload}"
             return jobs.complete(self.conn, self.queue, got.id, got.attempts, value)
 
-        call = run_call(self.conn, self.reader, self.queue, act)
-        if call.error is not None:
-            raise call.error
-        jid = holder.get("id")
+        call, jid = self._claim_then(settle)
         if jid is None:
-            return self._event("·", "claim/3 answered :empty — nothing pending", call)
+            return self._nothing_pending(call)
         if jid == self.parent_id:
-            n_values = len(holder.get("values", {}))  # type: ignore[arg-type]
-            headline = f"the parent: claim/3, children_values/3 ({n_values} results), complete/5 → {call.executor}"
+            headline = f"the parent: claim/3, children_values/3 ({len(values)} results), complete/5 → {call.executor}"
             return self._event("parent", headline, call)
-        k = self.flow.child_ids.index(str(jid)) + 1  # type: ignore[union-attr]
+        k = self.flow.child_ids.index(jid) + 1  # type: ignore[union-attr]
         deps = self.dependencies(call.after)
         headline = f"child {k}: claim/3, complete/5 → {call.executor}: DECR :dependencies → {deps}"
         return self._event(f"c{k}", headline, call)
@@ -214,22 +226,12 @@ class FlowRun:
     def fail_next(self, reason: str = "boom") -> FlowEvent:
         """claim/3 the next child, then retry/7 at its last attempt: it dies, and its parent_policy acts."""
         self._need_flow()
-        holder: dict[str, str] = {}
-
-        def act() -> str | None:
-            got = jobs.claim(self.conn, self.queue, self.lease_ms)
-            if got is None:
-                return None
-            holder["id"] = got.id
-            # max_attempts = this claim's attempts, so the retry buries it at once
-            return jobs.retry(self.conn, self.queue, got.id, got.attempts, reason, 1, got.attempts)
-
-        call = run_call(self.conn, self.reader, self.queue, act)
-        if call.error is not None:
-            raise call.error
-        jid = holder.get("id")
+        # max_attempts = this claim's attempts, so the retry buries it at once
+        call, jid = self._claim_then(
+            lambda got: jobs.retry(self.conn, self.queue, got.id, got.attempts, reason, 1, got.attempts)
+        )
         if jid is None:
-            return self._event("·", "claim/3 answered :empty — nothing pending", call)
+            return self._nothing_pending(call)
         k = self.flow.child_ids.index(jid) + 1  # type: ignore[union-attr]
         deps, state = self.dependencies(call.after), self.parent_state(call.after)
         headline = (
