@@ -68,7 +68,7 @@ users = {u.strip().lower() for u in os.environ.get("ECHOMQ_HUB_USERS", "").split
 roster = os.environ.get("ECHOMQ_CLASSROOM_ROSTER")
 if roster and Path(roster).exists():
     sys.path.insert(0, str(repo))
-    from echomq_teach.classroom import read_roster
+    from echomq_teach.roster import read_roster
 
     users |= set(read_roster(roster))
 if users:
@@ -113,7 +113,7 @@ def pre_spawn(spawner) -> None:
     creds = os.environ.get("ECHOMQ_CLASSROOM_CREDENTIALS")
     if creds:
         sys.path.insert(0, str(repo))
-        from echomq_teach.classroom import spawner_environment
+        from echomq_teach.credentials import spawner_environment
 
         env = spawner_environment(spawner.user.name, creds)
         if not env:

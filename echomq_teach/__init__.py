@@ -15,7 +15,8 @@ from __future__ import annotations
 from . import inspect, jobs, keyspace, scripts, stalled
 from .connector import Connector, TraceEntry
 from .errors import BadInput, DuplicateJob, EchoMQError, NodeError, UnknownJob, WireError, WrongState
-from .node import LocalNode, Node, RemoteNode, start_node
+from .node import LocalNode, Node, RemoteNode
+from .providers import start_node
 
 __all__ = [
     "BadInput",

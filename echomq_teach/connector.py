@@ -81,6 +81,8 @@ class Connector:
     trace: deque[TraceEntry] = field(default_factory=lambda: deque(maxlen=TRACE_LIMIT))
     #: how to reach the node again (redis-py keyword arguments), for ``fork`` and other processes
     address: dict[str, Any] = field(default_factory=dict)
+    #: the node this connector came from: held so the node lives while its connectors do
+    node: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.wire not in (4, 6):
@@ -170,7 +172,7 @@ class Connector:
 
     def fork(self) -> Connector:
         """A new connector on the same node (its own client and trace), e.g. for another process."""
-        return connect(self.address, wire=self.wire)
+        return connect(self.address, wire=self.wire, node=self.node)
 
     def close(self) -> None:
         self.client.close()
@@ -196,9 +198,9 @@ def make_client(address: dict[str, Any]) -> redis.Redis:
     return redis.Redis(**address, decode_responses=True, encoding_errors="surrogateescape", retry=Retry(NoBackoff(), 0))
 
 
-def connect(address: dict[str, Any], wire: int = 4) -> Connector:
-    """A fresh connector (its own client and trace) on the node at ``address``."""
-    return Connector(make_client(address), wire=wire, address=dict(address))
+def connect(address: dict[str, Any], wire: int = 4, node: Any = None) -> Connector:
+    """A fresh connector (its own client and trace) on the node at ``address`` (``node`` kept alive)."""
+    return Connector(make_client(address), wire=wire, address=dict(address), node=node)
 
 
 def address_from_url(url: str) -> dict[str, Any]:

@@ -6,8 +6,12 @@ container without host networking would get no network at all on an engine
 started with ``--bridge=none``, and ``-p`` maps would be silently ignored).
 The password lives in a config file bind-mounted read-only from a 0700
 folder, never on a command line. testcontainers' Ryuk reaper is disabled: it
-needs a registry pull and a mapped port; the kit stops its containers itself
-(``stop()``, and at interpreter exit).
+needs a registry pull and a mapped port; the kit removes its containers itself:
+``stop()``; a finalizer when the node's last reference is dropped (and at
+interpreter exit); a reaper process (``reaper.py``) that notices the kernel's
+death, even by SIGKILL, through a closed pipe; and ``sweep()``, run at every
+container start, which removes the containers whose owner label names a
+process that is gone.
 
 Build the image first, either route (see docs/containers.md)::
 
@@ -20,8 +24,12 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import subprocess
+import sys
 import tempfile
+import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +37,7 @@ import redis
 
 from . import keyspace
 from .errors import NodeError
-from .node import Node, _live, free_port, server_config
+from .node import Node, _alive, _live, free_port, server_config
 
 #: the image tag both build routes produce; ``$ECHOMQ_NODE_IMAGE`` or ``image=`` choose another
 DEFAULT_IMAGE = "echomq-node:local"
@@ -97,6 +105,118 @@ def image_has_module(img: Any) -> bool:
     return labels.get(MODULE_LABEL) == "trafikey"
 
 
+# -- owners, the reaper and the sweep --------------------------------------------------------------
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat): a reused PID differs."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def owner_token(pid: int | None = None) -> str:
+    """``<host>:<pid>:<start time>``: the owner label a container node carries."""
+    pid = pid or os.getpid()
+    return f"{os.uname().nodename}:{pid}:{_start_time(pid) or ''}"
+
+
+def owner_alive(token: str) -> bool:
+    """False once the process a label names is gone (or its PID now names another process).
+
+    A label from another machine (a shared engine) is never judged dead here.
+    """
+    host, _, rest = token.partition(":")
+    pid_text, _, started = rest.partition(":")
+    if host != os.uname().nodename or not pid_text.isdigit():
+        return True
+    pid = int(pid_text)
+    if not _alive(pid):
+        return False
+    return not started or _start_time(pid) in (None, started)
+
+
+def sweep(client: Any = None) -> list[str]:
+    """Remove every container node whose owner is gone; answers their ids."""
+    own = client is None
+    client = client or engine()
+    removed: list[str] = []
+    try:
+        for ct in client.containers.list(all=True, filters={"label": OWNER_LABEL}):
+            if not owner_alive(ct.labels.get(OWNER_LABEL, "")):
+                try:
+                    ct.remove(force=True)
+                    removed.append(ct.id)
+                except Exception:  # noqa: BLE001 - gone already, or being removed by its reaper
+                    pass
+    finally:
+        if own:
+            client.close()
+    return removed
+
+
+class _Reaper:
+    """This process's reaper (reaper.py), started with the first container node."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._pid = 0
+
+    def _send(self, line: str) -> None:
+        if os.environ.get("ECHOMQ_NO_REAPER"):
+            return  # the finalizer and the sweep still clean up
+        with self._lock:
+            if self._proc is None or self._pid != os.getpid() or self._proc.poll() is not None:
+                self._pid = os.getpid()
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", "echomq_teach.reaper"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    # its own session: a kill of the kernel's process group must not reach it
+                    start_new_session=True,
+                    cwd=str(Path(__file__).resolve().parent.parent),
+                )
+            assert self._proc.stdin is not None
+            try:
+                self._proc.stdin.write(line.encode() + b"\n")
+                self._proc.stdin.flush()
+            except OSError:
+                self._proc = None
+
+    def watch(self, cid: str, folder: Path) -> None:
+        self._send(f"+ {cid} {folder}")
+
+    def forget(self, cid: str) -> None:
+        self._send(f"- {cid}")
+
+
+reaper = _Reaper()
+
+
+class _Owned:
+    """What a ContainerNode's finalizer needs, held apart from the node so the node can be collected."""
+
+    def __init__(self, folder: Path) -> None:
+        self.cid: str | None = None
+        self.folder = folder
+
+    def end(self) -> None:
+        """Remove the container (if any) and delete the folder: the node is gone."""
+        if self.cid is not None:
+            cid, self.cid = self.cid, None
+            try:
+                client = engine()
+                try:
+                    client.containers.get(cid).remove(force=True)
+                finally:
+                    client.close()
+            except Exception:  # noqa: BLE001 - already gone, or the engine is: the sweep takes it then
+                pass
+            reaper.forget(cid)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 def _testcontainers() -> Any:
     try:
         from testcontainers.core.config import testcontainers_config
@@ -122,11 +242,14 @@ class ContainerNode(Node):
         self._tc: Any = None
         self.dir = Path(tempfile.mkdtemp(prefix="echomq-container-"))
         self.dir.chmod(0o700)  # the config with the password sits here; only we traverse it
+        self._owned = _Owned(self.dir)
+        # the last reference dropped (or the interpreter exiting): remove the container, delete the folder
+        self._finalizer = weakref.finalize(self, self._owned.end)
         try:
             self._start()
         except BaseException:
             self._remove()
-            shutil.rmtree(self.dir, ignore_errors=True)
+            self._finalizer()
             raise
         _live.add(self)
 
@@ -134,6 +257,7 @@ class ContainerNode(Node):
     def _start(self) -> None:
         client = engine()
         try:
+            sweep(client)  # containers of kernels that died before their reaper could act
             img = image_info(client, self.image)
             if self.native and not image_has_module(img):
                 raise NodeError(
@@ -197,7 +321,7 @@ class ContainerNode(Node):
         tc = tc.with_kwargs(
             network="host",
             user=self._uid(),
-            labels={OWNER_LABEL: f"{os.uname().nodename}:{os.getpid()}"},
+            labels={OWNER_LABEL: owner_token()},
         )
         tc = tc.waiting_for(
             LogMessageWaitStrategy(READY_LINE).with_startup_timeout(READY_TIMEOUT_S).with_poll_interval(0.05)
@@ -205,6 +329,8 @@ class ContainerNode(Node):
         self._tc = tc
         try:
             tc.start()
+            self._owned.cid = tc.get_container_id()
+            reaper.watch(self._owned.cid, self.dir)
         except Exception as exc:  # noqa: BLE001 - turned into one message with the server's own words
             raise NodeError(
                 f"the node container ({self.image}) did not become ready: {type(exc).__name__}; "
@@ -305,11 +431,14 @@ class ContainerNode(Node):
         except Exception:  # noqa: BLE001 - already gone
             pass
         self._tc._container = None
+        if self._owned.cid is not None:
+            reaper.forget(self._owned.cid)
+            self._owned.cid = None
 
     def stop(self) -> None:
         """Remove the container and delete its folder."""
         self._remove()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self._finalizer()
         _live.discard(self)
 
     def __repr__(self) -> str:

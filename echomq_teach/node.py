@@ -5,12 +5,20 @@ a free 127.0.0.1 port (or a Unix socket in a private 0700 folder) with a
 random password and no persistence. ``durable=True`` keeps an AOF so that
 ``restart()`` can show what survives. ``native=True`` builds and loads the
 ``trafikey`` module and brands the node ``echomq:6.0.0``. ``ECHOMQ_URL``
-points the kit at an existing node instead (a classroom's shared node).
+points the kit at an existing node instead (a classroom's shared node); the
+providers (``start_node``) live in ``providers.py``, so this module knows no
+container and ``container.py`` builds on it.
+
+A server's life follows its kernel's in every case: it is forked from one
+launcher thread that lives as long as the process (Linux binds the death
+signal to the *thread* that forked, so a node started from a worker thread
+would otherwise die with that thread), with SIGKILL as its death signal; a
+node whose last reference is dropped is stopped by a finalizer, and every
+connector and raw client of a node holds a reference to it.
 """
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import os
 import secrets
@@ -19,8 +27,10 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import weakref
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -96,14 +106,92 @@ def sweep_stale_dirs() -> None:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def _die_with_parent() -> None:
-    # Linux: the server gets SIGTERM if the kernel that started it dies hard,
-    # so a crashed notebook never leaves a node behind.
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+PR_SET_PDEATHSIG = 1
+
+
+def _death_signal(parent: int) -> object:
+    """The child's first act: die by SIGKILL when its parent thread ends (and at once if it already has)."""
+
+    def arm() -> None:
+        try:
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        except OSError:
+            return  # not Linux: the finalizer and exit hooks still stop it
+        # the parent may have died between fork and prctl: then no signal would ever come
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arm
+
+
+class _Launcher:
+    """One daemon thread per process that forks every server the kit starts.
+
+    PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the
+    process: a node started from a worker thread (a widget callback, a pool, an
+    executor) would die with that thread. This thread ends only with the
+    process, so the signal comes exactly when the kernel dies, however it dies.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+        self._jobs: list[tuple[Future[subprocess.Popen[bytes]], list[str], dict[str, Any]]] = []
+        self._wake = threading.Condition(self._lock)
+
+    def popen(self, args: list[str], **kw: Any) -> subprocess.Popen[bytes]:
+        if threading.current_thread() is self._thread:
+            return self._spawn(args, kw)
+        fut: Future[subprocess.Popen[bytes]] = Future()
+        with self._lock:
+            if self._thread is None or self._pid != os.getpid():  # none yet, or we are a fork's child
+                self._pid = os.getpid()
+                self._jobs = []
+                self._thread = threading.Thread(target=self._run, name="echomq-launcher", daemon=True)
+                self._thread.start()
+            self._jobs.append((fut, args, kw))
+            self._wake.notify()
+        return fut.result()
+
+    def _spawn(self, args: list[str], kw: dict[str, Any]) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(args, preexec_fn=_death_signal(os.getpid()), **kw)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._jobs:
+                    self._wake.wait()
+                fut, args, kw = self._jobs.pop(0)
+            try:
+                fut.set_result(self._spawn(args, kw))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                fut.set_exception(exc)
+
+
+launcher = _Launcher()
+
+
+class _Process:
+    """What a LocalNode's finalizer needs, held apart from the node so the node can be collected."""
+
+    def __init__(self, folder: Path) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.folder = folder
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def end(self) -> None:
+        """Kill the server (if still running) and delete its folder: the node is gone."""
+        self.kill()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def server_config(
@@ -153,12 +241,14 @@ class Node:
         return 6 if self.native else 4
 
     def client(self) -> redis.Redis:
-        """A raw redis-py client, for looking under the hood (no trace)."""
-        return make_client(self.address)
+        """A raw redis-py client, for looking under the hood (no trace); it keeps the node alive."""
+        c = make_client(self.address)
+        c.echomq_node = self  # a node whose last reference is dropped stops: this is one
+        return c
 
     def connector(self, wire: int | None = None) -> Connector:
-        """A traced connector: wire 4 on a scripted node, wire 6 on a native one."""
-        return connect(self.address, wire=self.wire if wire is None else wire)
+        """A traced connector: wire 4 on a scripted node, wire 6 on a native one; it keeps the node alive."""
+        return connect(self.address, wire=self.wire if wire is None else wire, node=self)
 
     #: True for a node this kernel started (and so stops); a shared node stays up
     owned: bool = False
@@ -208,17 +298,22 @@ class LocalNode(Node):
         # what the server prints before its logfile opens (a config error) lands here
         self.stderr_path = self.dir / "valkey.stderr"
         self.extra_config = dict(extra_config or {})
-        self.proc: subprocess.Popen[bytes] | None = None
+        self._process = _Process(self.dir)
         self.run_ids: list[str] = []
+        # the last reference dropped (or the interpreter exiting): kill the server, delete the folder
+        self._finalizer = weakref.finalize(self, self._process.end)
         try:
             self._write_config()
             self._launch()
         except BaseException:
             # a node that never started leaves no folder behind (its log tail is in the error)
-            self._kill()
-            shutil.rmtree(self.dir, ignore_errors=True)
+            self._finalizer()
             raise
         _live.add(self)
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return self._process.proc
 
     # -- config and process ----------------------------------------------------------
     def _write_config(self) -> None:
@@ -243,12 +338,11 @@ class LocalNode(Node):
         binary = server_binary()
         with open(self.stderr_path, "ab") as err:
             try:
-                self.proc = subprocess.Popen(
+                self._process.proc = launcher.popen(
                     [binary, str(self.dir / "valkey.conf")],
                     stdin=subprocess.DEVNULL,
                     stdout=err,
                     stderr=subprocess.STDOUT,
-                    preexec_fn=_die_with_parent,
                 )
             except OSError as exc:
                 raise NodeError(f"could not run {binary!r}: {exc}. " + INSTALL_HINT) from exc
@@ -348,19 +442,12 @@ class LocalNode(Node):
             self._kill()
 
     def _kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        self._process.kill()
 
     def stop(self) -> None:
         """Stop the server (by its PID if it will not shut down) and delete its folder."""
         self._shutdown()
-        self._kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self._finalizer()
         _live.discard(self)
 
     def __repr__(self) -> str:
@@ -391,40 +478,3 @@ class RemoteNode(Node):
 def native_module_path() -> Path:
     """The built trafikey module (compiled on first use, cached by source hash)."""
     return native.build()
-
-
-def start_node(
-    native: bool = False,
-    durable: bool = False,
-    provider: str | None = None,
-    unix_socket: bool = False,
-    **kwargs: Any,
-) -> Node:
-    """Start (or find) a node: the embedded local default, ``ECHOMQ_URL``, or a container.
-
-    ``provider`` is ``"local"`` (default), ``"url"`` (``$ECHOMQ_URL``, also chosen
-    when that variable is set), or ``"container"`` (testcontainers and a Docker engine).
-    """
-    # a classroom may run its native (wire 6) node apart from the scripted one
-    url = (native and os.environ.get("ECHOMQ_NATIVE_URL")) or os.environ.get("ECHOMQ_URL")
-    provider = provider or ("url" if url else "local")
-    if provider == "url":
-        if not url:
-            raise NodeError("provider 'url' needs ECHOMQ_URL, e.g. redis://:password@127.0.0.1:6390/0")
-        return RemoteNode(url, native=native)
-    if provider == "container":
-        from . import container
-
-        return container.start(native=native, durable=durable, **kwargs)
-    if provider != "local":
-        raise NodeError(f"unknown node provider {provider!r}: use 'local', 'url' or 'container'")
-    return LocalNode(native=native, durable=durable, unix_socket=unix_socket, **kwargs)
-
-
-@atexit.register
-def _stop_all() -> None:
-    for node in list(_live):
-        try:
-            node.stop()
-        except Exception:  # noqa: BLE001 - the interpreter is exiting
-            pass

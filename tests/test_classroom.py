@@ -12,24 +12,40 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
 import redis
 
-from echomq_teach import classroom, inspect, jobs, keyspace, scripts, start_node
+from echomq_teach import (
+    classroom,
+    compose,
+    credentials,
+    inspect,
+    jobs,
+    keyspace,
+    provision,
+    roster,
+    scripts,
+    start_node,
+)
 from echomq_teach.connector import address_from_url, make_client
-from echomq_teach.errors import NodeError
+from echomq_teach.errors import EchoMQError, NodeError
 from echomq_teach.node import LocalNode, RemoteNode
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+#: the classroom's limits, with a short script bound so the busy test is quick
+LIMITS = {**compose.protection(maxmemory="256mb", maxclients=200), "busy-reply-threshold": "200"}
+
+
 @pytest.fixture(scope="module")
 def shared():
-    """A scripted shared node with alice and bob provisioned from a CSV roster."""
-    node = LocalNode()
+    """A scripted shared node with the classroom's limits; alice and bob provisioned from a CSV roster."""
+    node = LocalNode(extra_config=LIMITS)
     admin = node.client()
     yield node, admin
     admin.close()
@@ -41,16 +57,16 @@ def students(shared, tmp_path_factory):
     node, admin = shared
     roster = tmp_path_factory.mktemp("roster") / "roster.csv"
     roster.write_text("name,email\nAlice,a@example.invalid\nbob,b@example.invalid\n")
-    return {s.name: s for s in classroom.provision(admin, roster)}
+    return {s.name: s for s in provision.provision(admin, roster)}
 
 
-def as_student(monkeypatch, student: classroom.Student) -> None:
+def as_student(monkeypatch, student: credentials.Student) -> None:
     """This process now has the student's kernel environment."""
     for k, v in student.env.items():
         monkeypatch.setenv(k, v)
 
 
-def raw(student: classroom.Student) -> redis.Redis:
+def raw(student: credentials.Student) -> redis.Redis:
     return make_client(address_from_url(student.url))
 
 
@@ -58,10 +74,10 @@ def raw(student: classroom.Student) -> redis.Redis:
 def test_roster_plain_and_csv(tmp_path):
     plain = tmp_path / "r.txt"
     plain.write_text("# week 1\nalice\n\nBob\n  carol_2  \n")
-    assert classroom.read_roster(plain) == ["alice", "bob", "carol_2"]
+    assert roster.read_roster(plain) == ["alice", "bob", "carol_2"]
     csv_file = tmp_path / "r.csv"
     csv_file.write_text('username,full name\nalice,"Alice A."\ndan-x,Dan\n')
-    assert classroom.read_roster(csv_file) == ["alice", "dan-x"]
+    assert roster.read_roster(csv_file) == ["alice", "dan-x"]
 
 
 @pytest.mark.parametrize(
@@ -75,8 +91,8 @@ def test_roster_plain_and_csv(tmp_path):
     ],
 )
 def test_roster_refusals_name_the_line(text, words):
-    with pytest.raises(classroom.RosterError, match=words):
-        classroom.parse_roster(text)
+    with pytest.raises(roster.RosterError, match=words):
+        roster.parse_roster(text)
 
 
 def test_namespace_goes_inside_the_hashtag(monkeypatch):
@@ -158,6 +174,13 @@ def test_a_reads_but_cannot_write_the_brand(shared, students):
         ("DEBUG", "SLEEP", "0"),
         ("ACL", "LIST"),
         ("SHUTDOWN",),
+        ("SCRIPT", "KILL"),
+        ("FUNCTION", "KILL"),
+        ("CLIENT", "LIST"),
+        ("CLIENT", "KILL", "USER", "bob"),
+        ("CLIENT", "PAUSE", "1000"),
+        ("CLIENT", "NO-EVICT", "on"),
+        ("MONITOR",),
     ],
     ids=lambda c: " ".join(c[:2]),
 )
@@ -250,13 +273,13 @@ def test_a_kernel_with_as_environment(shared, students):
 # -- the instructor's side ---------------------------------------------------------------------------------
 def test_reprovision_replaces_the_password_and_revoke_deletes(shared, tmp_path):
     node, admin = shared
-    (first,) = classroom.provision_names(admin, ["carol"])
-    (second,) = classroom.provision_names(admin, ["carol"])
+    (first,) = provision.provision_names(admin, ["carol"])
+    (second,) = provision.provision_names(admin, ["carol"])
     assert first.password != second.password
     with pytest.raises(redis.exceptions.AuthenticationError):
         raw(first).ping()
     assert raw(second).ping()
-    assert classroom.revoke(admin, ["carol"]) == 1
+    assert provision.revoke(admin, ["carol"]) == 1
     with pytest.raises(redis.exceptions.AuthenticationError):
         raw(second).ping()
 
@@ -273,20 +296,195 @@ def test_the_instructor_command(shared, tmp_path, capsys, monkeypatch):
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
     creds = json.loads(out.read_text())["students"]
     assert set(creds) == {"dora", "emil"}
-    assert classroom.spawner_environment("Dora", out) == creds["dora"]
-    assert classroom.spawner_environment("zed", out) == {}
+    assert credentials.spawner_environment("Dora", out) == creds["dora"]
+    assert credentials.spawner_environment("zed", out) == {}
     assert classroom.main(["env", "emil", "--credentials", str(out)]) == 0
     assert "export ECHOMQ_URL='redis://emil:" in capsys.readouterr().out
     assert make_client(address_from_url(creds["emil"]["ECHOMQ_URL"])).ping()
-    classroom.revoke(admin, ["dora", "emil"])
+    provision.revoke(admin, ["dora", "emil"])
 
 
 def test_the_instructor_command_needs_an_admin_url(tmp_path, monkeypatch):
     monkeypatch.delenv("ECHOMQ_ADMIN_URL", raising=False)
     roster = tmp_path / "r.txt"
     roster.write_text("x\n")
-    with pytest.raises(SystemExit, match="admin-url"):
+    with pytest.raises(SystemExit, match="ECHOMQ_ADMIN_URL"):
         classroom.main(["provision", str(roster)])
+
+
+def test_the_admin_url_never_travels_on_the_command_line(shared, tmp_path, capsys, monkeypatch):
+    # defect 12: `ps` shows every argument to every user, so there is no --admin-url to give
+    node, admin = shared
+    monkeypatch.delenv("ECHOMQ_ADMIN_URL", raising=False)
+    r = tmp_path / "r.txt"
+    r.write_text("fay\n")
+    with pytest.raises(SystemExit) as exc:
+        classroom.main(["provision", str(r), "--admin-url", node.url])
+    assert exc.value.code == 2 and "unrecognized arguments: --admin-url" in capsys.readouterr().err
+    env_file = tmp_path / "admin.env"
+    credentials.write_secret(env_file, f"# the instructor's\nECHOMQ_ADMIN_URL={node.url}\n")
+    out = tmp_path / "creds.json"
+    assert classroom.main(["provision", str(r), "--admin-env", str(env_file), "--out", str(out)]) == 0
+    assert "fay" in credentials.read_credentials(out)
+    provision.revoke(admin, ["fay"])
+
+
+def test_credentials_are_created_exclusively_never_through_a_planted_name(tmp_path):
+    """Defect 12: someone who can write the folder plants the old predictable temporary name as a symlink."""
+    out = tmp_path / "credentials.json"
+    victim = tmp_path / "elsewhere.txt"
+    victim.write_text("keep me\n")
+    victim.chmod(0o644)
+    (tmp_path / "credentials.json.tmp").symlink_to(victim)  # the name the old code wrote through
+    student = credentials.Student("gus", "s3cret-pw", "127.0.0.1", 6390)
+    credentials.write_credentials(out, [student])
+    assert victim.read_text() == "keep me\n", "the secrets went through a planted symlink"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600 and out.stat().st_uid == os.getuid()
+    assert credentials.read_credentials(out)["gus"]["ECHOMQ_URL"] == student.url
+    # a symlink planted at the target itself is replaced, never followed
+    out.unlink()
+    out.symlink_to(victim)
+    credentials.write_credentials(out, [student])
+    assert not out.is_symlink() and victim.read_text() == "keep me\n"
+    leftovers = sorted(p.name for p in tmp_path.iterdir())
+    assert leftovers == ["credentials.json", "credentials.json.tmp", "elsewhere.txt"]
+
+
+def test_init_writes_a_folder_whose_secrets_only_its_owner_reads(tmp_path):
+    d = tmp_path / "room"
+    admin = compose.init_folder(d, maxmemory="128mb", maxclients=300)
+    pw = address_from_url(admin["ECHOMQ_ADMIN_URL"])["password"]
+    assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    for name in ("admin.env", "instructor.password", ".env"):
+        st = (d / name).stat()
+        assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.getuid(), name
+    assert credentials.admin_urls(d / "admin.env") == admin
+    node_dir = d / "node"
+    assert stat.S_IMODE(node_dir.stat().st_mode) == 0o700
+    for f in node_dir.iterdir():
+        assert stat.S_IMODE(f.stat().st_mode) == 0o600
+        assert pw not in f.read_text(), f"{f.name} holds the admin password"
+    if os.getuid() == 0:  # the nodes run as nobody: they own their folder, not the secrets
+        assert node_dir.stat().st_uid == compose.NOBODY and (d / "admin.env").stat().st_uid == 0
+    conf = (node_dir / "node.conf").read_text()
+    for line in ("maxmemory 128mb", "maxmemory-policy noeviction", "busy-reply-threshold 1000", "maxclients 300"):
+        assert line in conf
+    with pytest.raises(EchoMQError, match="already a classroom folder"):
+        compose.init_folder(d)
+
+
+def test_the_hashed_acl_line_lets_the_admin_in(shared):
+    # the node folder holds only the SHA-256 of the admin password; the node accepts the password itself
+    node, admin = shared
+    pw = "instructor-pw-1"
+    words = compose.acl_admin_line(pw).split()
+    assert words[:3] == ["user", "default", "on"] and words[3].startswith("#") and pw not in words[3]
+    admin.execute_command("ACL", "SETUSER", "hashcheck", "reset", *words[2:])
+    try:
+        c = make_client({"host": "127.0.0.1", "port": node.port, "username": "hashcheck", "password": pw})
+        assert c.ping()
+        c.close()
+    finally:
+        admin.execute_command("ACL", "DELUSER", "hashcheck")
+
+
+# -- the shared node's limits: one student cannot starve the rest -------------------------------------------
+def test_a_busy_script_is_killed_by_the_instructor_only(shared, students):
+    _, admin = shared
+    alice, bob = raw(students["alice"]), raw(students["bob"])
+    alice2 = raw(students["alice"])
+    result: dict = {}
+
+    def loop() -> None:
+        try:
+            alice.eval("while true do end", 0)
+        except redis.exceptions.ResponseError as exc:
+            result["error"] = str(exc)
+
+    t = threading.Thread(target=loop)
+    t.start()
+    try:
+        deadline = time.monotonic() + 10
+        busy = None
+        while time.monotonic() < deadline and busy is None:
+            try:
+                bob.ping()
+                time.sleep(0.05)
+            except redis.exceptions.BusyLoadingError as exc:
+                busy = str(exc)
+            except redis.exceptions.ResponseError as exc:
+                busy = str(exc)
+        assert busy and "BUSY" in busy, "past the bound, the node answers BUSY to everyone"
+        for who in (alice2, bob):  # neither the script's owner nor anyone else may end it
+            for cmd in (("SCRIPT", "KILL"), ("FUNCTION", "KILL")):
+                with pytest.raises(redis.exceptions.NoPermissionError):
+                    who.execute_command(*cmd)
+        assert "ended" in provision.kill_script(admin)  # the instructor may
+        t.join(10)
+        assert not t.is_alive() and "killed" in result.get("error", "").lower()
+        assert bob.ping()
+    finally:
+        if t.is_alive():
+            admin.execute_command("SCRIPT", "KILL")
+            t.join(10)
+        for c in (alice, alice2, bob):
+            c.close()
+
+
+def test_a_full_node_refuses_writes_and_evicts_nobody(shared, students):
+    _, admin = shared
+    alice, bob = raw(students["alice"]), raw(students["bob"])
+    bkey = "emq:{bob.mem}:job:JOBkept"
+    bob.hset(bkey, "payload", "bob's")
+    used = int(admin.info("memory")["used_memory"])
+    admin.config_set("maxmemory", used + 2 * 1024 * 1024)
+    try:
+        chunk = "x" * 65536
+        refused = None
+        for i in range(200):  # at most 12.5 MB: well past the 2 MB headroom
+            try:
+                alice.set(f"emq:{{alice.mem}}:job:JOB{i:04d}", chunk)
+            except redis.exceptions.OutOfMemoryError as exc:
+                refused = str(exc)
+                break
+        assert refused and "maxmemory" in refused
+        assert bob.hget(bkey, "payload") == "bob's", "noeviction: nobody's keys are evicted"
+        with pytest.raises(redis.exceptions.OutOfMemoryError):  # the cap is shared: bob's writes wait too
+            bob.hset(bkey, "more", chunk)
+        assert bob.hget(bkey, "payload") == "bob's"  # reads still answer
+    finally:
+        admin.config_set("maxmemory", LIMITS["maxmemory"])
+        for k in admin.scan_iter("emq:{alice.mem}:*"):
+            admin.delete(k)
+        admin.delete(bkey)
+        alice.close()
+        bob.close()
+    # one command can add at most proto-max-bulk-len (8 MB) past the cap
+    big = raw(students["alice"])
+    with pytest.raises(redis.exceptions.RedisError):
+        big.set("emq:{alice.mem}:big", "x" * (9 * 1024 * 1024))
+    big.close()
+    assert admin.exists("emq:{alice.mem}:big") == 0
+
+
+def test_the_node_bounds_its_clients(shared, students):
+    _, admin = shared
+    assert admin.config_get("maxclients")["maxclients"] == LIMITS["maxclients"]
+    assert admin.config_get("maxmemory-policy")["maxmemory-policy"] == "noeviction"
+    now = int(admin.info("clients")["connected_clients"])
+    admin.config_set("maxclients", now + 2)
+    opened = []
+    try:
+        with pytest.raises(redis.exceptions.ConnectionError, match="max number of clients"):
+            for _ in range(5):
+                c = raw(students["alice"])
+                c.ping()
+                opened.append(c)
+        assert len(opened) == 2
+    finally:
+        for c in opened:
+            c.close()
+        admin.config_set("maxclients", LIMITS["maxclients"])
 
 
 # -- a native shared node (notebook 04's wire 6) -------------------------------------------------------------
@@ -298,9 +496,9 @@ def native_pair(shared):
         pytest.skip(f"the trafikey module does not build here: {exc}")
     node, admin = shared
     nadmin = nnode.client()
-    students = {s.name: s for s in classroom.provision_names(admin, ["nina", "otto"], nadmin)}
+    students = {s.name: s for s in provision.provision_names(admin, ["nina", "otto"], nadmin)}
     yield nnode, nadmin, students
-    classroom.revoke(admin, ["nina", "otto"])
+    provision.revoke(admin, ["nina", "otto"])
     nadmin.close()
     nnode.stop()
 
