@@ -55,6 +55,19 @@ def protection(maxmemory: str = "512mb", maxclients: int = 1000) -> dict[str, st
     }
 
 
+def cluster_mode(config_file: str = "nodes.conf", bus_port: int | None = None) -> dict[str, str]:
+    """A node in cluster mode, alone: it serves every slot (``provision.claim_slots`` takes them).
+
+    Then ``SCAN MATCH emq:{q}:…`` (the hashtag names one slot) visits that slot
+    only, so ``@snapshot`` and ``@drop`` cost what one queue holds, not what the
+    whole class holds. The bus port defaults to the node's port + 10000.
+    """
+    out = {"cluster-enabled": "yes", "cluster-config-file": config_file}
+    if bus_port is not None:
+        out["cluster-port"] = str(bus_port)
+    return out
+
+
 def node_conf(port: int, acl: str, native: bool, limits: dict[str, str] | None = None) -> str:
     """A shared node's valkey.conf, as the node container sees it (files under ``MOUNT``)."""
     lines = [
@@ -71,6 +84,10 @@ def node_conf(port: int, acl: str, native: bool, limits: dict[str, str] | None =
         f"dir {MOUNT}",
         "databases 1",
     ]
+    if not native:
+        # not the native node: trafikey reads the brand {emq}:version, a key of another slot, from
+        # inside its commands, and in cluster mode Valkey 8 looks such a key up in the command's slot
+        lines += [f"{k} {v}" for k, v in cluster_mode(f"nodes-{acl.removesuffix('.acl')}.conf").items()]
     lines += [f"{k} {v}" for k, v in (limits or protection()).items()]
     if native:
         lines.append("loadmodule /usr/local/lib/valkey/trafikey.so")

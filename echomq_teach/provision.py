@@ -17,11 +17,16 @@ from . import keyspace
 from .acl import native_commands, student_rules
 from .credentials import Student
 from .errors import EchoMQError
+from .node import claim_slots
 from .roster import check_name, read_roster
 
 
 def brand(admin: redis.Redis) -> str:
-    """Brand the node once (``echomq:6.0.0`` with the module, else ``echomq:4.0.0``); answers the brand."""
+    """Brand the node once (``echomq:6.0.0`` with the module, else ``echomq:4.0.0``); answers the brand.
+
+    A cluster-mode node takes its slots first (``claim_slots``).
+    """
+    claim_slots(admin)
     want = keyspace.BRAND_WIRE6 if native_commands(admin) else keyspace.BRAND_WIRE4
     admin.set(keyspace.VERSION_KEY, want, nx=True)
     return admin.get(keyspace.VERSION_KEY)

@@ -33,7 +33,7 @@ from echomq_teach import (
 )
 from echomq_teach.connector import address_from_url, make_client
 from echomq_teach.errors import EchoMQError, NodeError
-from echomq_teach.node import LocalNode, RemoteNode
+from echomq_teach.node import LocalNode, RemoteNode, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,7 +45,7 @@ LIMITS = {**compose.protection(maxmemory="256mb", maxclients=200), "busy-reply-t
 @pytest.fixture(scope="module")
 def shared():
     """A scripted shared node with the classroom's limits; alice and bob provisioned from a CSV roster."""
-    node = LocalNode(extra_config=LIMITS)
+    node = LocalNode(extra_config={**LIMITS, **compose.cluster_mode(bus_port=free_port())})
     admin = node.client()
     yield node, admin
     admin.close()
@@ -388,6 +388,40 @@ def test_the_hashed_acl_line_lets_the_admin_in(shared):
         admin.execute_command("ACL", "DELUSER", "hashcheck")
 
 
+# -- defect 14: a refresh on the shared node costs one queue, not the whole class -------------------------
+def _scans(admin) -> int:
+    return int(admin.info("commandstats").get("cmdstat_scan", {}).get("calls", 0))
+
+
+def test_a_refresh_visits_only_its_queues_slot(shared, students, monkeypatch):
+    """@snapshot and @drop SCAN MATCH inside one script: on the classroom node that is one slot's walk."""
+    _, admin = shared
+    assert "cluster-enabled yes" in compose.node_conf(6390, "users.acl", native=False)
+    assert "cluster-enabled" not in compose.node_conf(6391, "native-users.acl", native=True)
+    pipe = admin.pipeline(transaction=False)
+    for s in range(30):  # 30 students' queues, 3,000 rows: a whole-node walk would take 3+ SCAN calls
+        for j in range(100):
+            pipe.hset(f"emq:{{s{s:02d}.big}}:job:JOB{j:08d}", "state", "pending")
+        pipe.execute()
+    try:
+        as_student(monkeypatch, students["alice"])
+        conn = start_node().connector()
+        jid = jobs.enqueue(conn, "refresh", "one of mine")
+        before = _scans(admin)
+        snap = inspect.snapshot(conn, "refresh")
+        assert list(snap.rows) == [jid]
+        assert _scans(admin) - before == 1, "the refresh walked more than its queue's slot"
+        before = _scans(admin)
+        assert jobs.drop(conn, "refresh") >= 2
+        assert _scans(admin) - before == 1
+        conn.close()
+    finally:
+        for s in range(30):
+            keys = list(admin.scan_iter(f"emq:{{s{s:02d}.big}}:*", count=1000))
+            if keys:
+                admin.delete(*keys)
+
+
 # -- the shared node's limits: one student cannot starve the rest -------------------------------------------
 def test_a_busy_script_is_killed_by_the_instructor_only(shared, students):
     _, admin = shared
@@ -475,7 +509,8 @@ def test_the_node_bounds_its_clients(shared, students):
     admin.config_set("maxclients", now + 2)
     opened = []
     try:
-        with pytest.raises(redis.exceptions.ConnectionError, match="max number of clients"):
+        # (in cluster mode the server words it "max number of clients + cluster connections reached")
+        with pytest.raises(redis.exceptions.RedisError, match="max number of clients"):
             for _ in range(5):
                 c = raw(students["alice"])
                 c.ping()
@@ -491,7 +526,8 @@ def test_the_node_bounds_its_clients(shared, students):
 @pytest.fixture(scope="module")
 def native_pair(shared):
     try:
-        nnode = LocalNode(native=True)
+        # standalone, as compose.node_conf writes it: trafikey reads the brand across slots
+        nnode = LocalNode(native=True, extra_config=LIMITS)
     except NodeError as exc:
         pytest.skip(f"the trafikey module does not build here: {exc}")
     node, admin = shared
