@@ -17,6 +17,7 @@
 #     site-packages              the kit's runtime dependencies as installed in .venv
 #                                (docker/runtime_files.py: RECORD files of the closure)
 #   /usr/local/share/jupyter     JupyterLab's app, the widgets extension, the kernel spec
+#   /usr/local/bin/jupyterhub-singleuser  a classroom hub's per-student server (when the venv has jupyterhub)
 #   /usr/local/bin/valkey-server each kernel's embedded node (docker/rootfs.sh, as the node image)
 #   /opt/the-queue               echomq_teach, echomq_widgets, native/ and, in cache/, trafikey
 #                                prebuilt for these sources (ECHOMQ_CACHE_DIR; no compiler inside)
@@ -117,7 +118,11 @@ tar -C "$stdlib" -c \
   . | tar -C "$rootfs/usr/local/lib/python$pyver" -x
 
 # -- the runtime packages, as the venv has them ----------------------------------------------------------
-"$venv_python" "$here/runtime_files.py" >"$list"
+# and JupyterHub's single-user server, when the venv has it (the 'hub' extra): a classroom's hub
+# spawns one container per student from this image (echomq_teach/spawner.py)
+also=()
+"$venv_python" -c 'import jupyterhub' 2>/dev/null && also=(--also jupyterhub)
+"$venv_python" "$here/runtime_files.py" "${also[@]}" >"$list"
 tar -C "$venv" --null -T "$list" -c | tar -C "$rootfs/usr/local" -x
 # console scripts name the venv's interpreter; point them at the image's
 for f in "$rootfs"/usr/local/bin/*; do

@@ -1,27 +1,32 @@
-# JupyterHub for a local classroom of The Queue (also what tests/test_hub.py runs).
+# JupyterHub for a classroom of The Queue (also what tests/test_hub.py runs, unchanged).
 #
-# Everything listens on 127.0.0.1: the hub's public port, its internal API,
-# the proxy's API and every student's server. Students' servers are local
-# processes of the hub's own account (SimpleLocalProcessSpawner), each with a
-# home of its own under the state folder, holding a copy of the course.
+# The hub runs as root on the classroom's host. Everything listens on
+# 127.0.0.1: the hub's public port, its internal API, the proxy's API and every
+# student's server (serve the room through a TLS reverse proxy of your own).
 #
-# Set-up (a), one node per student: nothing to configure; each kernel starts
-# its own embedded node. Set-up (b), a shared node: provision the roster
-# (python -m echomq_teach.classroom provision ...) and point
-# ECHOMQ_CLASSROOM_CREDENTIALS at the file; each student's server then gets
-# ECHOMQ_URL / ECHOMQ_NAMESPACE (/ ECHOMQ_NATIVE_URL) of their own.
+# - Who: echomq_teach.authenticator.ClassroomAuthenticator (the native
+#   authenticator): each student signs up with a password of their own, only
+#   roster names may, and the instructor authorizes each sign-up at
+#   /hub/authorize. The instructor (an admin) is created at start from a
+#   root-only password file (`classroom init` writes instructor.password).
+# - Where: echomq_teach.spawner.ClassroomSpawner (DockerSpawner): one container
+#   per student from the offline course image, on the engine at DOCKER_HOST,
+#   with a memory and CPU cap and a named volume echomq-<name> for their work.
+# - Their node: with ECHOMQ_CLASSROOM_CREDENTIALS (root-only), each student's
+#   container gets ECHOMQ_URL / ECHOMQ_NAMESPACE (/ ECHOMQ_NATIVE_URL) of their
+#   own in its environment; without it, each kernel starts embedded nodes.
 #
-# Environment (all optional):
-#   ECHOMQ_HUB_DIR            state: database, cookie secret, pid files, homes (default ./hub-state)
+# Environment:
+#   ECHOMQ_HUB_DIR            state: database, cookie secret, pid files (default ./hub-state), made 0700
 #   ECHOMQ_HUB_PORT           public port (8000); ECHOMQ_HUB_API_PORT (8081); ECHOMQ_PROXY_API_PORT (8001)
-#   ECHOMQ_HUB_AUTH           "shared" (default: SharedPasswordAuthenticator, ECHOMQ_HUB_PASSWORD,
-#                             at least 8 characters) or "dummy" (any password: tests only)
-#   ECHOMQ_HUB_USERS          comma-separated allowed users, and/or ECHOMQ_CLASSROOM_ROSTER (a roster
-#                             file, read when it exists); neither: anyone with the password
-#   ECHOMQ_CLASSROOM_CREDENTIALS  set-up (b): the provisioned credentials file
-#   ECHOMQ_COURSE_DIR         notebooks copied into each new home (default: the repo's notebooks/)
+#   ECHOMQ_CLASSROOM_ROSTER   the roster file: only its students may sign up (required)
+#   ECHOMQ_HUB_ADMIN          the instructor's hub name (default "instructor")
+#   ECHOMQ_HUB_ADMIN_PASSWORD_FILE  the instructor's password, a root-only file (required)
+#   ECHOMQ_CLASSROOM_CREDENTIALS    the provisioned credentials file (set-up b)
+#   ECHOMQ_COURSE_IMAGE       the course image (default echomq-course:local)
+#   ECHOMQ_HUB_MEM_LIMIT      each student's container memory cap (default 2G); ECHOMQ_HUB_CPU_LIMIT (1.0)
 #   ECHOMQ_CHP                configurable-http-proxy (default: PATH, then build/hub-proxy)
-#   ECHOMQ_HUB_API_TOKEN      a token for the "echomq-admin" service (automation, the smoke test)
+#   ECHOMQ_HUB_API_TOKEN      a token for the "echomq-admin" service (automation, the hub test)
 # `c` is the config object JupyterHub passes in
 # ruff: noqa: F821
 from __future__ import annotations
@@ -32,10 +37,19 @@ import sys
 from pathlib import Path
 
 repo = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(repo))  # the kit, for the authenticator and the spawner
+
+
+def required(name: str) -> str:
+    value = os.environ.get(name, "")
+    if not value or not Path(value).exists():
+        raise SystemExit(f"jupyterhub_config: set {name} to an existing file (see docs/classroom.md)")
+    return value
+
+
 state = Path(os.environ.get("ECHOMQ_HUB_DIR", "hub-state")).resolve()
 state.mkdir(parents=True, exist_ok=True)
 state.chmod(0o700)
-(state / "home").mkdir(exist_ok=True)
 
 port = int(os.environ.get("ECHOMQ_HUB_PORT", "8000"))
 hub_api_port = int(os.environ.get("ECHOMQ_HUB_API_PORT", "8081"))
@@ -43,6 +57,8 @@ proxy_api_port = int(os.environ.get("ECHOMQ_PROXY_API_PORT", "8001"))
 
 c.JupyterHub.bind_url = f"http://127.0.0.1:{port}"
 c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{hub_api_port}"
+# the students' containers share the host's network: they reach the hub's API on loopback
+c.JupyterHub.hub_connect_url = f"http://127.0.0.1:{hub_api_port}"
 c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(state / "jupyterhub.pid")
@@ -59,22 +75,16 @@ c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{proxy_api_port}"
 c.ConfigurableHTTPProxy.pid_file = str(state / "proxy.pid")
 
 # -- who may log in ----------------------------------------------------------------------------------
-if os.environ.get("ECHOMQ_HUB_AUTH", "shared") == "dummy":
-    c.JupyterHub.authenticator_class = "dummy"
-else:
-    c.JupyterHub.authenticator_class = "shared-password"
-    c.SharedPasswordAuthenticator.user_password = os.environ.get("ECHOMQ_HUB_PASSWORD", "")
-users = {u.strip().lower() for u in os.environ.get("ECHOMQ_HUB_USERS", "").split(",") if u.strip()}
-roster = os.environ.get("ECHOMQ_CLASSROOM_ROSTER")
-if roster and Path(roster).exists():
-    sys.path.insert(0, str(repo))
-    from echomq_teach.roster import read_roster
-
-    users |= set(read_roster(roster))
-if users:
-    c.Authenticator.allowed_users = users
-else:
-    c.Authenticator.allow_all = True
+admin = os.environ.get("ECHOMQ_HUB_ADMIN", "instructor")
+c.JupyterHub.authenticator_class = "echomq_teach.authenticator.ClassroomAuthenticator"
+c.ClassroomAuthenticator.roster_file = required("ECHOMQ_CLASSROOM_ROSTER")
+c.ClassroomAuthenticator.instructor_password_file = required("ECHOMQ_HUB_ADMIN_PASSWORD_FILE")
+c.Authenticator.admin_users = {admin}
+c.NativeAuthenticator.open_signup = False
+c.NativeAuthenticator.minimum_password_length = 10
+c.NativeAuthenticator.check_common_password = True
+c.NativeAuthenticator.allowed_failed_logins = 5
+c.NativeAuthenticator.seconds_before_next_try = 120
 
 if os.environ.get("ECHOMQ_HUB_API_TOKEN"):
     c.JupyterHub.services = [{"name": "echomq-admin", "api_token": os.environ["ECHOMQ_HUB_API_TOKEN"]}]
@@ -86,39 +96,23 @@ if os.environ.get("ECHOMQ_HUB_API_TOKEN"):
         }
     ]
 
-# -- each student's server ------------------------------------------------------------------------------
-c.JupyterHub.spawner_class = "simple"
-c.SimpleLocalProcessSpawner.home_dir_template = str(state / "home" / "{username}")
+# -- each student's server: a container of their own --------------------------------------------------------
+c.JupyterHub.spawner_class = "echomq_teach.spawner.ClassroomSpawner"
+c.ClassroomSpawner.credentials_file = os.environ.get("ECHOMQ_CLASSROOM_CREDENTIALS", "")
+c.DockerSpawner.image = os.environ.get("ECHOMQ_COURSE_IMAGE", "echomq-course:local")
+c.DockerSpawner.pull_policy = "never"  # the offline image is built here; nothing is pulled
+c.DockerSpawner.network_name = "host"
+c.DockerSpawner.use_internal_ip = True  # no port map (host networking has none): the spawner names the port
+c.DockerSpawner.remove = True  # a stopped server's container goes; the student's volume stays
+c.DockerSpawner.name_template = "echomq-{username}"
+c.DockerSpawner.volumes = {"echomq-{username}": "/home/learner/the-queue"}
+c.DockerSpawner.mem_limit = os.environ.get("ECHOMQ_HUB_MEM_LIMIT", "2G")
+c.DockerSpawner.cpu_limit = float(os.environ.get("ECHOMQ_HUB_CPU_LIMIT", "1.0"))
+# the image's entrypoint is JupyterLab alone: run the hub's single-user server instead
+c.DockerSpawner.extra_create_kwargs = {"entrypoint": ["/usr/local/bin/jupyterhub-singleuser"]}
+c.DockerSpawner.cmd = ["--ServerApp.root_dir=/home/learner/the-queue", "--ServerApp.terminals_enabled=False"]
+c.DockerSpawner.extra_host_config = {"cap_drop": ["ALL"], "security_opt": ["no-new-privileges"], "pids_limit": 512}
 c.Spawner.ip = "127.0.0.1"
-# the server of this Python (the kit and valkey-server's PATH come with it)
-c.Spawner.cmd = [str(Path(sys.executable).with_name("jupyterhub-singleuser"))]
-c.Spawner.env_keep = ["PATH", "LANG", "LC_ALL", "VIRTUAL_ENV", "JUPYTERHUB_SINGLEUSER_APP"]
 c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 60
 c.Spawner.http_timeout = 60
-if os.getuid() == 0:
-    c.Spawner.args = ["--allow-root"]
-
-course = Path(os.environ.get("ECHOMQ_COURSE_DIR", repo / "notebooks"))
-
-
-def pre_spawn(spawner) -> None:
-    """Give a new home its own copy of the course and, in set-up (b), the student's node."""
-    home = Path(spawner.home_dir)
-    home.mkdir(parents=True, exist_ok=True)
-    if course.is_dir():
-        for nb in sorted(course.glob("*.ipynb")):
-            if not (home / nb.name).exists():
-                shutil.copy2(nb, home / nb.name)
-    creds = os.environ.get("ECHOMQ_CLASSROOM_CREDENTIALS")
-    if creds:
-        sys.path.insert(0, str(repo))
-        from echomq_teach.credentials import spawner_environment
-
-        env = spawner_environment(spawner.user.name, creds)
-        if not env:
-            spawner.log.warning("%s is not in %s: they get an embedded node", spawner.user.name, creds)
-        spawner.environment = {**spawner.environment, **env}
-
-
-c.Spawner.pre_spawn_hook = pre_spawn

@@ -1,19 +1,28 @@
-"""JupyterHub smoke test (mark ``hub``): two students, two servers, two embedded nodes.
+"""The classroom's JupyterHub, in its production configuration (mark ``hub``).
 
-The hub runs ``docker/jupyterhub_config.py`` (the classroom's own config) with
-the dummy authenticator, SimpleLocalProcessSpawner and npm's
-configurable-http-proxy, all on 127.0.0.1. Each student logs in through the
-login form, gets a server, and runs ``notebooks/00-start-here.ipynb`` (or the
-stand-in in tests/hub/ while that does not exist) cell by cell in a kernel of
-that server, over the hub's proxy: the REST API makes the session, the kernel
-websocket runs the cells. Everything started is stopped by PID at the end.
-Needs: ``bash tools/install-hub.sh``.
+The hub runs ``docker/jupyterhub_config.py`` as it is deployed: as root, the
+classroom authenticator (the native authenticator: a password of each
+student's own, sign-ups approved by the instructor, the instructor an admin
+made from a root-only password file), one container per student from the
+offline course image (DockerSpawner on the private engine the suite starts),
+configurable-http-proxy, all on 127.0.0.1, and a shared scripted node with
+one ACL user per student provisioned into a root-only credentials file.
+
+Two students sign up and log in with their own passwords, the instructor
+authorizes them, each runs ``notebooks/00-start-here.ipynb`` cell by cell in a
+kernel of their own server (over the kernel websocket, through the proxy),
+and then, from inside alice's kernel, the test proves that bob's files,
+credentials, environment, server, node and keys are out of reach; alice
+cannot log in as bob. Everything started is stopped by PID (and container id)
+at the end. Needs: root, ``bash tools/install-hub.sh``, a Docker engine at
+DOCKER_HOST with the course image built (tools/test.sh does all three).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -28,16 +37,19 @@ from pathlib import Path
 import pytest
 from conftest import terminate
 
-from echomq_teach.node import free_port
+from echomq_teach import compose, container, credentials, provision
+from echomq_teach.connector import address_from_url
+from echomq_teach.node import LocalNode, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "docker" / "jupyterhub_config.py"
 START_HERE = ROOT / "notebooks" / "00-start-here.ipynb"
-STAND_IN = ROOT / "tests" / "hub" / "stand-in.ipynb"
+IMAGE = os.environ.get("ECHOMQ_COURSE_IMAGE") or "echomq-course:local"
 USERS = ("alice", "bob")
-CELL_TIMEOUT_S = 60
+ADMIN = "instructor"
+CELL_TIMEOUT_S = 90
 
-pytestmark = [pytest.mark.hub, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.hub, pytest.mark.container, pytest.mark.timeout(300)]
 
 requests = pytest.importorskip("requests")
 websocket = pytest.importorskip("websocket", reason="websocket-client is not installed")
@@ -59,12 +71,27 @@ def _hub_bin() -> Path:
 
 
 def _missing() -> str | None:
+    if os.getuid() != 0:
+        return "the classroom hub runs as root (it starts a container per student)"
     if not _hub_bin().exists():
         return "jupyterhub is not installed in this venv (bash tools/install-hub.sh)"
+    for mod in ("dockerspawner", "nativeauthenticator"):
+        try:
+            __import__(mod)
+        except ImportError:
+            return f"{mod} is not installed in this venv (bash tools/install-hub.sh)"
     if _chp() is None:
         return "configurable-http-proxy is not installed (bash tools/install-hub.sh)"
-    if not shutil.which("valkey-server"):
-        return "valkey-server is not installed (bash tools/setup-system.sh)"
+    try:
+        client = container.engine()
+    except Exception as exc:  # noqa: BLE001
+        return f"no Docker engine answers at {os.environ.get('DOCKER_HOST', 'the default socket')} ({exc})"
+    try:
+        container.image_info(client, IMAGE)
+    except Exception:  # noqa: BLE001
+        return f"the course image {IMAGE} is not built (bash docker/build-course-offline.sh)"
+    finally:
+        client.close()
     return None
 
 
@@ -78,11 +105,6 @@ def alive(pid: int) -> bool:
         return False
 
 
-def parent_of(pid: int) -> int:
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[1])
-
-
 def wait_gone(pids: list[int], timeout: float) -> list[int]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -94,7 +116,7 @@ def wait_gone(pids: list[int], timeout: float) -> list[int]:
 
 
 def end(pids: list[int]) -> None:
-    """SIGTERM, then SIGKILL, to processes this test started (its hub and their descendants)."""
+    """SIGTERM, then SIGKILL, to processes this test started (its hub and the proxy)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for p in pids:
             if alive(p):
@@ -106,7 +128,7 @@ def end(pids: list[int]) -> None:
             return
 
 
-# -- the hub ---------------------------------------------------------------------------------------------------
+# -- the classroom -----------------------------------------------------------------------------------------------
 @dataclass
 class Hub:
     proc: subprocess.Popen[bytes]
@@ -114,7 +136,11 @@ class Hub:
     port: int
     token: str
     log: Path
+    node: LocalNode
+    admin_password: str
+    creds_path: Path
     started: list[int] = field(default_factory=list)  # every PID seen, for the cleanup
+    containers: dict[str, str] = field(default_factory=dict)  # student -> container id
 
     @property
     def base(self) -> str:
@@ -126,9 +152,31 @@ class Hub:
 
     def log_tail(self, n: int = 40) -> str:
         try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+            text = "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+            (Path(tempfile.gettempdir()) / "emq-hub-last.log").write_text(text)  # for a reader after teardown
+            return text
         except OSError:
             return "(no hub log)"
+
+
+def _our_containers() -> list:
+    client = container.engine()
+    try:
+        return [ct for ct in client.containers.list(all=True) if ct.name in {f"echomq-{u}" for u in USERS}]
+    finally:
+        client.close()
+
+
+def _remove_volumes() -> None:
+    client = container.engine()
+    try:
+        for u in USERS:
+            try:
+                client.volumes.get(f"echomq-{u}").remove(force=True)
+            except Exception:  # noqa: BLE001 - never made, or gone
+                pass
+    finally:
+        client.close()
 
 
 @pytest.fixture(scope="module")
@@ -136,10 +184,18 @@ def hub() -> Iterator[Hub]:
     reason = _missing()
     if reason:
         pytest.skip(reason)
-    state = Path(tempfile.mkdtemp(prefix="emq-hub-"))
-    course = state / "course"
-    course.mkdir()
-    shutil.copy2(START_HERE if START_HERE.exists() else STAND_IN, course)
+    if _our_containers():
+        pytest.fail(f"containers named echomq-{USERS} exist already in this engine: not ours to remove")
+    _remove_volumes()  # a previous run's volumes, in this suite's own engine
+    state = Path(tempfile.mkdtemp(prefix="emq-hub-"))  # 0700, root's
+    node = LocalNode(extra_config={**compose.protection(), **compose.cluster_mode(bus_port=free_port())})
+    admin = node.client()
+    roster = state / "roster.txt"
+    roster.write_text("\n".join(USERS) + "\n")
+    creds = state / "credentials.json"
+    credentials.write_credentials(creds, provision.provision(admin, roster))
+    admin_password = secrets.token_urlsafe(12)
+    credentials.write_secret(state / "instructor.password", admin_password + "\n")
     port, token = free_port(), uuid.uuid4().hex
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ECHOMQ_", "JUPYTER", "CONFIGPROXY"))}
     env.update(
@@ -147,10 +203,11 @@ def hub() -> Iterator[Hub]:
         ECHOMQ_HUB_PORT=str(port),
         ECHOMQ_HUB_API_PORT=str(free_port()),
         ECHOMQ_PROXY_API_PORT=str(free_port()),
-        ECHOMQ_HUB_AUTH="dummy",
-        ECHOMQ_HUB_USERS=",".join(USERS),
+        ECHOMQ_CLASSROOM_ROSTER=str(roster),
+        ECHOMQ_HUB_ADMIN_PASSWORD_FILE=str(state / "instructor.password"),
+        ECHOMQ_CLASSROOM_CREDENTIALS=str(creds),
+        ECHOMQ_COURSE_IMAGE=IMAGE,
         ECHOMQ_HUB_API_TOKEN=token,
-        ECHOMQ_COURSE_DIR=str(course),
         ECHOMQ_CHP=_chp() or "",
     )
     log = state / "hub.log"
@@ -164,9 +221,9 @@ def hub() -> Iterator[Hub]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    h = Hub(proc, state, port, token, log, started=[proc.pid])
+    h = Hub(proc, state, port, token, log, node, admin_password, creds, started=[proc.pid])
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while True:
             if proc.poll() is not None:
                 pytest.fail(f"jupyterhub exited with {proc.returncode}:\n{h.log_tail()}")
@@ -176,43 +233,66 @@ def hub() -> Iterator[Hub]:
             except requests.ConnectionError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"jupyterhub did not answer within 30 s:\n{h.log_tail()}")
+                pytest.fail(f"jupyterhub did not answer within 60 s:\n{h.log_tail()}")
             time.sleep(0.1)
         proxy_pid = state / "hub" / "proxy.pid"
         if proxy_pid.exists():
             h.started.append(int(proxy_pid.read_text().strip()))
         yield h
     finally:
-        # the hub stops its proxy and the servers it spawned (cleanup_servers); we check by PID
+        # the hub stops its proxy and the containers it spawned (cleanup_servers); we check by PID and id
         terminate(proc)
         left = wait_gone(h.started, 10)
         end(left)  # anything the hub did not stop, we do
+        leftover = _our_containers()
+        for ct in leftover:
+            ct.remove(force=True)
+        _remove_volumes()
+        admin.close()
+        node.stop()
         shutil.rmtree(state, ignore_errors=True)
         assert not left, f"still running after the hub stopped: {left}"
+        assert not leftover, f"containers left after the hub stopped: {[ct.name for ct in leftover]}"
 
 
-# -- a student ---------------------------------------------------------------------------------------------
-def login(hub: Hub, name: str) -> requests.Session:
-    """The login form, as a browser sends it (the dummy authenticator takes any password)."""
-    s = requests.Session()
-    s.get(f"{hub.base}/hub/login", timeout=10)
-    xsrf = s.cookies.get("_xsrf")
-    r = s.post(
-        f"{hub.base}/hub/login",
-        data={"username": name, "password": "any", "_xsrf": xsrf},
+# -- the login form -------------------------------------------------------------------------------------
+def _form(s: requests.Session, hub: Hub, path: str, data: dict) -> requests.Response:
+    s.get(f"{hub.base}/hub/{path}", timeout=10)
+    return s.post(
+        f"{hub.base}/hub/{path}",
+        data={**data, "_xsrf": s.cookies.get("_xsrf")},
         allow_redirects=False,
         timeout=30,
     )
-    assert r.status_code == 302, (r.status_code, r.text[:300])
-    return s
+
+
+def signup(hub: Hub, name: str, password: str) -> str:
+    r = _form(
+        requests.Session(),
+        hub,
+        "signup",
+        {"username": name, "signup_password": password, "signup_password_confirmation": password},
+    )
+    assert r.status_code == 200, (r.status_code, r.text[:300])
+    return r.text
+
+
+def login(hub: Hub, name: str, password: str) -> requests.Session | None:
+    """The login form, as a browser sends it: a session on success, None when refused."""
+    s = requests.Session()
+    r = _form(s, hub, "login", {"username": name, "password": password})
+    if r.status_code == 302 and "/hub/login" not in r.headers.get("Location", ""):
+        return s
+    assert r.status_code in (200, 403), (r.status_code, r.text[:300], hub.log_tail(80))
+    return None
 
 
 def start_server(hub: Hub, name: str) -> None:
     r = hub.api("POST", f"/hub/api/users/{name}/server")
-    assert r.status_code in (201, 202), (r.status_code, r.text)
+    assert r.status_code in (201, 202), (r.status_code, r.text, hub.log_tail(60))
 
 
-def wait_ready(hub: Hub, name: str, timeout: float = 60) -> None:
+def wait_ready(hub: Hub, name: str, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         server = hub.api("GET", f"/hub/api/users/{name}").json().get("servers", {}).get("")
@@ -223,7 +303,7 @@ def wait_ready(hub: Hub, name: str, timeout: float = 60) -> None:
 
 
 def user_token(hub: Hub, name: str) -> str:
-    r = hub.api("POST", f"/hub/api/users/{name}/tokens", json={"note": "hub smoke test", "expires_in": 600})
+    r = hub.api("POST", f"/hub/api/users/{name}/tokens", json={"note": "hub test", "expires_in": 600})
     assert r.status_code == 201, (r.status_code, r.text)
     return r.json()["token"]
 
@@ -252,26 +332,28 @@ class Kernel:
     def run(self, code: str, quiet: bool = False) -> str:
         """Execute ``code``; answers its printed output, or fails with the kernel's traceback."""
         msg_id = uuid.uuid4().hex
+        header = {
+            "msg_id": msg_id,
+            "username": self.name,
+            "session": self.sid,
+            "msg_type": "execute_request",
+            "version": "5.3",
+        }
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": not quiet,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": True,
+        }
         self.ws.send(
             json.dumps(
                 {
-                    "header": {
-                        "msg_id": msg_id,
-                        "username": self.name,
-                        "session": self.sid,
-                        "msg_type": "execute_request",
-                        "version": "5.3",
-                    },
+                    "header": header,
                     "parent_header": {},
                     "metadata": {},
-                    "content": {
-                        "code": code,
-                        "silent": False,
-                        "store_history": not quiet,
-                        "user_expressions": {},
-                        "allow_stdin": False,
-                        "stop_on_error": True,
-                    },
+                    "content": content,
                     "channel": "shell",
                     "buffers": [],
                 }
@@ -305,82 +387,184 @@ class Kernel:
             pytest.fail(f"{self.name}: cell failed: {error.get('ename')}: {error.get('evalue')}\n{code[:500]}\n{tb}")
         return "".join(out)
 
+    def json(self, code: str) -> dict:
+        """Run ``code``, which prints ``OUT`` + one JSON document; answers the document."""
+        return json.loads(self.run(code, quiet=True).split("OUT", 1)[1])
+
     def close(self) -> None:
         self.ws.close()
         self.hub.api("DELETE", f"/user/{self.name}/api/sessions/{self.session['id']}", token=self.token)
 
 
+def run_notebook(kernel: Kernel, path: Path) -> int:
+    """Every code cell of the notebook, in order; answers how many ran."""
+    nb = json.loads(path.read_text())
+    n = 0
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            kernel.run("".join(cell["source"]))
+            n += 1
+    return n
+
+
+# what alice's kernel finds when it reaches for bob's things; every probe answers what happened
 PROBE = """
-import json as _j, os as _o
-from echomq_teach import node as _n
-print("PROBE" + _j.dumps({"kernel": _o.getpid(), "server": _o.getppid(),
-    "nodes": sorted([x.pid, x.port] for x in list(_n._live) if getattr(x, "pid", None))}))
+import glob as _g, json as _j, os as _o, socket as _s, urllib.request as _u, urllib.error as _ue
+import redis as _r
+from echomq_teach.connector import address_from_url as _a, make_client as _m
+_args = _j.loads(ARGS)
+out = {"me": _o.environ.get("ECHOMQ_NAMESPACE"), "url_user": _a(_o.environ["ECHOMQ_URL"]).get("username"),
+       "uid": _o.getuid()}
+# bob's credentials and environment: nowhere in this container's environment, files or processes
+out["env_mentions_other"] = [k for k, v in _o.environ.items() if _args["other"] in v]
+out["proc_environ_mentions_other"] = []
+for p in _g.glob("/proc/[0-9]*/environ"):
+    try:
+        if _args["other_secret"].encode() in open(p, "rb").read():
+            out["proc_environ_mentions_other"].append(p)
+    except OSError:
+        pass
+out["pids_seen"] = len(_g.glob("/proc/[0-9]*"))
+out["host_paths"] = {}
+for path in _args["host_paths"]:
+    try:
+        open(path).read()
+        out["host_paths"][path] = "read"
+    except OSError as exc:
+        out["host_paths"][path] = type(exc).__name__
+out["docker_socket"] = any(_o.path.exists(p) for p in ("/var/run/docker.sock", _args["docker_socket"]))
+# bob's files: his volume is not mounted here; this home is alice's own
+out["home"] = sorted(_o.listdir("/home/learner"))
+_mounts = open("/proc/self/mountinfo").read()
+out["mounts_other"] = _args["other"] in _mounts
+out["mounts_own"] = "echomq-" + out["me"] in _mounts
+# bob's keys on the shared node: every key of his, by name, refused
+c = _m(_a(_o.environ["ECHOMQ_URL"]))
+out["keys"] = {}
+for key in _args["other_keys"]:
+    try:
+        c.execute_command("TYPE", key)
+        out["keys"][key] = "read"
+    except _r.exceptions.NoPermissionError:
+        out["keys"][key] = "NOPERM"
+out["own_write"] = c.set(f"emq:{{{out['me']}.probe}}:x", "1")
+# bob's own embedded node: alice reaches its port (the host's loopback) but has no password
+try:
+    _m({"host": "127.0.0.1", "port": _args["other_node_port"]}).ping()
+    out["other_node"] = "answered"
+except _r.exceptions.AuthenticationError:
+    out["other_node"] = "AuthenticationError"
+except _r.exceptions.ConnectionError as exc:
+    out["other_node"] = "ConnectionError: " + str(exc)[:80]
+# bob's server, with alice's own hub token
+req = _u.Request(_args["other_server"], headers={"Authorization": "token " + _o.environ["JUPYTERHUB_API_TOKEN"]})
+try:
+    out["other_server"] = _u.urlopen(req, timeout=10).status
+except _ue.HTTPError as exc:
+    out["other_server"] = exc.code
+print("OUT" + _j.dumps(out))
+"""
+
+# 00-start-here stops the node its kernel started; bob starts one more, his own, to be reached for
+NODE_PORTS = """
+import json as _j
+from echomq_teach import start_node as _start
+_mine = _start(provider="local")
+print("OUT" + _j.dumps({"ports": [_mine.port]}))
 """
 
 
-def run_notebook(kernel: Kernel, path: Path) -> dict:
-    """Every code cell in order; after each, a quiet probe notes the kernel's own nodes."""
-    nb = json.loads(path.read_text())
-    seen: dict = {"nodes": set(), "cells": 0}
-    for cell in nb["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        kernel.run("".join(cell["source"]))
-        seen["cells"] += 1
-        probe = json.loads(kernel.run(PROBE, quiet=True).split("PROBE", 1)[1])
-        seen["kernel"], seen["server"] = probe["kernel"], probe["server"]
-        seen["nodes"].update((pid, port) for pid, port in probe["nodes"])
-    return seen
-
-
-# -- the smoke test -------------------------------------------------------------------------------------------
-def test_two_students_each_run_the_course_on_their_own_node(hub: Hub) -> None:
+# -- the test -----------------------------------------------------------------------------------------------
+def test_two_students_each_in_a_container_of_their_own(hub: Hub) -> None:
     t0 = time.monotonic()
-    notebook = START_HERE if START_HERE.exists() else STAND_IN
+    passwords = {u: secrets.token_urlsafe(12) for u in USERS}
 
-    # the login form: the roster's students get in, anyone else is turned away
-    sessions = {name: login(hub, name) for name in USERS}
-    s = requests.Session()
-    s.get(f"{hub.base}/hub/login", timeout=10)
-    r = s.post(
-        f"{hub.base}/hub/login",
-        data={"username": "mallory", "password": "any", "_xsrf": s.cookies.get("_xsrf")},
-        allow_redirects=False,
-        timeout=30,
-    )
-    assert r.status_code == 403
+    # sign-ups: roster names only; nobody gets in before the instructor authorizes them
+    for name in USERS:
+        signup(hub, name, passwords[name])
+    signup(hub, "mallory", "mallory-password-1")
+    assert login(hub, "mallory", "mallory-password-1") is None, "not on the roster"
+    assert login(hub, "alice", passwords["alice"]) is None, "not authorized yet"
+    # the instructor's account came from the password file: a sign-up as the instructor is refused
+    assert "already in use" in signup(hub, ADMIN, "taken-over-pw-1")
+    teacher = login(hub, ADMIN, hub.admin_password)
+    assert teacher is not None, f"the instructor could not log in:\n{hub.log_tail()}"
+    for name in USERS:  # each visit of /hub/authorize/<name> toggles that sign-up's authorization
+        r = teacher.get(f"{hub.base}/hub/authorize/{name}", timeout=30, allow_redirects=False)
+        assert r.status_code in (200, 302), (r.status_code, r.text[:300])
+    # each student logs in with their own password, and only with it
+    sessions = {name: login(hub, name, passwords[name]) for name in USERS}
+    assert all(sessions.values()), f"a student could not log in:\n{hub.log_tail()}"
+    r = sessions["alice"].get(f"{hub.base}/hub/authorize/bob", timeout=30, allow_redirects=False)
+    assert r.status_code == 403, "only the instructor authorizes sign-ups"
+    assert login(hub, "bob", passwords["alice"]) is None, "alice's password does not open bob's account"
+    assert login(hub, "bob", "not-bobs-password") is None
+    assert login(hub, "alice", passwords["bob"]) is None
 
     for name in USERS:  # both spawns in flight at once
         start_server(hub, name)
     for name in USERS:
         wait_ready(hub, name)
     t_ready = time.monotonic()
+    for ct in _our_containers():
+        hub.containers[ct.name.removeprefix("echomq-")] = ct.id
+        attrs = ct.attrs
+        assert attrs["HostConfig"]["NetworkMode"] == "host" and attrs["HostConfig"]["Memory"] > 0
+        assert "ALL" in (attrs["HostConfig"]["CapDrop"] or [])
+    assert set(hub.containers) == set(USERS)
 
-    results = {}
-    for name in USERS:
-        token = user_token(hub, name)
-        # the other student's token does not open this server
-        other = next(u for u in USERS if u != name)
-        assert hub.api("GET", f"/user/{other}/api/status", token=token).status_code == 403
-        kernel = Kernel(hub, name, token, notebook.name)
-        try:
-            results[name] = run_notebook(kernel, notebook)
-        finally:
-            kernel.close()
-        seen = results[name]
-        hub.started += [seen["server"], seen["kernel"], *[pid for pid, _ in seen["nodes"]]]
-        sessions[name].close()
+    kernels: dict[str, Kernel] = {}
+    tokens = {name: user_token(hub, name) for name in USERS}
+    try:
+        cells = 0
+        for name in USERS:
+            kernels[name] = Kernel(hub, name, tokens[name], START_HERE.name)
+            cells = run_notebook(kernels[name], START_HERE)
+        t_ran = time.monotonic()
 
-    a, b = (results[u] for u in USERS)
-    assert a["cells"] == b["cells"] > 0
-    assert a["nodes"] and b["nodes"], "each kernel started a node of its own"
-    assert not (a["nodes"] & b["nodes"]), "the two students never share a node"
-    assert a["server"] != b["server"] and a["kernel"] != b["kernel"]
-    for seen in (a, b):
-        home = hub.state / "hub" / "home"
-        assert Path(f"/proc/{seen['server']}/cwd").resolve().parent == home.resolve()
-        for pid, _ in seen["nodes"]:
-            if alive(pid):  # a node the notebook left running is its kernel's child
-                assert parent_of(pid) == seen["kernel"]
-    ran = time.monotonic() - t_ready
-    print(f"hub smoke: servers ready in {t_ready - t0:.1f} s, {notebook.name} run twice in {ran:.1f} s")
+        # bob's things, as the host sees them
+        bob_env = credentials.read_credentials(hub.creds_path)["bob"]
+        bob_secret = address_from_url(bob_env["ECHOMQ_URL"])["password"]
+        admin = hub.node.client()
+        bob_keys = sorted(admin.scan_iter("emq:{bob.*}:*"))
+        admin.close()
+        assert bob_keys, "bob's run of 00-start-here wrote keys on the shared node"
+        bob_node = kernels["bob"].json(NODE_PORTS)
+        assert bob_node["ports"], "bob's kernel started a node of its own"
+        other_server = hub.api("GET", "/hub/api/users/bob").json()["servers"][""]["url"]
+        args = {
+            "other": "bob",
+            "other_secret": bob_secret,
+            "other_keys": bob_keys,
+            "other_node_port": bob_node["ports"][0],
+            "other_server": f"http://127.0.0.1:{hub.port}{other_server}api/status",
+            "host_paths": [
+                str(hub.creds_path),
+                str(hub.state / "instructor.password"),
+                str(hub.state / "hub" / "jupyterhub_cookie_secret"),
+                str(hub.state / "hub" / "jupyterhub.sqlite"),
+            ],
+            "docker_socket": os.environ.get("DOCKER_HOST", "").removeprefix("unix://"),
+        }
+        seen = kernels["alice"].json(PROBE.replace("ARGS", repr(json.dumps(args))))
+    finally:
+        for k in kernels.values():
+            k.close()
+    for s in sessions.values():
+        s.close()
+    teacher.close()
+
+    assert seen["me"] == "alice" and seen["url_user"] == "alice" and seen["uid"] == 65534
+    assert seen["env_mentions_other"] == [] and seen["proc_environ_mentions_other"] == []
+    assert set(seen["host_paths"].values()) == {"FileNotFoundError"}, seen["host_paths"]
+    assert seen["docker_socket"] is False
+    assert seen["mounts_other"] is False and seen["mounts_own"] is True, "alice's volume, and only hers"
+    assert "the-queue" in seen["home"] and not [f for f in seen["home"] if "bob" in f]
+    assert set(seen["keys"].values()) == {"NOPERM"} and len(seen["keys"]) == len(bob_keys)
+    assert seen["own_write"] is True
+    assert seen["other_node"] == "AuthenticationError"
+    assert seen["other_server"] == 403
+    print(
+        f"hub test: servers ready {t_ready - t0:.1f} s after the first sign-up; 00-start-here ({cells} cells) "
+        f"run twice in {t_ran - t_ready:.1f} s; alice's kernel saw {seen['pids_seen']} processes"
+    )

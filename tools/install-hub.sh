@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
-# What the JupyterHub smoke test (pytest -m hub) needs: jupyterhub in the venv
-# and npm's configurable-http-proxy in a project-local folder (build/hub-proxy,
-# ignored by git). Idempotent; prints the proxy's path.
+# What a classroom's JupyterHub needs (and the hub test, pytest -m hub): jupyterhub, the
+# native authenticator and DockerSpawner in the venv (the project's 'hub' extra), and
+# npm's configurable-http-proxy in a project-local folder (build/hub-proxy, ignored by
+# git). Where npm is missing, Debian's nodejs and npm are installed first (as root).
+# Idempotent; prints the proxy's path.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 python=${PYTHON:-$root/.venv/bin/python}
 prefix=${ECHOMQ_CHP_PREFIX:-$root/build/hub-proxy}
 
-if ! "$python" -c 'import jupyterhub' 2>/dev/null; then
-  "$python" -m pip install -q 'jupyterhub>=5'
+if ! "$python" -c 'import jupyterhub, nativeauthenticator, dockerspawner' 2>/dev/null; then
+  "$python" -m pip install -q -e "$root[hub]"
 fi
 chp=$prefix/node_modules/.bin/configurable-http-proxy
 if [ ! -x "$chp" ]; then
-  command -v npm >/dev/null 2>&1 || { echo "install-hub: npm is missing (Debian: apt-get install -y npm)" >&2; exit 1; }
+  if ! command -v npm >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && grep -qs '^ID=debian' /etc/os-release; then
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq
+      apt-get install -y -qq nodejs npm >/dev/null
+    else
+      echo "install-hub: npm is missing (Debian, as root: apt-get install -y nodejs npm)" >&2
+      exit 1
+    fi
+  fi
   mkdir -p "$prefix"
   npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error configurable-http-proxy >/dev/null
 fi
