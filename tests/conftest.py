@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import pytest
+from skip_check import pytest_addoption, pytest_configure  # noqa: F401 - the unexpected-skip check
 
 from echomq_teach import inspect, start_node
 from echomq_teach.node import LocalNode
@@ -88,7 +89,14 @@ def terminate(proc, timeout: float = 20) -> None:
 
 def pytest_sessionfinish(session, exitstatus):
     # kernels the notebook and browser tests shut down run no exit hooks: their servers died
-    # with them, and this removes the folders they left
+    # with them, and this removes the folders they left, and the containers of any that died hard
     from echomq_teach.node import sweep_stale_dirs
 
     sweep_stale_dirs()
+    if os.environ.get("DOCKER_HOST"):
+        try:
+            from echomq_teach import container
+
+            container.sweep()
+        except Exception:  # noqa: BLE001 - no engine (any more): nothing to sweep
+            pass

@@ -36,4 +36,4 @@ fi
 .venv/bin/ruff check echomq_teach widgets tests bench tools docker notebooks/src notebooks/solutions
 .venv/bin/python tools/nbbuild.py --check
 .venv/bin/python -m pytest tests notebooks --nbval --nbval-current-env \
-  --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider "$@"
+  --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider --strict-skips "$@"
