@@ -12,8 +12,9 @@
 # JupyterHub, no compiler and no shell. docs/containers.md compares the two.
 #
 # Host networking: JupyterLab and every node the kernels start bind 127.0.0.1
-# of the host, and nothing else. The same image runs a classroom's JupyterHub
-# (docker/compose.yaml): jupyterhub is installed with the 'hub' extra.
+# of the host, and nothing else. The same image is what a classroom's hub starts
+# for each student (echomq_teach/spawner.py): jupyterhub is installed with the
+# 'hub' extra, so /usr/local/bin/jupyterhub-singleuser is there, as in the offline image.
 FROM python:3.11-slim-bookworm
 
 ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
