@@ -114,7 +114,30 @@ def _engine_reason() -> str | None:
     return None
 
 
-def _run_in_kernel(with_container: bool) -> tuple[dict, object]:
+BUSY_CODE = """
+import json
+import threading
+import time
+
+import redis
+from echomq_teach.node import LocalNode
+busy_node = LocalNode(extra_config={"busy-reply-threshold": "100"})
+looper = busy_node.client()
+threading.Thread(target=lambda: looper.eval("while true do end", 0), daemon=True).start()
+probe = busy_node.client()
+busy = False
+for _ in range(200):
+    try:
+        probe.ping()
+        time.sleep(0.05)
+    except redis.exceptions.RedisError as exc:
+        busy = "BUSY" in str(exc)
+        break
+print("NODES" + json.dumps({"kernel": __import__("os").getpid(), "pids": [busy_node.pid], "busy": busy}))
+"""
+
+
+def _run_in_kernel(with_container: bool, code: str = KERNEL_CODE) -> tuple[dict, object]:
     jupyter_client = pytest.importorskip("jupyter_client")
     km = jupyter_client.KernelManager(kernel_name="python3")
     km.start_kernel(env=dict(os.environ), cwd=os.getcwd())
@@ -124,7 +147,7 @@ def _run_in_kernel(with_container: bool) -> tuple[dict, object]:
         kc.wait_for_ready(timeout=60)
         out: list[str] = []
         reply = kc.execute_interactive(
-            KERNEL_CODE.replace("WITH_CONTAINER", repr(with_container)),
+            code.replace("WITH_CONTAINER", repr(with_container)),
             timeout=120,
             output_hook=lambda m: out.append(m["content"].get("text", "")) if m["msg_type"] == "stream" else None,
         )
@@ -147,6 +170,17 @@ def test_a_killed_kernel_takes_its_embedded_nodes_with_it() -> None:
     try:
         _kill_kernel(km, seen)
         assert wait_gone(seen["pids"], 10) == [], "a server outlived its SIGKILLed kernel"
+    finally:
+        _cleanup(km, seen)
+
+
+def test_a_killed_kernel_takes_a_busy_node_with_it() -> None:
+    # a server busy in a script only schedules its shutdown on SIGTERM and runs on: the death signal is SIGKILL
+    seen, km = _run_in_kernel(with_container=False, code=BUSY_CODE)
+    try:
+        assert seen["busy"], "the node never got busy"
+        _kill_kernel(km, seen)
+        assert wait_gone(seen["pids"], 10) == [], "a server busy in a script outlived its SIGKILLed kernel"
     finally:
         _cleanup(km, seen)
 
