@@ -50,6 +50,8 @@ READY_TIMEOUT_S = 20.0
 #: the uid a root host runs the server as inside the container (both images need no passwd entry)
 NOBODY = 65534
 OWNER_LABEL = "org.echomq.owner"
+#: the host folder holding the node's config (and a durable node's data): the sweep deletes it too
+FOLDER_LABEL = "org.echomq.folder"
 
 BUILD_HINT = (
     "build it first: `bash docker/build-offline.sh` (assembles it from this machine's valkey-server, "
@@ -148,7 +150,10 @@ def sweep(client: Any = None) -> list[str]:
                     ct.remove(force=True)
                     removed.append(ct.id)
                 except Exception:  # noqa: BLE001 - gone already, or being removed by its reaper
-                    pass
+                    continue
+                folder = ct.labels.get(FOLDER_LABEL, "")
+                if Path(folder).name.startswith("echomq-container-"):  # only a folder the kit made
+                    shutil.rmtree(folder, ignore_errors=True)
     finally:
         if own:
             client.close()
@@ -321,7 +326,7 @@ class ContainerNode(Node):
         tc = tc.with_kwargs(
             network="host",
             user=self._uid(),
-            labels={OWNER_LABEL: owner_token()},
+            labels={OWNER_LABEL: owner_token(), FOLDER_LABEL: str(self.dir)},
         )
         tc = tc.waiting_for(
             LogMessageWaitStrategy(READY_LINE).with_startup_timeout(READY_TIMEOUT_S).with_poll_interval(0.05)

@@ -230,19 +230,19 @@ def test_sweep_removes_a_dead_owners_container_and_spares_a_live_one() -> None:
     # a process that starts a container node and then dies without running any hook
     code = (
         "import os\nfrom echomq_teach import start_node\n"
-        "n = start_node(provider='container')\nprint(n.container_id, flush=True)\nos._exit(0)\n"
+        "n = start_node(provider='container')\nprint(n.dir, n.container_id, flush=True)\nos._exit(0)\n"
     )
     env = {**os.environ, "ECHOMQ_NO_REAPER": "1"}  # only the sweep may clean up after it
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
-    dead_cid = out.stdout.split()[-1]
+    dead_dir, dead_cid = out.stdout.split()[-2:]
     client = container.engine()
     live = None
     try:
         assert dead_cid in [c.id for c in client.containers.list(all=True)], "left behind, as a dead kernel's"
         live = container.start()  # every start sweeps first
         ids = [c.id for c in client.containers.list(all=True)]
-        assert dead_cid not in ids
+        assert dead_cid not in ids and not os.path.exists(dead_dir), "the sweep removes the container and its folder"
         assert container.sweep() == []  # a live owner's container is spared
         assert live.container_id in [c.id for c in client.containers.list(all=True)] and live.running
     finally:
