@@ -499,6 +499,7 @@ def test_two_students_each_in_a_container_of_their_own(hub: Hub) -> None:
     assert login(hub, "bob", "not-bobs-password") is None
     assert login(hub, "alice", passwords["bob"]) is None
 
+    t_accounts = time.monotonic()
     for name in USERS:  # both spawns in flight at once
         start_server(hub, name)
     for name in USERS:
@@ -563,6 +564,7 @@ def test_two_students_each_in_a_container_of_their_own(hub: Hub) -> None:
     assert seen["other_node"] == "AuthenticationError"
     assert seen["other_server"] == 403
     print(
-        f"hub test: servers ready {t_ready - t0:.1f} s after the first sign-up; 00-start-here ({cells} cells) "
+        f"hub test: sign-ups, approvals and logins {t_accounts - t0:.1f} s; both containers ready "
+        f"{t_ready - t_accounts:.1f} s later; 00-start-here ({cells} cells) "
         f"run twice in {t_ran - t_ready:.1f} s; alice's kernel saw {seen['pids_seen']} processes"
     )
