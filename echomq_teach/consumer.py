@@ -56,6 +56,14 @@ class RunReport:
     outcomes: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     stopped_by: str = ""
+    #: in a pool, one line per thread that ended on an exception: ``"consumer-0: ResponseError: …"``
+    errors: list[str] = field(default_factory=list)
+
+
+def _check_recovery(recovery: object, max_stalled: object) -> None:
+    if recovery not in RECOVERY_LEGS:
+        raise jobs.BadInput(f"recovery must be 'reap', 'stalled' or None, got {recovery!r}")
+    positive_int("max_stalled", max_stalled)
 
 
 def _recover(conn: Connector, queue: str, leg: str | None, max_stalled: int) -> tuple[list[str], list[str]]:
@@ -65,6 +73,10 @@ def _recover(conn: Connector, queue: str, leg: str | None, max_stalled: int) -> 
         report = stalled.check(conn, queue, max_stalled)
         return report.requeued, report.dead
     return [], []
+
+
+def _failure(who: str, exc: Exception) -> str:
+    return f"{who}: {type(exc).__name__}: {exc}"
 
 
 class Consumer:
@@ -94,8 +106,7 @@ class Consumer:
         positive_int("lease_ms", lease_ms)
         positive_int("retry_delay_ms", retry_delay_ms)
         positive_int("max_attempts", max_attempts)
-        if recovery not in RECOVERY_LEGS:
-            raise jobs.BadInput(f"recovery must be 'reap', 'stalled' or None, got {recovery!r}")
+        _check_recovery(recovery, max_stalled)
         if not callable(handler):
             raise jobs.BadInput("handler must be callable: it takes a Claimed and returns a result or Error")
         self.conn, self.queue, self.handler = conn, queue, handler
@@ -188,11 +199,14 @@ class Metronome:
     ) -> None:
         check_queue(queue)
         positive_int("interval_ms", interval_ms)
+        _check_recovery(recovery, max_stalled)
         self.conn, self.queue, self.interval_ms = conn, queue, interval_ms
         self.recovery, self.max_stalled = recovery, max_stalled
         self.ticks = 0
         self.promoted = 0
         self.recovered = 0
+        #: the exception a started loop ended on, as ``"metronome: ResponseError: …"`` (at most one)
+        self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -210,8 +224,14 @@ class Metronome:
         self._thread.start()
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval_ms / 1000):
-            self.tick()
+        # the first tick runs at once, so even a run that ends at once has had promote and recovery
+        try:
+            while True:
+                self.tick()
+                if self._stop.wait(self.interval_ms / 1000):
+                    break
+        except Exception as exc:  # noqa: BLE001 - kept for the pool's report, not lost with the thread
+            self.errors.append(_failure("metronome", exc))
 
     def stop(self) -> None:
         self._stop.set()
@@ -231,6 +251,7 @@ class Pool:
         *,
         metronome_ms: int = 100,
         recovery: str | None = "reap",
+        max_stalled: int = stalled.DEFAULT_MAX_STALLED,
         **consumer_opts: object,
     ) -> None:
         # refuse bad input before forking connectors: a refused pool opens no links to the node
@@ -238,15 +259,15 @@ class Pool:
         Consumer(conn, queue, handler, recovery=None, promote=False, **consumer_opts)  # type: ignore[arg-type]
         positive_int("size", size)
         positive_int("metronome_ms", metronome_ms)
-        if recovery not in RECOVERY_LEGS:
-            raise jobs.BadInput(f"recovery must be 'reap', 'stalled' or None, got {recovery!r}")
+        _check_recovery(recovery, max_stalled)
         self.queue = queue
         # each consumer gets its own connector: its own socket and trace
         self.consumers = [
             Consumer(conn.fork(), queue, handler, recovery=None, promote=False, **consumer_opts)  # type: ignore[arg-type]
             for _ in range(size)
         ]
-        self.metronome = Metronome(conn.fork(), queue, metronome_ms, recovery)
+        # the metronome runs the pool's recovery leg, so the stall cap is its own
+        self.metronome = Metronome(conn.fork(), queue, metronome_ms, recovery, max_stalled)
 
     def run(self, max_jobs: int | None = None, timeout: float = 10.0, until_idle: bool = False) -> RunReport:
         """Run every consumer on its own thread until the bound is met; answers the combined report."""
@@ -254,8 +275,11 @@ class Pool:
         lock = threading.Lock()
         settled = [0]
 
-        def work(c: Consumer) -> None:
-            r = c.run(max_jobs=None, timeout=timeout, until_idle=until_idle) if max_jobs is None else _bounded(c)
+        def work(name: str, c: Consumer) -> None:
+            try:
+                r = c.run(max_jobs=None, timeout=timeout, until_idle=until_idle) if max_jobs is None else _bounded(c)
+            except Exception as exc:  # noqa: BLE001 - a consumer's crash is reported, not lost with its thread
+                r = RunReport(stopped_by="error", errors=[_failure(name, exc)])
             with lock:
                 reports.append(r)
 
@@ -284,7 +308,10 @@ class Pool:
 
         start = time.monotonic()
         self.metronome.start()
-        threads = [threading.Thread(target=work, args=(c,), daemon=True) for c in self.consumers]
+        threads = [
+            threading.Thread(target=work, args=(f"consumer-{i}", c), name=f"consumer-{i}-{self.queue}", daemon=True)
+            for i, c in enumerate(self.consumers)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -296,7 +323,12 @@ class Pool:
             total.settled += r.settled
             for k, v in r.outcomes.items():
                 total.outcomes[k] = total.outcomes.get(k, 0) + v
-        total.stopped_by = ",".join(sorted({r.stopped_by for r in reports}))
+            total.errors += r.errors
+        # a metronome that died leaves the pool without promote and recovery: that is an error too
+        total.errors += self.metronome.errors
+        self.metronome.errors = []
+        stops = {r.stopped_by for r in reports} | ({"error"} if total.errors else set())
+        total.stopped_by = ",".join(sorted(stops))
         return total
 
     def close(self) -> None:

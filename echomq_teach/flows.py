@@ -6,6 +6,17 @@ to pending, claimable at once; the parent is held out of every set (state
 Each child's completion runs the fan-in inside ``@complete`` (DECR the
 counter, record the result in ``:processed``, release the parent at zero).
 
+The course page has the host write each child's ``parent_policy`` after the
+land. The kit lands the policies inside ``@enqueue_flow`` instead, in the same
+HSET as ``parent``: a child claimed and failed between the land and a host
+write would otherwise be judged by the default policy.
+
+The parent's ``:dependencies``, ``:processed`` and ``:unsuccessful`` live as
+long as its row, so its handler reads ``children_values`` while it runs. When
+the parent completes, ``@complete`` (or ``EMQ.COMPLETE``) gives the three keys
+an expiry of ``FLOW_KEYS_TTL_S``: still readable for a while after, then gone.
+Until they expire, the parent's id cannot land a new flow (``DuplicateJob``).
+
 When a child dies (``retry`` at its max attempts), its ``parent_policy``
 decides what happens to the parent (D-4):
 
@@ -28,19 +39,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-import redis
-
 from . import ids as _ids
-from .connector import Connector, TraceEntry
-from .errors import BadInput, EchoMQError
-from .jobs import check_id, check_payload, reply_error
+from .connector import Connector
+from .errors import BadInput
+from .jobs import check_id, check_payload, send
 from .keyspace import check_queue, job_key, queue_key
 
 POLICIES = ("fail", "ignore", "remove", "wait")
 DEFAULT_POLICY = "fail"
 
-# a child's row changes when a worker claims it; a few tries cover a busy queue
-_ARM_TRIES = 10
+#: how long a completed parent's :dependencies, :processed and :unsuccessful stay readable
+#: (seconds); the number is written into lua/complete.lua and native/emq_complete.c as well
+FLOW_KEYS_TTL_S = 3600
 
 Payload = str | bytes
 #: a child (or the parent) is a payload, or an ``(id, payload)`` pair to choose the id
@@ -99,10 +109,11 @@ def add(
     for every child, or a list holding one per child. The parent is minted
     first, so once released it is the oldest id in pending.
 
-    After the land, the host writes each child's ``parent_policy`` (read only
-    if that child dies); the policies are in force once ``add`` returns.
-    Every check runs before the first write: bad input raises ``BadInput``,
-    an id that already exists raises ``DuplicateJob``, and nothing is written.
+    Each child's ``parent_policy`` (read only if that child dies) lands in the
+    same script as the flow, so it is in force from the first instant a worker
+    can claim the child. Every check runs before the first write: bad input
+    raises ``BadInput``, an id that already exists raises ``DuplicateJob``,
+    and nothing is written.
     """
     check_queue(queue)
     parent_id, parent_payload = _spec("parent", parent)
@@ -123,47 +134,13 @@ def add(
     keys = [queue_key(queue, "pending"), job_key(queue, parent_id)]
     keys += [job_key(queue, parent_id, s) for s in ("dependencies", "processed", "unsuccessful")]
     keys += [job_key(queue, child_id) for child_id, _ in kids]
+    # ARGV: the parent, each child's id and payload, then each child's policy
     argv: list[Payload] = [parent_id, parent_payload]
     for child_id, payload in kids:
         argv += [child_id, payload]
-    try:
-        conn.eval("enqueue_flow", keys, argv)
-    except redis.exceptions.ResponseError as exc:
-        raise reply_error(exc) from exc
-
-    for (child_id, _), name in zip(kids, policies):
-        _write_policy(conn, queue, child_id, name)
+    argv += policies
+    send(conn, "", "enqueue_flow", keys, argv)
     return Flow(parent_id, tuple(child_id for child_id, _ in kids))
-
-
-def _write_policy(conn: Connector, queue: str, child_id: str, policy: str) -> bool:
-    """HSET the child's ``parent_policy``, but only while its row exists.
-
-    A worker may already have completed the child (its row deleted): a plain
-    HSET would bring the row back as a ghost holding one field. WATCH makes
-    the existence check and the write one optimistic step.
-    """
-    key = job_key(queue, child_id)
-    args = ["HSET", key, "parent_policy", policy]
-    with conn.client.pipeline(transaction=True) as pipe:
-        for _ in range(_ARM_TRIES):
-            try:
-                pipe.watch(key)
-                if not pipe.exists(key):
-                    pipe.unwatch()
-                    conn.trace.append(TraceEntry(args, reply="(skipped: the child has settled already)"))
-                    return False
-                pipe.multi()
-                pipe.hset(key, "parent_policy", policy)
-                (reply,) = pipe.execute()
-                conn.trace.append(TraceEntry(args, reply=reply))
-                return True
-            except redis.exceptions.WatchError:
-                continue  # the row moved between the check and the write: look again
-    raise EchoMQError(
-        f"could not write parent_policy {policy!r} on child {child_id!r}: its row kept changing; "
-        f"the flow is landed and that child has the default policy {DEFAULT_POLICY!r}"
-    )
 
 
 def _parent_id(parent: str | Flow) -> str:

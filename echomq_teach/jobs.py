@@ -14,21 +14,33 @@ Elixir                              Python
 ``{:ok, :dead}`` (retry/7)          ``"dead"`` (``jobs.DEAD``)
 ``{:ok, ids}`` (promote/3, reap/2)  a ``list`` of ids
 bad input                           ``BadInput`` raised before any call
+a refusal by the node               ``WrongState``, ``WireError``, ``BadInput``,
+                                    ``DuplicateJob`` (by its ``EMQ…`` prefix)
 =================================  =============================================
 
 A ``wire=6`` connector sends the native ``EMQ.*`` command where a twin exists
-(claim, complete and retry of a job that is not a flow child); everything else,
-and every call on a ``wire=4`` connector, runs the script by EVALSHA.
+(claim, complete and retry of a job whose row names no parent); everything
+else, and every call on a ``wire=4`` connector, runs the script by EVALSHA.
+A refusal reads the same on both executors: the node's ``EMQ…`` error mapped
+to the kit's exception, whichever executor refused.
+
+The fencing token is the row's ``attempts`` after a claim (D-5): it never
+repeats while the row lives, across retries, reaps, stall sweeps and
+reprocess. The fence cannot reach past the row: once a row is deleted
+(completed, removed, trimmed), nothing on the node remembers its tokens, and
+an id used again starts a new life whose first token is 1 again.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+import redis
 
 from . import ids as _ids
 from .connector import Connector
-from .errors import BadInput, DuplicateJob, UnknownJob, WrongState
-from .keyspace import base, check_queue, job_key, queue_key
+from .errors import BadInput, DuplicateJob, UnknownJob, WireError, WrongState
+from .keyspace import base, check_queue, forbidden_in_key, job_key, queue_key
 
 OK = "ok"
 STALE = "stale"
@@ -38,6 +50,10 @@ DEAD = "dead"
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_RETRY_DELAY_MS = 1_000
 PROMOTE_LIMIT = 100
+#: the largest number any argument may be, on both executors: with it every deadline
+#: (server now + a lease or delay) stays below 2^53, where a sorted-set score, a double,
+#: stops holding integers exactly; the scripts and the native commands refuse above it too
+MAX_NUMBER = 2**52
 
 
 class Claimed(NamedTuple):
@@ -50,15 +66,16 @@ class Claimed(NamedTuple):
 
 # -- argument checks: each raises before anything is sent -------------------------------
 def positive_int(name: str, value: object) -> int:
-    """``value`` as a positive int, or BadInput naming the argument."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise BadInput(f"{name} must be a positive integer, got {value!r}")
+    """``value`` as an int from 1 to ``MAX_NUMBER``, or BadInput naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_NUMBER:
+        raise BadInput(f"{name} must be a positive integer at most 2^52 ({MAX_NUMBER}), got {value!r}")
     return value
 
 
 def non_negative_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise BadInput(f"{name} must be a non-negative integer, got {value!r}")
+    """``value`` as an int from 0 to ``MAX_NUMBER``, or BadInput naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_NUMBER:
+        raise BadInput(f"{name} must be a non-negative integer at most 2^52 ({MAX_NUMBER}), got {value!r}")
     return value
 
 
@@ -69,11 +86,13 @@ def check_payload(payload: object) -> str | bytes:
 
 
 def check_id(job_id: object) -> str:
-    """A job id is one key segment: a non-empty str with no braces, colons or whitespace."""
+    """A job id is one key segment: a non-empty str with no braces, colons, spaces or control characters."""
     if not isinstance(job_id, str) or not job_id:
         raise BadInput(f"job id must be a non-empty str, got {job_id!r}")
-    if any(c in "{}:" or c.isspace() for c in job_id) or len(job_id.encode()) > 200:
-        raise BadInput(f"job id {job_id!r} must be at most 200 bytes with no braces, colons or whitespace")
+    if forbidden_in_key(job_id) or len(job_id.encode()) > 200:
+        raise BadInput(
+            f"job id {job_id!r} must be at most 200 bytes with no braces, colons, spaces or control characters"
+        )
     return job_id
 
 
@@ -81,14 +100,33 @@ def check_token(token: object) -> int:
     return positive_int("token (the attempts a claim returned)", token)
 
 
+_REFUSALS: dict[str, type[Exception]] = {
+    "EMQDUP": DuplicateJob,
+    "EMQSTATE": WrongState,
+    "EMQWIRE": WireError,
+    "EMQARG": BadInput,
+    "EMQKEYS": BadInput,
+}
+
+
 def reply_error(exc: Exception) -> Exception:
-    """Map a script's refusal to the kit's exception."""
+    """Map a script's or a native command's refusal to the kit's exception, by its ``EMQ…`` prefix.
+
+    Any other error (a server's own ``WRONGTYPE`` …) is answered as it came.
+    """
     text = str(exc)
-    if text.startswith("EMQDUP"):
-        return DuplicateJob(text)
-    if text.startswith("EMQSTATE"):
-        return WrongState(text)
-    return exc
+    kind = _REFUSALS.get(text.split(" ", 1)[0])
+    return kind(text) if kind else exc
+
+
+def send(conn: Connector, command: str, script: str, keys: list[str], argv: list[str | bytes]) -> Any:
+    """The native ``command`` on wire 6 (``command`` not empty), else ``script`` by EVALSHA; refusals mapped."""
+    try:
+        if conn.native and command:
+            return conn.call(command, len(keys), *keys, *argv)
+        return conn.eval(script, keys, argv)
+    except redis.exceptions.ResponseError as exc:
+        raise reply_error(exc) from exc
 
 
 def row(conn: Connector, queue: str, job_id: str) -> dict[str, str]:
@@ -105,14 +143,19 @@ def require_row(conn: Connector, queue: str, job_id: str) -> dict[str, str]:
 
 # -- the transitions -------------------------------------------------------------------------
 def enqueue(conn: Connector, queue: str, payload: str | bytes, job_id: str | None = None) -> str:
-    """EchoMQ.Jobs.enqueue/5 → ``@enqueue``: write the row and the pending entry; answers the id."""
+    """EchoMQ.Jobs.enqueue/5 → ``@enqueue``: write the row and the pending entry; answers the id.
+
+    An id that has a row is refused (``DuplicateJob``). An id whose row was
+    deleted (completed, removed, trimmed) is free again, and its new row starts
+    a new life at attempts 0: its first claim's token is 1 again, so a late
+    worker still holding a token from the old life could settle the new one.
+    The fence (D-5) holds only while a row lives; ids minted by the kit are
+    never reused, so the limit concerns ids a caller chooses.
+    """
     check_queue(queue)
     check_payload(payload)
     job_id = _ids.mint() if job_id is None else check_id(job_id)
-    try:
-        conn.eval("enqueue", [queue_key(queue, "pending"), job_key(queue, job_id)], [job_id, payload])
-    except Exception as exc:  # noqa: BLE001 - re-raised as the kit's error
-        raise reply_error(exc) from exc
+    send(conn, "", "enqueue", [queue_key(queue, "pending"), job_key(queue, job_id)], [job_id, payload])
     return job_id
 
 
@@ -132,11 +175,8 @@ def claim(conn: Connector, queue: str, lease_ms: int) -> Claimed | None:
     if paused(conn, queue):
         return None
     keys = [queue_key(queue, "pending"), queue_key(queue, "active"), queue_key(queue, "")]
-    argv = [str(lease_ms)]
-    if conn.native:
-        reply = conn.call("EMQ.CLAIM", len(keys), *keys, *argv)
-    else:
-        reply = conn.eval("claim2", keys, argv)
+    # EMQ.CLAIM on a wire 6 connector, else @claim2 by EVALSHA; a refusal raises the kit's error
+    reply = send(conn, "EMQ.CLAIM", "claim2", keys, [str(lease_ms)])
     if not reply:
         return None  # nothing pending, or the head was a ghost
     job_id, payload, att = reply
@@ -144,13 +184,15 @@ def claim(conn: Connector, queue: str, lease_ms: int) -> Claimed | None:
 
 
 def _parent_of(conn: Connector, queue: str, job_id: str) -> str:
-    # read host-side, so the script can declare the parent's keys
-    parent = conn.call("HGET", job_key(queue, job_id), "parent") or ""
-    if parent and not conn.call("EXISTS", job_key(queue, parent)):
-        # an operator removed the parent: settle as a plain job, or the fan-in's release
-        # would write a ghost row into pending
-        return ""
-    return parent
+    """The row's ``parent`` field, read host-side so the script can declare the parent's keys.
+
+    A row that names a parent always takes the script, on either wire: flows
+    run only as scripts, and ``EMQ.COMPLETE``/``EMQ.FAIL`` refuse such a row.
+    Whether the parent row still exists is the script's own check, made
+    atomically with the settle (an operator may remove the parent at any time):
+    a child of a removed parent settles as a plain job.
+    """
+    return conn.call("HGET", job_key(queue, job_id), "parent") or ""
 
 
 def complete(
@@ -172,10 +214,7 @@ def complete(
     if parent:
         keys += [job_key(queue, parent, "dependencies"), job_key(queue, parent, "processed"), job_key(queue, parent)]
     argv = [job_id, str(token), b, parent, result, "1" if record else "0"]
-    if conn.native and not parent:
-        reply = conn.call("EMQ.COMPLETE", len(keys), *keys, *argv)
-    else:
-        reply = conn.eval("complete", keys, argv)
+    reply = send(conn, "" if parent else "EMQ.COMPLETE", "complete", keys, argv)
     return OK if reply == 1 else STALE
 
 
@@ -193,7 +232,9 @@ def retry(
     """EchoMQ.Jobs.retry/7 → ``@retry`` (or ``EMQ.FAIL``): ``"scheduled"``, ``"dead"`` or ``"stale"``.
 
     Below ``max_attempts`` the job waits on the schedule set until now + delay;
-    at the cap it lands in dead with its ``last_error``.
+    at the cap it lands in dead with its ``last_error``. The cap counts the
+    claims of this life: ``attempts`` minus ``prior_attempts`` (set by
+    ``reprocess``; absent, 0), so a reprocessed job gets its full count again.
     """
     check_queue(queue)
     check_id(job_id)
@@ -208,10 +249,7 @@ def retry(
     if parent:
         keys += [job_key(queue, parent, "dependencies"), job_key(queue, parent, "unsuccessful"), job_key(queue, parent)]
     argv = [job_id, str(token), str(delay_ms), str(max_attempts), reason, b, parent, "1" if record else "0"]
-    if conn.native and not parent:
-        reply = conn.call("EMQ.FAIL", len(keys), *keys, *argv)
-    else:
-        reply = conn.eval("retry", keys, argv)
+    reply = send(conn, "" if parent else "EMQ.FAIL", "retry", keys, argv)
     return reply if reply in (SCHEDULED, DEAD) else STALE
 
 
@@ -220,14 +258,14 @@ def promote(conn: Connector, queue: str, limit: int = PROMOTE_LIMIT) -> list[str
     check_queue(queue)
     positive_int("limit", limit)
     keys = [queue_key(queue, "schedule"), queue_key(queue, "pending"), queue_key(queue, "")]
-    return list(conn.eval("promote", keys, [str(limit)]))
+    return list(send(conn, "", "promote", keys, [str(limit)]))
 
 
 def reap(conn: Connector, queue: str) -> list[str]:
     """EchoMQ.Jobs.reap/2 → ``@reap``: up to 100 lapsed leases back to pending (no native twin)."""
     check_queue(queue)
     keys = [queue_key(queue, "active"), queue_key(queue, "pending"), queue_key(queue, "")]
-    return list(conn.eval("reap", keys, []))
+    return list(send(conn, "", "reap", keys, []))
 
 
 # -- lifecycle controls ----------------------------------------------------------------------
@@ -242,13 +280,21 @@ def resume(conn: Connector, queue: str) -> bool:
 
 
 def reprocess(conn: Connector, queue: str, job_id: str) -> str:
-    """EchoMQ.Jobs.reprocess/3 → ``@reprocess``: a dead job back to pending, attempts reset."""
+    """EchoMQ.Jobs.reprocess/3 → ``@reprocess``: a dead job back to pending, for a new life.
+
+    ``attempts`` is not reset: it is the fencing token's counter, and the next
+    claim's token must be one no earlier claim had (D-5), so a worker from an
+    earlier life that wakes up late is answered ``stale``. The row records
+    ``prior_attempts`` (the attempts at this reprocess) instead, and ``retry``
+    counts only the claims after it against ``max_attempts``: the job gets its
+    full number of attempts again. The stall count and ``lease_epoch`` go;
+    ``last_error`` stays as the record of why it died. The fence cannot cover
+    an id whose row was deleted and enqueued again: see ``enqueue``.
+    """
+    check_queue(queue)
     require_row(conn, queue, job_id)
     keys = [queue_key(queue, "dead"), queue_key(queue, "pending"), job_key(queue, job_id)]
-    try:
-        conn.eval("reprocess", keys, [job_id])
-    except Exception as exc:  # noqa: BLE001
-        raise reply_error(exc) from exc
+    send(conn, "", "reprocess", keys, [job_id])
     return OK
 
 
@@ -260,17 +306,14 @@ def remove(conn: Connector, queue: str, job_id: str) -> bool:
     keys += [job_key(queue, job_id)] + [
         job_key(queue, job_id, s) for s in ("dependencies", "processed", "unsuccessful")
     ]
-    try:
-        return conn.eval("remove", keys, [job_id]) == 1
-    except Exception as exc:  # noqa: BLE001 - re-raised as the kit's error
-        raise reply_error(exc) from exc
+    return send(conn, "", "remove", keys, [job_id]) == 1
 
 
 def trim_dead(conn: Connector, queue: str, keep: int) -> list[str]:
     """EchoMQ.Jobs.trim_dead/3 → ``@trim_dead``: delete all but the newest ``keep`` dead jobs."""
     check_queue(queue)
     non_negative_int("keep", keep)
-    return list(conn.eval("trim_dead", [queue_key(queue, "dead"), queue_key(queue, "")], [str(keep)]))
+    return list(send(conn, "", "trim_dead", [queue_key(queue, "dead"), queue_key(queue, "")], [str(keep)]))
 
 
 def drop(conn: Connector, queue: str) -> int:

@@ -19,7 +19,16 @@ BRAND_WIRE6 = "echomq:6.0.0"
 SETS = ("pending", "active", "schedule", "dead")
 
 MAX_QUEUE_BYTES = 200
-_FORBIDDEN = re.compile(r"[{}:\s]")
+# one rule for a key segment (a queue name, a job id), the same bytes the native module refuses:
+# braces, colons, the space and the ASCII control characters (tab, newline and the rest).
+# Other characters, Unicode spaces among them, are allowed on both executors.
+_FORBIDDEN = re.compile(r"[{}:\x00-\x20\x7f]")
+
+
+def forbidden_in_key(segment: str) -> str | None:
+    """The first character of ``segment`` a key segment may not hold, or None."""
+    bad = _FORBIDDEN.search(segment)
+    return bad.group() if bad else None
 
 
 def check_queue(queue: object) -> str:
@@ -31,10 +40,10 @@ def check_queue(queue: object) -> str:
     size = len(queue.encode("utf-8"))
     if size > MAX_QUEUE_BYTES:
         raise BadInput(f"queue name is {size} bytes; at most {MAX_QUEUE_BYTES} are allowed")
-    bad = _FORBIDDEN.search(queue)
+    bad = forbidden_in_key(queue)
     if bad:
         raise BadInput(
-            f"queue name {queue!r} holds {bad.group()!r}: braces, colons and whitespace "
+            f"queue name {queue!r} holds {bad!r}: braces, colons, spaces and control characters "
             "would break the {q} hashtag or the key layout"
         )
     return queue

@@ -2,7 +2,10 @@
 
 Unlike ``reap``, each lapsed lease counts against the job: past ``max_stalled``
 stalls it is buried with ``last_error`` "stalled". On a wire 6 connector it runs
-as ``EMQ.STALLED.CHECK``, which exempts a lease taken before a server restart.
+as ``EMQ.STALLED.CHECK``, which exempts a lease taken before a server restart:
+a native claim writes the server's ``run_id`` as the row's ``lease_epoch``, and
+every transition that ends the lease (complete, retry, reap, promote, either
+sweep, reprocess) clears it, so only a live lease carries one.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .connector import Connector
-from .jobs import positive_int
+from .jobs import positive_int, send
 from .keyspace import check_queue, queue_key
 
 DEFAULT_MAX_STALLED = 1
@@ -28,10 +31,5 @@ def check(conn: Connector, queue: str, max_stalled: int = DEFAULT_MAX_STALLED) -
     check_queue(queue)
     positive_int("max_stalled", max_stalled)
     keys = [queue_key(queue, s) for s in ("active", "pending", "dead")] + [queue_key(queue, "")]
-    argv = [str(max_stalled)]
-    if conn.native:
-        reply = conn.call("EMQ.STALLED.CHECK", len(keys), *keys, *argv)
-    else:
-        reply = conn.eval("stalled_check", keys, argv)
-    requeued, dead = reply
+    requeued, dead = send(conn, "EMQ.STALLED.CHECK", "stalled_check", keys, [str(max_stalled)])
     return StallReport(list(requeued), list(dead))

@@ -24,6 +24,7 @@ int emq_claim(TkCtx *ctx, TkStr **argv, int argc) {
         return TK_OK;
     /* the server clock, not the caller's: the command's cached start time, as TIME reports it */
     long long deadline = tk_now_ms();
+    /* a guard only: tk_positive's 2^52 bound already keeps the deadline below 2^53 */
     if (lease > TK_MAX_SCORE - deadline) return tk_error(ctx, "EMQARG lease_ms is too large");
     deadline += lease;
 

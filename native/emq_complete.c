@@ -4,7 +4,9 @@
  * Reply, as the script's: 1 when settled, 0 when stale (the token moved on, or
  * the row is no longer active), with nothing written. Flows run only as
  * scripts: the flow layout (5 keys), a parent_id, or a row carrying parent is
- * refused before any write. */
+ * refused before any write. A flow parent is a plain row, so it completes here
+ * too: like the script, the command then gives the parent's :dependencies,
+ * :processed and :unsuccessful an expiry (TK_FLOW_KEYS_TTL_S). */
 #include <limits.h>
 
 #include "tk_util.h"
@@ -40,19 +42,30 @@ int emq_complete(TkCtx *ctx, TkStr **argv, int argc) {
     TkBuf metrics = tk_key(ctx, base, "metrics:completed");
     if (!tk_holds(ctx, active, "zset", NULL)) return TK_OK;
     if (tk_is(record, "1") && !tk_holds(ctx, stream, "stream", NULL)) return TK_OK;
-    TkReply *count = tk_Call(ctx, "HGET", "Ebc", TK_B(metrics), "count");
+    TkReply *r, *count = tk_Call(ctx, "HGET", "Ebc", TK_B(metrics), "count");
     if (tk_failed(ctx, count)) return TK_OK;
     TkBuf count_s = tk_str(count);
     long long count_n = 0;
     if (count_s.ptr && (!tk_parse_ll(count_s, &count_n) || count_n == LLONG_MAX))
         return tk_error(ctx, "EMQSTATE %s count is not an integer that can grow", tk_show(ctx, metrics));
+    /* a flow parent is known by its counter; EXPIRE takes a key of any type, so there is nothing to check */
+    static const char *const flow_suffixes[] = {":dependencies", ":processed", ":unsuccessful"};
+    r = tk_Call(ctx, "EXISTS", "Eb", TK_B(tk_key(ctx, row, flow_suffixes[0])));
+    if (tk_failed(ctx, r)) return TK_OK;
+    int parent = tk_CallReplyInteger(r) == 1;
 
-    TkReply *r = tk_Call(ctx, "ZREM", "!Ebb", TK_B(active), TK_B(id));
+    r = tk_Call(ctx, "ZREM", "!Ebb", TK_B(active), TK_B(id));
     if (tk_failed(ctx, r)) return TK_OK;
     /* record the settle in the same atomic step, so a crash can never leave one without the other */
     if (tk_is(record, "1")) {
         r = tk_Call(ctx, "XADD", "!Ebccbcccbcb", TK_B(stream), "*", "id", TK_B(id), "outcome", "completed",
                     "attempts", TK_B(token), "result", TK_B(result));
+        if (tk_failed(ctx, r)) return TK_OK;
+    }
+    /* a completing flow parent: its counter and results were kept for its handler; they stay
+     * readable for TK_FLOW_KEYS_TTL_S more, then go (the script's same three EXPIREs) */
+    for (size_t i = 0; parent && i < sizeof flow_suffixes / sizeof flow_suffixes[0]; i++) {
+        r = tk_Call(ctx, "EXPIRE", "!Ebc", TK_B(tk_key(ctx, row, flow_suffixes[i])), TK_FLOW_KEYS_TTL_S);
         if (tk_failed(ctx, r)) return TK_OK;
     }
     /* the completing row goes, and the metric counts it */

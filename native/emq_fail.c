@@ -28,9 +28,11 @@ int emq_fail(TkCtx *ctx, TkStr **argv, int argc) {
         !tk_check_key(ctx, "dead", dead, base, "dead") || !tk_check_row(ctx, row, base, id))
         return TK_OK;
     long long now = tk_now_ms();
+    /* a guard only: tk_positive's 2^52 bound already keeps the run-at below 2^53 */
     if (delay > TK_MAX_SCORE - now) return tk_error(ctx, "EMQARG delay_ms is too large");
 
-    TkReply *fields = tk_Call(ctx, "HMGET", "Ebccc", TK_B(row), "attempts", "state", "parent");
+    TkReply *fields =
+        tk_Call(ctx, "HMGET", "Ebccccc", TK_B(row), "attempts", "state", "parent", "prior_attempts", "lease_epoch");
     if (tk_failed(ctx, fields)) return TK_OK;
     /* a flow child: its parent_policy lives only in the script */
     if (tk_str(tk_CallReplyArrayElement(fields, 2)).ptr) return tk_ReplyWithError(ctx, FAIL_FLOW_ERROR);
@@ -39,8 +41,15 @@ int emq_fail(TkCtx *ctx, TkStr **argv, int argc) {
         !tk_is(tk_str(tk_CallReplyArrayElement(fields, 1)), "active"))
         return tk_ReplyWithLongLong(ctx, 0);
 
-    /* the row's attempts equals the token here: the claim count, compared with the cap */
-    int below_cap = token_n < max_attempts;
+    /* the row's attempts equals the token here. It runs on across a reprocess, so a token never
+     * repeats (D-5); the cap counts this life's claims only: attempts minus prior_attempts, where
+     * @reprocess started this life (absent: 0), as @retry counts them */
+    TkBuf prior_s = tk_str(tk_CallReplyArrayElement(fields, 3));
+    long long prior = 0;
+    if (prior_s.ptr && !tk_parse_ll(prior_s, &prior))
+        return tk_error(ctx, "EMQSTATE %s prior_attempts is not an integer", tk_show(ctx, row));
+    int below_cap = token_n - prior < max_attempts;
+    int has_epoch = tk_str(tk_CallReplyArrayElement(fields, 4)).ptr != NULL;
     TkBuf stream = tk_key(ctx, base, "stream:completions");
     /* what the writes below would trip on, checked while nothing is written */
     if (!tk_holds(ctx, active, "zset", NULL)) return TK_OK;
@@ -50,6 +59,11 @@ int emq_fail(TkCtx *ctx, TkStr **argv, int argc) {
 
     TkReply *r = tk_Call(ctx, "ZREM", "!Ebb", TK_B(active), TK_B(id));
     if (tk_failed(ctx, r)) return TK_OK;
+    /* the lease ends here, and its lease_epoch with it: a later lease is judged on its own */
+    if (has_epoch) {
+        r = tk_Call(ctx, "HDEL", "!Ebc", TK_B(row), "lease_epoch");
+        if (tk_failed(ctx, r)) return TK_OK;
+    }
     if (below_cap) {
         /* below the cap: the schedule set is a visibility fence, not a second queue */
         r = tk_Call(ctx, "ZADD", "!Eblb", TK_B(schedule), now + delay, TK_B(id));
@@ -58,7 +72,7 @@ int emq_fail(TkCtx *ctx, TkStr **argv, int argc) {
         if (tk_failed(ctx, r)) return TK_OK;
         return tk_ReplyWithStringBuffer(ctx, "scheduled", 9);
     }
-    /* at the cap the claim count equals max attempts: the job goes to the morgue */
+    /* at the cap this life's claims equal max attempts: the job goes to the morgue */
     r = tk_Call(ctx, "ZADD", "!Eblb", TK_B(dead), now, TK_B(id));
     if (tk_failed(ctx, r)) return TK_OK;
     r = tk_Call(ctx, "HSET", "!Ebcccb", TK_B(row), "state", "dead", "last_error", TK_B(reason));

@@ -8,9 +8,10 @@
  * exists) answers to its parent_policy as lua/includes/child_death.lua does.
  * The one difference: a lease whose row carries a lease_epoch other than this
  * server's run_id was granted before a restart, so the job returns to pending
- * without being counted. Every row is read before the first write: the read
- * pass keeps what the script's earlier writes would have changed (a parent's
- * state, its :dependencies count), so it judges each id as the script would. */
+ * without being counted; every lapsed lease's lease_epoch goes with it. Every
+ * row is read before the first write: the read pass keeps what the script's
+ * earlier writes would have changed (a parent's state, its :dependencies
+ * count), so it judges each id as the script would. */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -241,6 +242,7 @@ int emq_stalled_check(TkCtx *ctx, TkStr **argv, int argc) {
     /* the read pass: every row judged while nothing is written */
     TkBuf ids[TK_SWEEP_LIMIT], rows[TK_SWEEP_LIMIT];
     enum verdict verdicts[TK_SWEEP_LIMIT];
+    int epochs[TK_SWEEP_LIMIT]; /* the row carries a lease_epoch, which goes with the lease */
     Death deaths[TK_SWEEP_LIMIT];
     Notes notes;
     notes.nstates = notes.ncounts = 0;
@@ -252,6 +254,7 @@ int emq_stalled_check(TkCtx *ctx, TkStr **argv, int argc) {
     }
     for (size_t i = 0; i < n; i++) {
         deaths[i].policy = NO_PARENT;
+        epochs[i] = 0;
         int exists;
         if (!tk_holds(ctx, rows[i], "hash", &exists)) return TK_OK;
         if (!exists) {
@@ -262,6 +265,7 @@ int emq_stalled_check(TkCtx *ctx, TkStr **argv, int argc) {
             tk_Call(ctx, "HMGET", "Ebcccc", TK_B(rows[i]), "stalled", "lease_epoch", "parent", "parent_policy");
         if (tk_failed(ctx, fields)) return TK_OK;
         TkBuf epoch = tk_str(tk_CallReplyArrayElement(fields, 1));
+        epochs[i] = epoch.ptr != NULL;
         if (epoch.ptr && !tk_is(epoch, run_id)) {
             /* a lease from before a restart: its worker is gone with the old process, not stalled */
             verdicts[i] = EXEMPT;
@@ -295,6 +299,12 @@ int emq_stalled_check(TkCtx *ctx, TkStr **argv, int argc) {
         if (verdicts[i] == GHOST) continue;
         if (verdicts[i] != EXEMPT) {
             r = tk_Call(ctx, "HINCRBY", "!Ebcc", TK_B(rows[i]), "stalled", "1");
+            if (tk_failed(ctx, r)) return TK_OK;
+        }
+        /* every lapsed lease ends here, exempt or not, and its lease_epoch with it (as the script's
+         * HDEL): a later lease, say one @claim2 grants after a restart, is then counted again */
+        if (epochs[i]) {
+            r = tk_Call(ctx, "HDEL", "!Ebc", TK_B(rows[i]), "lease_epoch");
             if (tk_failed(ctx, r)) return TK_OK;
         }
         if (verdicts[i] == BURY) {

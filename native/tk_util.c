@@ -177,9 +177,16 @@ int tk_check_shape(TkCtx *ctx, TkStr **argv, int argc, const TkShape *shape) {
 }
 
 int tk_positive(TkCtx *ctx, TkStr *arg, const char *name, long long *out) {
-    if (tk_parse_ll(tk_arg(arg), out) && *out > 0) return 1;
-    tk_error(ctx, "EMQARG %s must be a positive integer", name);
-    return 0;
+    if (!tk_parse_ll(tk_arg(arg), out) || *out <= 0) {
+        tk_error(ctx, "EMQARG %s must be a positive integer", name);
+        return 0;
+    }
+    /* the kit's one bound for every number, as the scripts and Python hold it */
+    if (*out > TK_MAX_NUMBER) {
+        tk_error(ctx, "EMQARG %s is too large", name);
+        return 0;
+    }
+    return 1;
 }
 
 int tk_check_record(TkCtx *ctx, TkBuf record) {
@@ -190,11 +197,13 @@ int tk_check_record(TkCtx *ctx, TkBuf record) {
 }
 
 int tk_check_base(TkCtx *ctx, TkBuf base) {
-    /* emq:{q}: where q is a queue name the kit accepts: no braces, colons or whitespace */
-    static const char forbidden[] = "{}: \t\n\r\f\v";
+    /* emq:{q}: where q is a queue name the kit accepts (keyspace.check_queue's one rule): no
+     * braces, colons, spaces or ASCII control characters; every other byte, UTF-8 included, passes */
+    static const char forbidden[] = "{}:";
     int ok = base.len > 7 && memcmp(base.ptr, "emq:{", 5) == 0 && memcmp(base.ptr + base.len - 2, "}:", 2) == 0;
     for (size_t i = 5; ok && i < base.len - 2; i++) {
-        if (memchr(forbidden, base.ptr[i], sizeof forbidden - 1)) ok = 0;
+        unsigned char c = (unsigned char)base.ptr[i];
+        if (c <= 0x20 || c == 0x7f || memchr(forbidden, c, sizeof forbidden - 1)) ok = 0;
     }
     if (ok) return 1;
     tk_error(ctx, "EMQKEYS base must look like emq:{q}:, got %s", tk_show(ctx, base));

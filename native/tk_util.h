@@ -18,6 +18,14 @@
 /* Sorted-set scores are doubles: above 2^53 an integer deadline would round. */
 #define TK_MAX_SCORE 9007199254740992LL
 
+/* The largest number any argument may be (2^52), the kit's one rule on both executors
+ * (echomq_teach.jobs.MAX_NUMBER, lua/includes/args.lua): now + a lease or delay stays below 2^53. */
+#define TK_MAX_NUMBER 4503599627370496LL
+
+/* How long a completed flow parent's :dependencies, :processed and :unsuccessful stay
+ * readable, in seconds, as in lua/complete.lua (echomq_teach.flows.FLOW_KEYS_TTL_S). */
+#define TK_FLOW_KEYS_TTL_S "3600"
+
 /* The most lapsed leases one stall sweep handles, as @stalled_check (number and text). */
 #define TK_SWEEP_LIMIT 100
 #define TK_SWEEP_LIMIT_S "100"

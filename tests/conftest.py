@@ -47,6 +47,12 @@ def native_conn(native_node):
     c.close()
 
 
+@pytest.fixture(params=["scripted", "native"])
+def either(request, conn, native_conn):
+    """One test, two executors: a wire 4 connector, then a wire 6 one."""
+    return conn if request.param == "scripted" else native_conn
+
+
 @pytest.fixture
 def queue(request):
     """A queue name of this test's own, so tests never see each other's jobs."""

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import redis
 from conftest import state
 
-from echomq_teach import BadInput, Connector, DuplicateJob, UnknownJob, inspect, jobs, stalled
+from echomq_teach import BadInput, Connector, DuplicateJob, UnknownJob, inspect, jobs, keyspace, stalled
 from echomq_teach.consumer import Consumer, Metronome, Pool
 
 
@@ -51,7 +52,8 @@ def assert_refused_before_any_call(
 
 
 # -- lease_ms ------------------------------------------------------------------------------------------
-BAD_LEASES = [True, False, 1.5, 30_000.0, "30000", 0, -1, None, [30_000]]
+# 2**52 + 1: above the one bound both executors hold every number to (issue 13 item 9)
+BAD_LEASES = [True, False, 1.5, 30_000.0, "30000", 0, -1, None, [30_000], 2**52 + 1]
 
 
 @pytest.mark.parametrize("lease", BAD_LEASES, ids=repr)
@@ -221,6 +223,11 @@ def test_settles_refuse_a_bad_token(conn: Connector, queue: str, busy: dict[str,
         pytest.param(lambda c, q, b: Consumer(c, q, lambda j: "", max_attempts=-1), "max_attempts", id="consumer cap"),
         pytest.param(lambda c, q, b: Consumer(c, q, lambda j: "").run(timeout=0), "positive timeout", id="run timeout"),
         pytest.param(lambda c, q, b: Metronome(c, q, interval_ms=0), "interval_ms", id="metronome"),
+        # issue 13 item 5: the Metronome checks its recovery leg and max_stalled too
+        pytest.param(lambda c, q, b: Metronome(c, q, recovery="sweep"), "recovery must be", id="metronome recovery"),
+        pytest.param(lambda c, q, b: Metronome(c, q, max_stalled=0), "max_stalled", id="metronome max_stalled"),
+        pytest.param(lambda c, q, b: Consumer(c, q, lambda j: "", max_stalled=0), "max_stalled", id="consumer stalls"),
+        pytest.param(lambda c, q, b: Pool(c, q, lambda j: "", max_stalled=-1), "max_stalled", id="pool max_stalled"),
         pytest.param(lambda c, q, b: Pool(c, q, lambda j: "", size=0), "size", id="pool size"),
         pytest.param(lambda c, q, b: Pool(c, q, lambda j: "", lease_ms=0), "lease_ms", id="pool lease"),
         pytest.param(lambda c, q, b: Pool(c, q, None), "handler must be callable", id="pool handler"),
@@ -266,3 +273,131 @@ def test_reprocess_of_a_job_from_another_queue(conn: Connector, queue: str, busy
     with pytest.raises(UnknownJob, match="no job"):
         jobs.reprocess(conn, other, busy["dead"])
     assert state(conn, queue) == before and state(conn, other) == before_other
+
+
+# -- raw scripts: each checks what it can before its first write (issue 13 items 3, 9, 10) -------------------
+# Called by EVALSHA with a bad argument, a script answers an EMQARG error naming it (worded as the
+# native twin words it) and writes nothing: the queue's snapshot and the node's DEBUG DIGEST stay.
+def _retry(conn: Connector, q: str, b: dict[str, str], **over: str) -> tuple[list[str], list[str]]:
+    keys = [keyspace.queue_key(q, s) for s in ("active", "schedule", "dead")] + [keyspace.job_key(q, b["active"])]
+    argv = {"id": b["active"], "token": b["active_token"], "delay": "1000", "cap": "3", "reason": "why"}
+    argv |= {"base": keyspace.base(q), "parent": "", "record": "0"} | over
+    return keys, [v for v in argv.values() if v is not None]
+
+
+def _complete(conn: Connector, q: str, b: dict[str, str], **over: str) -> tuple[list[str], list[str]]:
+    keys = [keyspace.queue_key(q, "active"), keyspace.job_key(q, b["active"])]
+    argv = {"id": b["active"], "token": b["active_token"], "base": keyspace.base(q), "parent": "", "result": "r"}
+    argv |= {"record": "0"} | over
+    return keys, [v for v in argv.values() if v is not None]
+
+
+def _sweep(conn: Connector, q: str, b: dict[str, str], *argv: str) -> tuple[list[str], list[str]]:
+    # the active job's lease forced lapsed: a sweep has something to move, so a half-way write would show
+    conn.client.zadd(keyspace.queue_key(q, "active"), {b["active"]: 1}, xx=True)
+    return [keyspace.queue_key(q, s) for s in ("active", "pending", "dead")] + [keyspace.base(q)], list(argv)
+
+
+def _spoil(conn: Connector, q: str, name: str) -> None:
+    conn.client.delete(keyspace.queue_key(q, name))
+    conn.client.set(keyspace.queue_key(q, name), "not a zset")
+
+
+def _over(build: Callable[..., tuple[list[str], list[str]]], field: str, value: str | None) -> Callable[..., Any]:
+    return lambda c, q, b: build(c, q, b, **{field: value})
+
+
+# a settle's argument spoiled: script, its builder, the ARGV field, the bad value, the refusal after EMQARG
+_SPOILED_ARGS = {
+    "retry delay a word": ("retry", _retry, "delay", "soon", "delay_ms must be a positive integer"),
+    "retry delay zero": ("retry", _retry, "delay", "0", "delay_ms must be a positive integer"),
+    "retry delay 1.5": ("retry", _retry, "delay", "1.5", "delay_ms must be a positive integer"),
+    "retry delay 2^52+1": ("retry", _retry, "delay", str(2**52 + 1), "delay_ms is too large"),
+    "retry cap a word": ("retry", _retry, "cap", "x", "max_attempts must be a positive integer"),
+    "retry cap zero": ("retry", _retry, "cap", "0", "max_attempts must be a positive integer"),
+    "retry token a word": ("retry", _retry, "token", "one", "token must be a positive integer"),
+    "retry record yes": ("retry", _retry, "record", "yes", "record must be 0 or 1"),
+    "retry no record": ("retry", _retry, "record", None, "@retry takes 8 arguments, got 7"),
+    "complete token a word": ("complete", _complete, "token", "one", "token must be a positive integer"),
+    "complete record 2": ("complete", _complete, "record", "2", "record must be 0 or 1"),
+    "complete no record": ("complete", _complete, "record", None, "@complete takes 6 arguments, got 5"),
+    "complete an extra argument": ("complete", _complete, "extra", "x", "@complete takes 6 arguments, got 7"),
+}
+
+RAW_SCRIPT_CASES: dict[str, tuple[str, Callable[..., tuple[list[str], list[str]]], str]] = {
+    name: (script, _over(build, field, value), f"^EMQARG {error}$")
+    for name, (script, build, field, value, error) in _SPOILED_ARGS.items()
+} | {
+    "retry schedule a string": (
+        "retry",
+        lambda c, q, b: (_spoil(c, q, "schedule"), _retry(c, q, b))[1],
+        r"^WRONGTYPE emq:\{.+\}:schedule holds a string, not a zset$",
+    ),
+    "stalled max a word": (
+        "stalled_check",
+        lambda c, q, b: _sweep(c, q, b, "once"),
+        "^EMQARG max_stalled must be a positive integer$",
+    ),
+    "stalled max zero": (
+        "stalled_check",
+        lambda c, q, b: _sweep(c, q, b, "0"),
+        "^EMQARG max_stalled must be a positive integer$",
+    ),
+    "stalled max missing": (
+        "stalled_check",
+        lambda c, q, b: _sweep(c, q, b),
+        "^EMQARG max_stalled must be a positive integer$",
+    ),
+    "stalled dead a string": (
+        "stalled_check",
+        lambda c, q, b: (_spoil(c, q, "dead"), _sweep(c, q, b, "1"))[1],
+        r"^WRONGTYPE emq:\{.+\}:dead holds a string, not a zset$",
+    ),
+    "promote limit a word": (
+        "promote",
+        lambda c, q, b: ([keyspace.queue_key(q, s) for s in ("schedule", "pending")] + [keyspace.base(q)], ["x"]),
+        "^EMQARG limit must be a positive integer$",
+    ),
+    "trim keep negative": (
+        "trim_dead",
+        lambda c, q, b: ([keyspace.queue_key(q, "dead"), keyspace.base(q)], ["-1"]),
+        "^EMQARG keep must be a non-negative integer$",
+    ),
+    "enqueue pending a string": (
+        "enqueue",
+        lambda c, q, b: (
+            _spoil(c, q, "pending"),
+            ([keyspace.queue_key(q, "pending"), keyspace.job_key(q, "NEW")], ["NEW", "p"]),
+        )[1],
+        r"^WRONGTYPE emq:\{.+\}:pending holds a string, not a zset$",
+    ),
+    "flow policy unknown": (
+        "enqueue_flow",
+        lambda c, q, b: (
+            [keyspace.queue_key(q, "pending"), keyspace.job_key(q, "FP")]
+            + [keyspace.job_key(q, "FP", s) for s in ("dependencies", "processed", "unsuccessful")]
+            + [keyspace.job_key(q, "FC")],
+            ["FP", "p", "FC", "c", "skip"],
+        ),
+        "^EMQARG unknown policy 'skip' for child FC: use fail, ignore, remove or wait$",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(RAW_SCRIPT_CASES))
+def test_a_raw_script_refuses_bad_input_and_writes_nothing(
+    conn: Connector, queue: str, busy: dict[str, str], name: str
+) -> None:
+    script, build, error = RAW_SCRIPT_CASES[name]
+    keys, argv = build(conn, queue, busy)
+    try:
+        before = state(conn, queue)
+    except redis.exceptions.ResponseError:
+        before = None  # a spoiled set stops @snapshot itself: DEBUG DIGEST still guards the case
+    d0 = conn.client.execute_command("DEBUG", "DIGEST")
+    with pytest.raises(redis.exceptions.ResponseError) as err:
+        conn.eval(script, keys, argv)
+    assert err.match(error), str(err.value)
+    assert conn.client.execute_command("DEBUG", "DIGEST") == d0
+    if before is not None:
+        assert state(conn, queue) == before

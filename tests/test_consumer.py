@@ -257,3 +257,50 @@ def test_pool_run_until_idle(conn: Connector, queue: str) -> None:
     finally:
         pool.close()
     assert report.settled == 20 and report.stopped_by == "idle"
+
+
+# -- review defects (issue 13 item 5): each of these failed before its fix ------------------------------
+def test_pool_passes_max_stalled_to_its_metronome(conn: Connector, queue: str) -> None:
+    # a job that stalled twice: under max_stalled=3 the pool's sweep requeues it, the default would bury it
+    job_id = jobs.enqueue(conn, queue, "slow")
+    conn.client.hset(keyspace.job_key(queue, job_id), "stalled", 2)
+    jobs.claim(conn, queue, 1)
+    wait_until_due(conn, queue, "active")
+    pool = Pool(conn, queue, upper, size=1, recovery="stalled", max_stalled=3, metronome_ms=10)
+    try:
+        assert pool.metronome.max_stalled == 3
+        assert pool.metronome.tick() == ([], [job_id])  # requeued, not buried
+    finally:
+        pool.close()
+    assert inspect.snapshot(conn, queue).where(job_id) == ["pending"]
+
+
+def test_an_exception_in_a_pool_thread_is_in_the_report(conn: Connector, queue: str) -> None:
+    jobs.enqueue(conn, queue, "x")
+    # a pending and a schedule set that are not sorted sets: every claim the consumers send, and
+    # the metronome's promote, is refused by the node
+    for name in ("pending", "schedule"):
+        conn.client.delete(keyspace.queue_key(queue, name))
+        conn.client.set(keyspace.queue_key(queue, name), "not a zset")
+    pool = Pool(conn, queue, upper, size=2, metronome_ms=10, idle_sleep_ms=2)
+    try:
+        report = pool.run(timeout=5, until_idle=True)
+    finally:
+        pool.close()
+    assert "error" in report.stopped_by.split(",")
+    assert len(report.errors) == 3  # two consumers and the metronome, each named with its error
+    assert all("WRONGTYPE" in e for e in report.errors), report.errors
+    assert sorted(e.split(":")[0] for e in report.errors) == ["consumer-0", "consumer-1", "metronome"]
+
+
+def test_a_metronome_error_stops_its_loop_and_is_kept(conn: Connector, queue: str) -> None:
+    conn.client.set(keyspace.queue_key(queue, "schedule"), "not a zset")
+    m = Metronome(conn.fork(), queue, interval_ms=5)
+    try:
+        m.start()
+        m._thread.join(timeout=10)  # the loop ends by itself, on its first tick's error
+        assert not m._thread.is_alive()
+        m.stop()
+    finally:
+        m.conn.close()
+    assert len(m.errors) == 1 and "WRONGTYPE" in m.errors[0]

@@ -65,15 +65,17 @@ def test_pause_is_per_queue(conn: Connector, queue: str) -> None:
 
 
 # -- reprocess -----------------------------------------------------------------------------------------
-def test_reprocess_returns_a_dead_job_to_pending_with_attempts_reset(conn: Connector, queue: str) -> None:
+def test_reprocess_returns_a_dead_job_to_pending_for_a_new_life(conn: Connector, queue: str) -> None:
     job_id = make_dead(conn, queue, reason="it broke")
     assert jobs.reprocess(conn, queue, job_id) == jobs.OK
     snap = inspect.snapshot(conn, queue)
     assert snap.where(job_id) == ["pending"]
     assert snap.rows[job_id]["state"] == "pending"
-    assert snap.rows[job_id]["attempts"] == "0"
+    # D-5: attempts is the token's counter and is not reset (it was "0" before the fence held);
+    # prior_attempts marks where this life starts, so the cap counts this life's claims afresh
+    assert snap.rows[job_id]["attempts"] == "1" and snap.rows[job_id]["prior_attempts"] == "1"
     assert snap.rows[job_id]["last_error"] == "it broke"  # kept as the record of why it died
-    assert jobs.claim(conn, queue, 30_000) == jobs.Claimed(job_id, "w", 1)
+    assert jobs.claim(conn, queue, 30_000) == jobs.Claimed(job_id, "w", 2)
 
 
 def test_reprocess_clears_the_stall_count(conn: Connector, queue: str) -> None:

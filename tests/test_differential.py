@@ -1,7 +1,8 @@
 """Differential test: Hypothesis sequences run on a scripted node and on a native node.
 
 Each generated sequence (enqueue, claim, complete, retry, promote, reap,
-pause/resume, the stall sweep, flows, ghosts, stale tokens, forced lapses) runs
+pause/resume, the stall sweep, reprocess, remove, flows, ghosts, stale tokens,
+forced lapses) runs
 step by step on both executors, in a fresh queue per example. Every reply must
 be equal, and the end states equal except for the documented differences:
 lease_epoch on natively claimed rows, and scores that are times (compared by
@@ -10,6 +11,9 @@ membership and order; scores the test pinned are compared exactly).
 Lapses are forced, not waited for: a raw ``ZADD XX`` rewrites an active (or
 schedule) score to the same small constant on both nodes, so neither clock decides
 what is due. Unforced leases and delays are 30 s or more, far beyond one example.
+
+Across every sequence and both executors, no claim ever hands out a token one
+of its job's earlier claims had (D-5), reprocess or not.
 
 ``ECHOMQ_HYPOTHESIS_EXAMPLES`` asks for a longer run (default 200).
 """
@@ -61,6 +65,12 @@ ARGS = {
     # a retried job's run-at forced due, then the promote that moves it
     "backoff": (2, (pick, st.sampled_from([1, 100]))),
     "flow": (2, (st.lists(st.sampled_from(flows.POLICIES), min_size=1, max_size=3),)),
+    # a dead job back to pending: its next claims carry new tokens and a fresh count against the cap
+    "reprocess": (3, (pick,)),
+    # a second life at once: reprocess, the next claim, and a retry below the cap of that life
+    "relive": (2, (pick, st.sampled_from(LEASES), st.sampled_from(DELAYS), st.integers(2, 3))),
+    # an operator deletes one job wherever it is (a flow parent, too: its children settle as plain jobs)
+    "remove": (1, (pick,)),
 }
 # sampled_from draws each listed element alike, so an op listed w times weighs w
 KINDS = st.sampled_from([kind for kind, (weight, _) in ARGS.items() for _ in range(weight)])
@@ -78,6 +88,8 @@ class Story:
     claims: list[jobs.Claimed] = field(default_factory=list)
     open: list[int] = field(default_factory=list)  # claims no settle has answered yet
     children: set[str] = field(default_factory=set)  # flow children, to tally their deaths
+    tokens: dict[str, list[int]] = field(default_factory=dict)  # every token each id was handed
+    lives: dict[str, int] = field(default_factory=dict)  # id -> its highest token when last reprocessed
 
     def mint(self, op: tuple[Any, ...], counter: itertools.count) -> None:
         """Fresh ids in mint order (fixed width, so lexicographic order is creation order)."""
@@ -98,6 +110,12 @@ class Story:
         if op[0] == "claim" and reply is not None:
             self.open.append(len(self.claims))
             self.claims.append(reply)
+            # D-5: a token is never handed out twice for one job while its row lives
+            seen = self.tokens.setdefault(reply.id, [])
+            assert reply.attempts not in seen, f"token {reply.attempts} of {reply.id} again: {seen}"
+            seen.append(reply.attempts)
+        if op[0] == "reprocess" and reply is not None and reply[1] == jobs.OK:
+            self.lives[reply[0]] = max(self.tokens.get(reply[0], [0]))
         if op[0] in ("complete", "retry") and reply != jobs.STALE:
             i = self.target(op)[0]
             self.open = [j for j in self.open if j != i]
@@ -152,14 +170,22 @@ def step(c: Connector, q: str, op: tuple[Any, ...], story: Story, forced: int) -
         if kind == "flow":
             kids = [(i, f"child {i}") for i in ids[-len(op[1]) - 1 : -1]]
             return flows.add(c, q, (ids[-1], "parent"), kids, op[1])
+        if kind == "reprocess":
+            dead = sorted(c.client.zrange(queue_key(q, "dead"), 0, -1))
+            if not dead:
+                return None
+            job_id = dead[-1 - op[1] % len(dead)]
+            return job_id, jobs.reprocess(c, q, job_id)
+        if kind == "remove":
+            return jobs.remove(c, q, ids[-1 - op[1] % len(ids)]) if ids else None
     except Exception as exc:  # noqa: BLE001 - compared across executors by class
         return ("error", type(exc).__name__)
     raise AssertionError(f"unknown op {op!r}")
 
 
 def expand(ops: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """The steps to run: a crash is a lapse and a sweep, a backoff a forced run-at and a promote;
-    each pause's resume comes the drawn number of steps later."""
+    """The steps to run: a crash is a lapse and a sweep, a backoff a forced run-at and a promote,
+    a relive a reprocess, a claim and a retry; each pause's resume comes the drawn number of steps later."""
     out: list[tuple[Any, ...]] = []
     due: dict[int, int] = {}  # index in ops -> resumes to send before it
     for i, op in enumerate(ops):
@@ -170,17 +196,24 @@ def expand(ops: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         if op[0] == "backoff":
             out += [("due", op[1]), ("promote", op[2])]
             continue
+        if op[0] == "relive":
+            out += [("reprocess", op[1]), ("claim", op[2], False), ("retry", "open", 0, 0, op[3], op[4], False)]
+            continue
         out.append(op)
         if op[0] == "pause":
             due[i + 1 + op[1]] = due.get(i + 1 + op[1], 0) + 1
     return out
 
 
-def note(tally: Counter, op: tuple[Any, ...], reply: Any, was_paused: bool, story: Story) -> None:
+def note(
+    tally: Counter, op: tuple[Any, ...], reply: Any, was_paused: bool, story: Story, target: tuple[Any, ...] | None
+) -> None:
     """What a sequence reached, so the suite can show it explored the corners it claims to."""
     kind = op[0]
     if kind == "stalled" and set(reply.dead) & story.children:
         tally["flow child buried by the sweep"] += 1
+    if kind == "claim" and reply and reply.id in story.lives:
+        tally["claim in a later life"] += 1
     if kind == "claim":
         tally["claim on a paused queue" if was_paused else ("claim" if reply else "empty claim")] += 1
     elif kind in ("complete", "retry") and reply == jobs.STALE:
@@ -199,6 +232,16 @@ def note(tally: Counter, op: tuple[Any, ...], reply: Any, was_paused: bool, stor
         tally["ghost"] += 1
     elif kind == "flow":
         tally["flow"] += 1
+    elif kind == "reprocess" and reply is not None:
+        tally["reprocessed"] += 1
+    elif kind == "remove" and reply:
+        tally["removed"] += 1
+    if target is not None:  # a settle: (claim index, id, token), as the op resolved it before it ran
+        _, job_id, token = target
+        if token <= story.lives.get(job_id, 0) and reply == jobs.STALE:
+            tally["stale token from an earlier life"] += 1
+        if kind == "retry" and reply == jobs.SCHEDULED and token > story.lives.get(job_id, token):
+            tally["retry scheduled in a later life"] += 1
 
 
 def test_scripted_and_native_executors_agree(conn, native_conn):
@@ -220,12 +263,13 @@ def test_scripted_and_native_executors_agree(conn, native_conn):
             story.mint(op, counter)
             forced = 1_000 + n  # pinned scores rise with the step, so a sweep's order is fixed
             was_paused = jobs.paused(conn, q)
+            target = story.target(op) if op[0] in ("complete", "retry") else None
             a = step(conn, q, op, story, forced)
             b = step(native_conn, q, op, story, forced)
             assert a == b, f"step {n} {op!r}: scripted {a!r}, native {b!r}"
             assert not (isinstance(a, tuple) and a[:1] == ("error",)), f"step {n} {op!r} raised {a!r}"
             story.settled(op, a)
-            note(tally, op, a, was_paused, story)
+            note(tally, op, a, was_paused, story, target)
         assert_same_end_state(conn, native_conn, q)
 
     sequence()
@@ -242,5 +286,9 @@ def test_scripted_and_native_executors_agree(conn, native_conn):
         "promoted",
         "flow",
         "flow child buried by the sweep",
+        "reprocessed",
+        "removed",
+        "stale token from an earlier life",
+        "retry scheduled in a later life",
     ]
     assert [w for w in wanted if tally[w] == 0] == [], tally

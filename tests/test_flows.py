@@ -9,6 +9,7 @@ import time
 import pytest
 import redis
 from conftest import state
+from native_support import comparable
 
 from echomq_teach import flows, inspect, jobs
 from echomq_teach.connector import connect
@@ -77,8 +78,8 @@ def test_policy_written_after_a_settled_child_leaves_no_ghost_row(conn, queue):
     flow = flows.add(conn, queue, ("P", "p"), [("C1", "a")])
     job = jobs.claim(conn, queue, LEASE)
     assert jobs.complete(conn, queue, job.id, job.attempts, "A") == jobs.OK
-    # the host write that add() makes, replayed on a row that is gone
-    assert flows._write_policy(conn, queue, "C1", "ignore") is False
+    # add() lands the policy inside @enqueue_flow (issue 13 item 6): it makes no host write that
+    # could follow the settle and bring the row back holding one field
     snap = inspect.snapshot(conn, queue)
     assert "C1" not in snap.rows and snap.state(flow.parent_id) == "pending"
 
@@ -299,7 +300,8 @@ def test_policy_wait_holds_the_parent_until_the_child_is_reprocessed(conn, queue
     assert jobs.reprocess(conn, queue, a.id) == jobs.OK
     assert held(inspect.snapshot(conn, queue), flow.parent_id)
     a2 = jobs.claim(conn, queue, LEASE)
-    assert a2.id == a.id and a2.attempts == 1
+    # D-5: the reprocessed child's token runs on from its first life (it was 1 before the fence held)
+    assert a2.id == a.id and a2.attempts == a.attempts + 1
     assert jobs.complete(conn, queue, a2.id, a2.attempts, "A") == jobs.OK
     snap = inspect.snapshot(conn, queue)
     assert snap.where(flow.parent_id) == ["pending"] and snap.state(flow.parent_id) == "pending"
@@ -497,3 +499,105 @@ def test_a_child_buried_by_the_stall_sweep_answers_to_its_policy(conn, queue, po
         assert "stalled" in snap.rows[flow.parent_id]["last_error"]
     if policy == "ignore":
         assert flows.ignored_failures(conn, queue, flow.parent_id) == {flow.child_ids[0]: "stalled"}
+
+
+# -- review defects (issue 13): each of these failed before its fix ------------------------------
+def test_wire6_child_of_a_removed_parent_completes_and_retries(conn, native_conn, queue):
+    # issue 13 item 1: the host sent the orphan to EMQ.COMPLETE/EMQ.FAIL, which refuse a row
+    # carrying parent; a row naming a parent now always takes the script, on either wire
+    ends = []
+    for c in (conn, native_conn):
+        flow = flows.add(c, queue, ("P", "p"), [("A", "a"), ("B", "b")])
+        assert jobs.remove(c, queue, flow.parent_id) is True
+        a, b = claim_n(c, queue, 2)
+        assert jobs.complete(c, queue, a.id, a.attempts, "done") == jobs.OK
+        assert c.last()[0].script == "@complete"
+        assert jobs.retry(c, queue, b.id, b.attempts, "boom", 1_000, 1) == jobs.DEAD
+        assert c.last()[0].script == "@retry"
+        snap = inspect.snapshot(c, queue)
+        # plain settles: no ghost parent, no counter or record written for it
+        assert snap.pending == [] and snap.dead == ["B"] and set(snap.rows) == {"B"}
+        assert snap.counters == {} and snap.flow_hashes == {}
+        ends.append(comparable(snap))  # the two nodes' clocks differ: times of death by membership
+    assert ends[0] == ends[1]
+
+
+def _complete_keys(queue, child, parent):
+    """@complete's KEYS for a flow child: active, its row, the parent's counter, results and row."""
+    keys = [queue_key(queue, "active"), job_key(queue, child)]
+    return keys + [job_key(queue, parent, "dependencies"), job_key(queue, parent, "processed"), job_key(queue, parent)]
+
+
+def test_complete_does_not_release_a_removed_parent(conn, queue):
+    # issue 13 item 2: the host read the parent's row, then an operator removed it before the
+    # script ran; the script itself must see that the row is gone
+    flow = flows.add(conn, queue, ("P", "p"), [("A", "a")])
+    a = jobs.claim(conn, queue, LEASE)
+    keys = _complete_keys(queue, a.id, flow.parent_id)  # the layout the host built while P existed
+    assert jobs.remove(conn, queue, flow.parent_id) is True
+    argv = [a.id, str(a.attempts), queue_key(queue, ""), flow.parent_id, "A", "0"]
+    assert conn.eval("complete", keys, argv) == 1
+    snap = inspect.snapshot(conn, queue)
+    assert snap.rows == {} and snap.pending == [] and snap.counters == {} and snap.flow_hashes == {}
+    assert snap.completed == 1
+    assert jobs.claim(conn, queue, LEASE) is None
+
+
+@pytest.mark.parametrize("policy", ["fail", "ignore", "remove"])
+def test_retry_leaves_a_removed_parents_keys_alone(conn, queue, policy):
+    # issue 13 item 2, the death side: a child dying after its parent was removed writes nothing for it
+    flow = flows.add(conn, queue, ("P", "p"), [("A", "a")], policy=policy)
+    a = jobs.claim(conn, queue, LEASE)
+    keys = [queue_key(queue, s) for s in ("active", "schedule", "dead")] + [job_key(queue, a.id)]
+    keys += [job_key(queue, "P", "dependencies"), job_key(queue, "P", "unsuccessful"), job_key(queue, "P")]
+    assert jobs.remove(conn, queue, flow.parent_id) is True
+    argv = [a.id, str(a.attempts), "1000", "1", "boom", queue_key(queue, ""), "P", "0"]
+    assert conn.eval("retry", keys, argv) == jobs.DEAD
+    snap = inspect.snapshot(conn, queue)
+    assert snap.dead == ["A"] and set(snap.rows) == {"A"}
+    assert snap.counters == {} and snap.flow_hashes == {}
+
+
+def test_land_alone_arms_the_policies(conn, queue):
+    # issue 13 item 6: a child that dies right after @enqueue_flow, before any host write,
+    # is judged by the policy it was given, not by the default
+    keys = [queue_key(queue, "pending"), job_key(queue, "P1")]
+    keys += [job_key(queue, "P1", s) for s in ("dependencies", "processed", "unsuccessful")]
+    keys += [job_key(queue, "C1"), job_key(queue, "C2")]
+    assert conn.eval("enqueue_flow", keys, ["P1", "p", "C1", "a", "C2", "b", "ignore", "wait"]) == 2
+    rows = inspect.snapshot(conn, queue).rows
+    assert (rows["C1"]["parent_policy"], rows["C2"]["parent_policy"]) == ("ignore", "wait")
+    job = jobs.claim(conn, queue, LEASE)
+    die(conn, queue, job, "early death")
+    snap = inspect.snapshot(conn, queue)
+    assert snap.state("P1") == "awaiting_children"  # not dead, as the default 'fail' would make it
+    assert flows.ignored_failures(conn, queue, "P1") == {"C1": "early death"}
+
+
+def test_add_writes_nothing_after_the_land(conn, queue):
+    # issue 13 item 6: the whole flow, policies too, is the one script; no host write follows it
+    conn.clear_trace()
+    flow = flows.add(conn, queue, "p", ["a", "b"], policy=["ignore", "remove"])
+    assert [e.script for e in conn.trace] == ["@enqueue_flow"]
+    rows = inspect.snapshot(conn, queue).rows
+    assert [rows[c]["parent_policy"] for c in flow.child_ids] == ["ignore", "remove"]
+
+
+def test_a_completed_parents_flow_keys_expire_on_both_executors(either, queue):
+    # issue 13 item 11: the parent's :dependencies, :processed and :unsuccessful stay readable
+    # while its handler runs and for FLOW_KEYS_TTL_S after it completes, then go
+    c = either
+    flow = flows.add(c, queue, ("P", "p"), [("A", "a"), ("B", "b")], policy="ignore")
+    a, b = claim_n(c, queue, 2)
+    assert jobs.complete(c, queue, a.id, a.attempts, "A") == jobs.OK
+    die(c, queue, b, "lost")
+    parent = jobs.claim(c, queue, LEASE)
+    assert parent.id == "P"
+    flow_keys = [job_key(queue, "P", s) for s in ("dependencies", "processed", "unsuccessful")]
+    assert [c.client.ttl(k) for k in flow_keys] == [-1, -1, -1]  # no expiry while the parent lives
+    assert flows.children_values(c, queue, flow) == {"A": "A"}  # what the parent's handler reads
+    assert jobs.complete(c, queue, "P", parent.attempts, "sum") == jobs.OK
+    ttls = [c.client.ttl(k) for k in flow_keys]
+    assert all(0 < t <= flows.FLOW_KEYS_TTL_S for t in ttls), ttls
+    assert flows.children_values(c, queue, flow) == {"A": "A"}
+    assert flows.ignored_failures(c, queue, flow) == {"B": "lost"}

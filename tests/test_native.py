@@ -20,7 +20,7 @@ import redis
 from conftest import state
 from native_support import assert_same_end_state, digest, force, run_id
 
-from echomq_teach import WireError, flows, inspect, jobs, keyspace, native, stalled
+from echomq_teach import WireError, WrongState, flows, inspect, jobs, keyspace, native, stalled
 from echomq_teach.connector import Connector, connect
 from echomq_teach.keyspace import base, job_key, queue_key
 from echomq_teach.node import LocalNode
@@ -546,3 +546,136 @@ def test_a_native_node_without_a_compiler_fails_clearly_and_leaves_nothing(nativ
     with pytest.raises(native.NativeBuildError, match="not a runnable C compiler"):
         LocalNode(native=True)
     assert list(scratch.iterdir()) == []  # no node folder left behind
+
+
+# -- review defects (issue 13): each of these failed before its fix ------------------------------
+def test_lease_epoch_goes_when_its_lease_ends(native_conn, queue):
+    # issue 13 item 4: lease_epoch belongs to one lease; every transition that ends a lease clears it
+    c = native_conn
+    for job_id in ("R", "F", "S", "D"):
+        jobs.enqueue(c, queue, job_id, job_id=job_id)
+    claims = {g.id: g for g in (jobs.claim(c, queue, LEASE) for _ in range(4))}
+    assert all("lease_epoch" in jobs.row(c, queue, i) for i in claims)
+    force(c.client, queue, "active", "R", 1)
+    assert jobs.reap(c, queue) == ["R"]  # @reap (no native twin)
+    assert jobs.retry(c, queue, "F", claims["F"].attempts, "later", 60_000, 3) == jobs.SCHEDULED  # EMQ.FAIL
+    assert jobs.retry(c, queue, "D", claims["D"].attempts, "fatal", 1_000, 1) == jobs.DEAD
+    force(c.client, queue, "active", "S", 2)
+    assert stalled.check(c, queue, 3) == stalled.StallReport(["S"], [])  # EMQ.STALLED.CHECK
+    rows = inspect.snapshot(c, queue).rows
+    assert {i: "lease_epoch" in r for i, r in rows.items()} == dict.fromkeys("RFSD", False)
+
+
+def test_python_and_c_share_one_rule_for_queue_names(native_conn, queue):
+    # issue 13 item 9: check_queue and the native base check accept and refuse the same names
+    names = ["a b", "a\tb", "a\x0bb", "a\x1cb", "a\x1fb", "a\x00b", "a\x7fb", "a\u00a0b", "a\u2028b", "a\x85b"]
+    names += ["café", "a.b-c_d", "a*b?[c]", "a{b", "a:b"]
+    verdicts = {}
+    for name in names:
+        try:
+            keyspace.check_queue(name)
+            python_ok = True
+        except jobs.BadInput:
+            python_ok = False
+        b = f"emq:{{{name}}}:"
+        try:
+            native_conn.call("EMQ.CLAIM", 3, b + "pending", b + "active", b, LEASE)
+            native_ok = True
+        except redis.exceptions.ResponseError as exc:
+            assert str(exc).startswith("EMQKEYS base must look like"), exc
+            native_ok = False
+        verdicts[name] = (python_ok, native_ok)
+    assert {n: v for n, v in verdicts.items() if v[0] != v[1]} == {}
+    assert verdicts["a b"] == verdicts["a\x1cb"] == (False, False) and verdicts["café"] == (True, True)
+
+
+@pytest.mark.parametrize("executor", ["scripted", "native"])
+def test_numbers_above_2_pow_52_are_refused_on_both_executors(conn, native_conn, queue, executor):
+    # issue 13 item 9: one bound for every number the kit sends, checked in Python before any call
+    c = conn if executor == "scripted" else native_conn
+    jobs.enqueue(c, queue, "n", job_id="N")
+    got = jobs.claim(c, queue, LEASE)
+    before = state(c, queue)
+    c.clear_trace()
+    calls = {
+        "lease_ms": lambda: jobs.claim(c, queue, 2**52 + 1),
+        "delay_ms": lambda: jobs.retry(c, queue, "N", got.attempts, "r", 2**52 + 1),
+        "max_attempts": lambda: jobs.retry(c, queue, "N", got.attempts, "r", 1_000, 2**52 + 1),
+        "token": lambda: jobs.complete(c, queue, "N", 2**52 + 1),
+        "max_stalled": lambda: stalled.check(c, queue, 2**52 + 1),
+    }
+    for name, call in calls.items():
+        with pytest.raises(jobs.BadInput, match=f"{name}.* at most 2\\^52"):
+            call()
+    assert list(c.trace) == [] and state(c, queue) == before
+    assert jobs.claim(c, queue, 2**52) is None  # the bound itself passes (the queue is empty now)
+
+
+def test_wire6_refusals_map_to_the_kits_errors(own_native, queue):
+    # issue 13 item 8: a native refusal reaches the caller as the kit's error, as a script's does
+    c = own_native.connector()
+    try:
+        jobs.enqueue(c, queue, "w", job_id="W")
+        c.client.hset(job_key(queue, "W"), "attempts", "1e3")
+        with pytest.raises(WrongState, match="^EMQSTATE .*attempts is not an integer"):
+            jobs.claim(c, queue, LEASE)
+        c.client.hset(job_key(queue, "W"), "attempts", "0")
+        got = jobs.claim(c, queue, LEASE)
+        c.client.set(keyspace.VERSION_KEY, keyspace.BRAND_WIRE4)
+        for call in (
+            lambda: jobs.claim(c, queue, LEASE),
+            lambda: jobs.complete(c, queue, "W", got.attempts),
+            lambda: jobs.retry(c, queue, "W", got.attempts, "r"),
+            lambda: stalled.check(c, queue),
+        ):
+            with pytest.raises(WireError, match="^EMQWIRE node is branded echomq:4"):
+                call()
+    finally:
+        c.client.set(keyspace.VERSION_KEY, keyspace.BRAND_WIRE6)
+        c.close()
+
+
+# each twin pair and an argument list: the script and the command must both take it or both refuse it
+ARGUMENT_LISTS = {
+    "complete": [
+        ("well formed", ["T", "{tok}", "{b}", "", "r", "0"], True),
+        ("record 1", ["T", "{tok}", "{b}", "", "r", "1"], True),
+        ("no record", ["T", "{tok}", "{b}", "", "r"], False),
+        ("record yes", ["T", "{tok}", "{b}", "", "r", "yes"], False),
+        ("an extra argument", ["T", "{tok}", "{b}", "", "r", "0", "x"], False),
+        ("token a word", ["T", "one", "{b}", "", "r", "0"], False),
+    ],
+    "retry": [
+        ("well formed", ["T", "{tok}", "1000", "3", "why", "{b}", "", "0"], True),
+        ("no record", ["T", "{tok}", "1000", "3", "why", "{b}", ""], False),
+        ("record 2", ["T", "{tok}", "1000", "3", "why", "{b}", "", "2"], False),
+        ("an extra argument", ["T", "{tok}", "1000", "3", "why", "{b}", "", "0", "x"], False),
+        ("delay a word", ["T", "{tok}", "soon", "3", "why", "{b}", "", "0"], False),
+        ("cap zero", ["T", "{tok}", "1000", "0", "why", "{b}", "", "0"], False),
+    ],
+}
+
+
+@pytest.mark.parametrize(("twin", "case"), [(t, i) for t, cases in ARGUMENT_LISTS.items() for i in range(len(cases))])
+def test_the_twins_accept_the_same_argument_lists(conn, native_conn, queue, twin, case):
+    # issue 13 item 10: @complete/EMQ.COMPLETE and @retry/EMQ.FAIL take and refuse the same lists
+    what, argv, accepted = ARGUMENT_LISTS[twin][case]
+    answers = []
+    for c in (conn, native_conn):
+        jobs.enqueue(c, queue, "t", job_id="T")
+        got = jobs.claim(c, queue, LEASE)
+        args = [a.format(tok=got.attempts, b=base(queue)) for a in argv]
+        keys = [queue_key(queue, "active"), job_key(queue, "T")]
+        if twin == "retry":
+            keys[1:1] = [queue_key(queue, "schedule"), queue_key(queue, "dead")]
+        before, d0 = state(c, queue), digest(c.client)
+        try:
+            if c.native:
+                c.call("EMQ.COMPLETE" if twin == "complete" else "EMQ.FAIL", len(keys), *keys, *args)
+            else:
+                c.eval(twin, keys, args)
+            answers.append(True)
+        except redis.exceptions.ResponseError:
+            assert digest(c.client) == d0 and state(c, queue) == before, what
+            answers.append(False)
+    assert answers == [accepted, accepted], what

@@ -151,6 +151,17 @@ CASES: dict[str, Case] = {
     "lease-leading-zero": Case(lambda x: x.claim("030000"), r"^EMQARG lease_ms must be a positive integer$"),
     "lease-space": Case(lambda x: x.claim(" 30000"), r"^EMQARG lease_ms must be a positive integer$"),
     "lease-too-large": Case(lambda x: x.claim(2**53), r"^EMQARG lease_ms is too large$"),
+    # issue 13 item 9: one bound, 2^52, for every number on both executors
+    "lease-above-2^52": Case(lambda x: x.claim(2**52 + 1), r"^EMQARG lease_ms is too large$"),
+    "token-above-2^52": Case(lambda x: x.complete(token=2**52 + 1), r"^EMQARG token is too large$"),
+    "delay-above-2^52": Case(lambda x: x.fail(delay=2**52 + 1), r"^EMQARG delay_ms is too large$"),
+    "max-attempts-above-2^52": Case(lambda x: x.fail(max_attempts=2**52 + 1), r"^EMQARG max_attempts is too large$"),
+    "max-stalled-above-2^52": Case(lambda x: x.check(2**52 + 1), r"^EMQARG max_stalled is too large$"),
+    # and one rule for a queue name: no braces, colons, spaces or ASCII control characters
+    "base-with-unit-separator": Case(
+        lambda x: ["EMQ.CLAIM", 3, "emq:{a\x1fb}:pending", "emq:{a\x1fb}:active", "emq:{a\x1fb}:", LEASE],
+        r"^EMQKEYS base must look like emq:\{q\}:, got emq:\{a\?b\}:$",
+    ),
     "lease-overflow": Case(lambda x: x.claim(2**64), r"^EMQARG lease_ms must be a positive integer$"),
     "token-word": Case(lambda x: x.complete(token="one"), r"^EMQARG token must be a positive integer$"),
     "token-zero": Case(lambda x: x.complete(token=0), r"^EMQARG token must be a positive integer$"),

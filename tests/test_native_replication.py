@@ -90,6 +90,7 @@ def test_mixed_native_and_scripted_run_leaves_the_replica_equal(pair):
         report = stalled.check(c, Q, 1)  # EMQ.STALLED.CHECK: one requeued, one buried
         note()
         assert report == stalled.StallReport([lapse[0].id], [lapse[1].id])
+        live = jobs.claim(c, Q, LEASE)  # a lease still running when the replica is read
         # a flow child buried by the native sweep: its parent's policy writes replicate too
         flow = flows.add(c, "replflow", ("FP", "parent"), [("FC0", "a"), ("FC1", "b")], policy=["ignore", "fail"])
         kids = [jobs.claim(c, "replflow", LEASE) for _ in flow.child_ids]
@@ -114,7 +115,10 @@ def test_mixed_native_and_scripted_run_leaves_the_replica_equal(pair):
         # the digest covers them, but say it plainly: the clock-made values arrived as they were
         for key in (queue_key(Q, "active"), queue_key(Q, "dead"), queue_key(Q, "schedule")):
             assert r.zrange(key, 0, -1, withscores=True) == p.zrange(key, 0, -1, withscores=True)
-        assert r.hget(job_key(Q, lapse[0].id), "lease_epoch") == primary.run_id
+        assert r.hget(job_key(Q, live.id), "lease_epoch") == primary.run_id
+        # issue 13 item 4: a lease_epoch goes with its lease (the sweep ended lapse[1]'s, burying it);
+        # before the fix this test read the epoch of lapse[0], requeued by the sweep
+        assert r.hget(job_key(Q, lapse[1].id), "lease_epoch") is None
     finally:
         p.close()
         r.close()

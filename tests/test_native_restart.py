@@ -76,3 +76,28 @@ def test_the_script_counts_a_pre_restart_lease(durable_native):
     assert c.eval("stalled_check", keys, [1]) == [["S"], []]
     assert jobs.row(c, Q, "S")["stalled"] == "1"
     c.close()
+
+
+def test_a_pre_restart_job_claimed_again_by_claim2_is_counted(durable_native):
+    # issue 13 item 4: the lease_epoch of a native claim ends with its lease, so a later @claim2
+    # lease (which writes no epoch) is counted by the native sweep like any other
+    n = durable_native
+    c = n.connector()
+    jobs.enqueue(c, Q, "s", job_id="S")
+    jobs.claim(c, Q, LEASE)  # EMQ.CLAIM: lease_epoch = this run_id
+    c.close()
+    n.restart()
+    c = n.connector()
+    force(c.client, Q, "active", "S", 1)
+    assert stalled.check(c, Q, max_stalled=1) == stalled.StallReport(["S"], [])  # exempt: not counted
+    row = jobs.row(c, Q, "S")
+    assert "stalled" not in row and "lease_epoch" not in row
+    keys = [queue_key(Q, "pending"), queue_key(Q, "active"), base(Q)]
+    assert c.eval("claim2", keys, [LEASE])[0] == "S"  # the script's claim, on the native node
+    force(c.client, Q, "active", "S", 2)
+    assert stalled.check(c, Q, max_stalled=1) == stalled.StallReport(["S"], [])
+    assert jobs.row(c, Q, "S")["stalled"] == "1"  # counted this time
+    assert c.eval("claim2", keys, [LEASE])[0] == "S"
+    force(c.client, Q, "active", "S", 3)
+    assert stalled.check(c, Q, max_stalled=1) == stalled.StallReport([], ["S"])  # and buried past the cap
+    c.close()

@@ -226,10 +226,9 @@ class FlowRun:
     def fail_next(self, reason: str = "boom") -> FlowEvent:
         """claim/3 the next child, then retry/7 at its last attempt: it dies, and its parent_policy acts."""
         self._need_flow()
-        # max_attempts = this claim's attempts, so the retry buries it at once
-        call, jid = self._claim_then(
-            lambda got: jobs.retry(self.conn, self.queue, got.id, got.attempts, reason, 1, got.attempts)
-        )
+        # max_attempts 1: this claim is always at least the first of its life, so the retry buries it
+        # at once, in a reprocessed child's second life too
+        call, jid = self._claim_then(lambda got: jobs.retry(self.conn, self.queue, got.id, got.attempts, reason, 1, 1))
         if jid is None:
             return self._nothing_pending(call)
         k = self.flow.child_ids.index(jid) + 1  # type: ignore[union-attr]
@@ -241,7 +240,7 @@ class FlowRun:
         return self._event(f"✗c{k}", headline, call)
 
     def reprocess_dead(self) -> FlowEvent:
-        """jobs.reprocess the first dead child: back to pending with its attempts reset."""
+        """jobs.reprocess the first dead child: back to pending for a new life (its token runs on)."""
         self._need_flow()
         dead = self.tally(self.snapshot()).dead
         if not dead:

@@ -15,7 +15,17 @@ from echomq_teach.keyspace import SETS, base
 from .model import when
 
 # fields in the order a learner reads a row; the rest follow alphabetically
-ROW_ORDER = ("state", "attempts", "payload", "last_error", "parent", "parent_policy", "stalled", "lease_epoch")
+ROW_ORDER = (
+    "state",
+    "attempts",
+    "prior_attempts",
+    "payload",
+    "last_error",
+    "parent",
+    "parent_policy",
+    "stalled",
+    "lease_epoch",
+)
 _SHORT = 28
 
 CSS = """

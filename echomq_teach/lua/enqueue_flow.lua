@@ -1,12 +1,22 @@
--- @enqueue_flow: land a parent and its children in one atomic step (EchoMQ.Flows.add/3)
+-- @enqueue_flow: land a parent, its children and their policies in one atomic step (EchoMQ.Flows.add/3)
 -- KEYS: [1] pending, [2] the parent row, [3] its :dependencies, [4] its :processed, [5] its :unsuccessful, [6..] the child rows
--- ARGV: [1] parent id, [2] parent payload, then each child's id and payload, in the order of KEYS[6..]
+-- ARGV: [1] parent id, [2] parent payload, then each child's id and payload, then each child's parent_policy (all 'fail' if none is given)
 -- reply: N, the child count, or the error EMQDUP when any of these keys already exists: nothing written
+-- @include types
 local n = #KEYS - 5
-if n < 1 or #ARGV ~= 2 + 2 * n then
-  return redis.error_reply('EMQARG a flow needs at least one child, and one id and payload per child key')
+if n < 1 or (#ARGV ~= 2 + 2 * n and #ARGV ~= 2 + 3 * n) then
+  return redis.error_reply('EMQARG a flow needs at least one child, an id and payload per child key, then a policy for each or none')
 end
 -- every check before the first write, so a refused land writes nothing (D-2: never overwrite)
+local policies = {}
+for i = 1, n do
+  local policy = ARGV[2 + 2 * n + i] or 'fail'
+  if policy ~= 'fail' and policy ~= 'ignore' and policy ~= 'remove' and policy ~= 'wait' then
+    return redis.error_reply('EMQARG unknown policy \'' .. policy .. '\' for child ' .. ARGV[1 + 2 * i]
+      .. ': use fail, ignore, remove or wait')
+  end
+  policies[i] = policy
+end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   return redis.error_reply('EMQDUP job ' .. ARGV[1] .. ' already exists')
 end
@@ -21,12 +31,16 @@ for i = 1, n do
     return redis.error_reply('EMQDUP job ' .. ARGV[1 + 2 * i] .. ' already exists')
   end
 end
+local bad = refuse_type(KEYS[1], 'zset')
+if bad then return bad end
 -- the parent is held out of pending: only the fan-in in @complete releases it
 redis.call('HSET', KEYS[2], 'state', 'awaiting_children', 'attempts', 0, 'payload', ARGV[2])
 redis.call('SET', KEYS[3], n)
 for i = 1, n do
-  -- parent lands with the row, so a child completed at once still takes the fan-in branch
-  redis.call('HSET', KEYS[5 + i], 'state', 'pending', 'attempts', 0, 'payload', ARGV[2 + 2 * i], 'parent', ARGV[1])
+  -- parent and parent_policy land with the row: a child completed at once still takes the fan-in
+  -- branch, and a child that dies at once is judged by its own policy
+  redis.call('HSET', KEYS[5 + i], 'state', 'pending', 'attempts', 0, 'payload', ARGV[2 + 2 * i],
+    'parent', ARGV[1], 'parent_policy', policies[i])
   redis.call('ZADD', KEYS[1], 0, ARGV[1 + 2 * i])
 end
 return n

@@ -1,21 +1,44 @@
 -- @retry: answer a handler's error, fenced by the token: park it, or bury it at the cap (EchoMQ.Jobs.retry/7)
 -- KEYS: [1] active, [2] schedule, [3] dead, [4] the row; a flow child adds [5] parent's :dependencies, [6] its :unsuccessful, [7] the parent row
--- ARGV: [1] id, [2] token, [3] delay_ms, [4] max_attempts, [5] reason, [6] the base p, [7] parent id ('' if none), [8] record ('1' adds a death to stream:completions)
+-- ARGV: [1] id, [2] token, [3] delay_ms, [4] max_attempts, [5] reason, [6] the base p, [7] parent id ('' if none), [8] record ('1' adds a death to stream:completions, '0' not)
 -- reply: 'scheduled' or 'dead', or 0 when stale (token moved on, or the row is no longer active): nothing written
+-- @include args
+-- @include types
 -- @include child_death
 local p = ARGV[6]
-local row = redis.call('HMGET', KEYS[4], 'attempts', 'state')
+-- every check before the first write, as EMQ.FAIL makes them: a refused retry leaves the job where it was
+local bad = refuse_count('@retry', 8) or refuse_positive('token', ARGV[2]) or refuse_positive('delay_ms', ARGV[3])
+  or refuse_positive('max_attempts', ARGV[4]) or refuse_record(ARGV[8])
+if bad then return bad end
+if #KEYS ~= 4 and #KEYS ~= 7 then return redis.error_reply('EMQARG @retry takes 4 keys, or 7 for a flow child') end
+local row = redis.call('HMGET', KEYS[4], 'attempts', 'state', 'prior_attempts')
 if row[1] ~= ARGV[2] or row[2] ~= 'active' then return 0 end
+-- attempts runs on across a reprocess, so a token never repeats (D-5); the cap counts this life's
+-- claims only: attempts minus prior_attempts, where the reprocess started this life
+local prior = tonumber(row[3] or '0')
+if not prior then return redis.error_reply('EMQSTATE ' .. KEYS[4] .. ' prior_attempts is not an integer') end
+local below_cap = tonumber(row[1]) - prior < tonumber(ARGV[4])
+if below_cap then
+  bad = refuse_type(KEYS[2], 'zset')
+else
+  bad = refuse_type(KEYS[3], 'zset') or (ARGV[8] == '1' and refuse_type(p .. 'stream:completions', 'stream')) or nil
+  if not bad and KEYS[5] then
+    bad = refuse_type(KEYS[5], 'string') or refuse_type(KEYS[6], 'hash') or refuse_type(KEYS[7], 'hash')
+  end
+end
+if bad then return bad end
 local was_active = redis.call('ZREM', KEYS[1], ARGV[1])
+-- the lease ends here, and a native claim's lease_epoch with it
+redis.call('HDEL', KEYS[4], 'lease_epoch')
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 -- below the cap: the schedule set is a visibility fence, not a second queue
-if tonumber(row[1]) < tonumber(ARGV[4]) then
+if below_cap then
   redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
   redis.call('HSET', KEYS[4], 'state', 'scheduled', 'last_error', ARGV[5])
   return 'scheduled'
 end
--- at the cap the claim count equals max attempts: the job goes to the morgue
+-- at the cap this life's claims equal max attempts: the job goes to the morgue
 redis.call('ZADD', KEYS[3], now, ARGV[1])
 redis.call('HSET', KEYS[4], 'state', 'dead', 'last_error', ARGV[5])
 if ARGV[8] == '1' then

@@ -2,17 +2,37 @@
 -- KEYS: [1] active, [2] pending, [3] dead, [4] the base emq:{q}:
 -- ARGV: [1] max_stalled, the stalls a job may have before it is buried
 -- reply: {requeued ids, dead ids}; each lapsed lease adds 1 to the row's stalled count, up to 100 per call
+-- @include args
+-- @include types
 -- @include child_death
+local bad = refuse_positive('max_stalled', ARGV[1]) or refuse_count('@stalled_check', 1)
+if bad then return bad end
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local max_stalled = tonumber(ARGV[1])
 local lapsed = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now, 'LIMIT', 0, 100)
+-- what the writes below would trip on, checked while nothing is written (a buried child's parent
+-- keys are not: the sweep's own writes change them as it goes; EMQ.STALLED.CHECK judges those too)
+if #lapsed > 0 then
+  bad = refuse_type(KEYS[2], 'zset') or refuse_type(KEYS[3], 'zset')
+  for _, id in ipairs(lapsed) do
+    local jk = KEYS[4] .. 'job:' .. id
+    bad = bad or refuse_type(jk, 'hash')
+    local stalled = not bad and redis.call('HGET', jk, 'stalled')
+    if stalled and not string.match(stalled, '^-?%d+$') then
+      bad = redis.error_reply('EMQSTATE ' .. jk .. ' stalled is not an integer that can grow')
+    end
+  end
+  if bad then return bad end
+end
 local requeued, dead = {}, {}
 for _, id in ipairs(lapsed) do
   redis.call('ZREM', KEYS[1], id)
   local jk = KEYS[4] .. 'job:' .. id
   if redis.call('EXISTS', jk) == 1 then
     local stalled = redis.call('HINCRBY', jk, 'stalled', 1)
+    -- the lease ends here, and a native claim's lease_epoch with it
+    redis.call('HDEL', jk, 'lease_epoch')
     if stalled > max_stalled then
       redis.call('ZADD', KEYS[3], now, id)
       redis.call('HSET', jk, 'state', 'dead', 'last_error', 'stalled')
@@ -21,9 +41,7 @@ for _, id in ipairs(lapsed) do
       local pid = redis.call('HGET', jk, 'parent')
       if pid then
         local pk = KEYS[4] .. 'job:' .. pid
-        if redis.call('EXISTS', pk) == 1 then
-          child_death(jk, id, pk .. ':dependencies', pk .. ':unsuccessful', pk, pid, KEYS[3], KEYS[2], 'stalled', now)
-        end
+        child_death(jk, id, pk .. ':dependencies', pk .. ':unsuccessful', pk, pid, KEYS[3], KEYS[2], 'stalled', now)
       end
     else
       redis.call('ZADD', KEYS[2], 0, id)

@@ -2,6 +2,9 @@
 -- KEYS: [1] dead, [2] the base emq:{q}:
 -- ARGV: [1] keep, how many of the newest deaths stay
 -- reply: the ids deleted, oldest death first
+-- @include args
+local bad = refuse_number('keep', ARGV[1], 0)
+if bad then return bad end
 local keep = tonumber(ARGV[1])
 local n = redis.call('ZCARD', KEYS[1])
 if n <= keep then return {} end

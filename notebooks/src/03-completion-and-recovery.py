@@ -110,15 +110,22 @@ assert (outcome, s.where(job), s.rows[job]["attempts"]) == (jobs.DEAD, ["dead"],
 assert s.rows[job]["last_error"] == "mailer still down"
 
 # %% [markdown]
-# A dead job stays until an operator acts: **reprocess** sends it back to pending with attempts reset,
+# A dead job stays until an operator acts: **reprocess** sends it back to pending for a new life,
 # **remove** deletes it, and **trim_dead** keeps only the newest N dead jobs and deletes the others
-# for good — nothing is archived.
+# for good — nothing is archived. Reprocess does not reset `attempts`: it is the token's counter, so
+# the next claim's token is one no earlier claim had, and a worker from the first life that wakes up
+# late is refused. The row records `prior_attempts` instead, and the cap counts only this life's claims.
 
 # %%
 jobs.reprocess(conn, Q2, job)
 s = inspect.snapshot(conn, Q2)
-print("after reprocess:", s.where(job), "· attempts", s.rows[job]["attempts"])
-assert s.where(job) == ["pending"] and s.rows[job]["attempts"] == "0"
+print("after reprocess:", s.where(job), "· attempts", s.rows[job]["attempts"],
+      "· prior_attempts", s.rows[job]["prior_attempts"])
+assert s.where(job) == ["pending"] and s.rows[job]["attempts"] == s.rows[job]["prior_attempts"] == "2"
+third = jobs.claim(conn, Q2, 30_000)
+print("next claim's token:", third.attempts, "· the first life's token 1 →",
+      jobs.complete(conn, Q2, job, 1, "late"))
+assert third.attempts == 3 and jobs.complete(conn, Q2, job, 1, "late") == jobs.STALE
 
 # %%
 Q6 = "morgue"

@@ -48,19 +48,20 @@ assert flows.dependencies(conn, Q, parent) == 3
 
 # %% [markdown]
 # The land also wrote each child's `parent` field, so a child completed the moment it lands still
-# finds its parent. The `parent_policy` field comes a moment later: once the script has returned,
-# the kit sets it on each child from the host, and nothing reads it unless that child dies. Those
-# writes are plain `HSET`s, in the trace right after the script:
+# finds its parent. The course page has the host write each child's `parent_policy` a moment later,
+# once the script has returned. The kit lands it in the same script instead, as the last ARGV (one
+# policy per child): a child claimed and failed in that moment would otherwise be judged by the
+# default policy. Nothing reads the field unless that child dies. The trace holds the one land, and
+# no write after it:
 
 # %%
-for entry in conn.last(12):
-    if entry.line.startswith(("EVALSHA", "HSET")) and entry.script != "@snapshot":
-        print(entry.line[:110])
-assert all(s.rows[c]["parent"] == parent and s.rows[c]["parent_policy"] == "fail" for c in flow.child_ids)
 sent = [e for e in conn.last(12) if e.script != "@snapshot"]
 landed_at = next(i for i, e in enumerate(sent) if e.script == "@enqueue_flow")
-after_land = [e.args[:3] for e in sent[landed_at + 1 : landed_at + 4]]
-assert after_land == [["HSET", keyspace.job_key(Q, c), "parent_policy"] for c in flow.child_ids]
+land = sent[landed_at]
+print(land.line[:72], "…", *land.args[-3:])
+print("after the land:", [e.line.split(" ")[0] for e in sent[landed_at + 1 :]])
+assert all(s.rows[c]["parent"] == parent and s.rows[c]["parent_policy"] == "fail" for c in flow.child_ids)
+assert land.args[-3:] == ["fail"] * 3 and not any(e.args[0] == "HSET" for e in sent[landed_at + 1 :])
 
 # %% [markdown]
 # ## The fan-in, inside `@complete`
@@ -203,7 +204,7 @@ native = start_node(native=True)
 n_conn = native.connector()
 jobs.drop(n_conn, Q)  # a classroom's native node keeps an earlier run's flow too
 nf = flows.add(n_conn, Q, "parent", ["only child"])
-assert n_conn.last(2)[0].script == "@enqueue_flow"  # the land went out as the script
+assert n_conn.last()[0].script == "@enqueue_flow"  # the land went out as the script
 module_commands = sorted(c.lower() for c in n_conn.client.command_list(module="trafikey"))
 assert module_commands == ["emq.claim", "emq.complete", "emq.fail", "emq.stalled.check"]  # no flow command
 child = jobs.claim(n_conn, Q, 30_000)

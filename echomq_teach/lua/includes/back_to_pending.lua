@@ -7,5 +7,7 @@ local function back_to_pending(src, pending, base, id)
   if redis.call('EXISTS', jk) == 1 then
     redis.call('ZADD', pending, 0, id)
     redis.call('HSET', jk, 'state', 'pending')
+    -- whatever lease the job had has ended, and a native claim's lease_epoch with it
+    redis.call('HDEL', jk, 'lease_epoch')
   end
 end

@@ -3,6 +3,8 @@
 -- dead/pending: the queue's sets; reason: the child's last_error; now: server ms
 -- the policy is read only now, once: the callers run this inside their once-only branch
 local function child_death(row, cid, deps, unsuccessful, prow, pid, dead, pending, reason, now)
+  -- a parent an operator removed has nothing to answer to: none of its keys is written, the link stays
+  if redis.call('EXISTS', prow) == 0 then return end
   local policy = redis.call('HGET', row, 'parent_policy') or 'fail'
   if policy == 'fail' then
     if redis.call('HGET', prow, 'state') == 'awaiting_children' then
