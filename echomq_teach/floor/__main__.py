@@ -6,6 +6,8 @@ The node comes from ``ECHOMQ_URL``; a remote floor from ``ECHOMQ_FLOOR_S3_URL``
 Each fold prints one line. ``--halt-at STEP[:FOLD]`` stops the driver at a
 step of a fold (``read``, ``write``, ``commit``, ``upload``, ``trim``) and waits
 there to be killed: the crash points the tests and notebook 08 kill it at.
+``--stop-at STEP[:FOLD]`` sends the driver SIGSTOP there instead, so that it
+can wake (SIGCONT) after its lease ran out, as a paused process does.
 SIGTERM finishes the fold under way and gives the lease back.
 """
 
@@ -39,7 +41,7 @@ def remote_from_env() -> Remote | None:
 def _halt_point(text: str) -> tuple[str, int]:
     step, _, n = text.partition(":")
     if step not in STEPS or (n and not n.isdigit()):
-        raise argparse.ArgumentTypeError(f"--halt-at wants STEP[:FOLD] with STEP one of {', '.join(STEPS)}")
+        raise argparse.ArgumentTypeError(f"a crash point is STEP[:FOLD] with STEP one of {', '.join(STEPS)}")
     return step, int(n or 1)
 
 
@@ -57,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--follow", action="store_true", help="keep folding new settles until the timeout")
     ap.add_argument("--wait-s", type=float, default=0.0, help="wait this long for a lease another driver left")
     ap.add_argument("--halt-at", type=_halt_point, help="STEP[:FOLD]: stop there and wait to be killed")
+    ap.add_argument("--stop-at", type=_halt_point, help="STEP[:FOLD]: SIGSTOP this process there")
     args = ap.parse_args(argv)
 
     url = os.environ.get("ECHOMQ_URL")
@@ -70,9 +73,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.halt_at == (step, fold):
             _say(f"halted at {step} of fold {fold}")
             deadline = time.monotonic() + HALT_LIMIT_S
-            while time.monotonic() < deadline:
-                time.sleep(0.1)
-            sys.exit(3)
+            while time.monotonic() < deadline and not stopping:
+                time.sleep(0.05)
+            sys.exit(3)  # SIGTERM (or nobody) ended the halt: the fold stays as the crash left it
+        if args.stop_at == (step, fold):
+            _say(f"stopped at {step} of fold {fold}")
+            os.kill(os.getpid(), signal.SIGSTOP)
+            _say(f"woke at {step} of fold {fold}")
 
     def on_fold(f: Fold) -> None:
         if f.read or f.trimmed or f.uploaded:

@@ -111,8 +111,10 @@ class Floor:
         new = not existed or self.path.stat().st_size == 0
         try:
             self.db = self._connect(str(self.path))
-        except sqlite3.Error as exc:
+        except sqlite3.OperationalError as exc:
             raise FloorError(f"cannot open the floor at {self.path}: {exc}") from None
+        except sqlite3.DatabaseError as exc:  # the first read of a file that is not SQLite
+            raise FloorError(f"{self.path} is not a floor file: {exc}; nothing was written") from None
         try:
             self._check_header(new)
             if new:
