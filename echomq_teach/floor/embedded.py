@@ -74,6 +74,14 @@ def _settle(row: Sequence[object]) -> Settle:
     return Settle(StreamId(int(ms), int(seq)), str(job_id), str(outcome), int(attempts), result, error)  # type: ignore[arg-type]
 
 
+def select_sql(where: str = "", index: str | None = None) -> str:
+    """The query behind ``Floor.settles``. ``index`` names the index to search: without it the planner
+    prefers the primary key for the ORDER BY, and reads a whole stream to find one job."""
+    source = f"settles INDEXED BY {index}" if index else "settles"
+    cond = f" AND {where}" if where else ""
+    return f"SELECT {_COLUMNS} FROM {source} WHERE stream = ?{cond} ORDER BY settled_ms, seq"
+
+
 def check_path(path: Path) -> None:
     """Refuse a floor path that cannot be written, before anything is created."""
     parent = path.parent
@@ -284,10 +292,11 @@ class Floor:
             return int(self.db.execute("SELECT COUNT(*) FROM settles").fetchone()[0])
         return int(self.db.execute("SELECT COUNT(*) FROM settles WHERE stream = ?", (stream,)).fetchone()[0])
 
-    def settles(self, stream: str, where: str = "", args: Sequence[object] = ()) -> list[Settle]:
+    def settles(
+        self, stream: str, where: str = "", args: Sequence[object] = (), index: str | None = None
+    ) -> list[Settle]:
         """Rows of ``stream`` in stream-id order, optionally filtered (``where`` is SQL over the columns)."""
-        sql = f"SELECT {_COLUMNS} FROM settles WHERE stream = ?" + (f" AND {where}" if where else "")
-        return [_settle(r) for r in self.db.execute(sql + " ORDER BY settled_ms, seq", (stream, *args))]
+        return [_settle(r) for r in self.db.execute(select_sql(where, index), (stream, *args))]
 
     def between(self, stream: str, first: StreamId, last: StreamId) -> list[Settle]:
         """Rows from ``first`` to ``last`` inclusive: the rows of one sealed slice."""

@@ -14,6 +14,13 @@ from .driver import completions_stream
 from .embedded import Floor
 from .entries import OUTCOMES, Settle
 
+COUNTS_SQL = "SELECT outcome, COUNT(*) FROM settles WHERE stream = ? GROUP BY outcome"
+THROUGHPUT_SQL = (
+    "SELECT settled_ms / ? * ? AS b, outcome, COUNT(*) FROM settles WHERE stream = ? GROUP BY b, outcome ORDER BY b"
+)
+BY_JOB = ("job_id = ?", "settles_by_job")
+IN_RANGE = "settled_ms >= ? AND settled_ms < ?"
+
 
 def _stream(queue: str) -> str:
     return completions_stream(check_queue(queue))
@@ -21,30 +28,24 @@ def _stream(queue: str) -> str:
 
 def by_job(floor: Floor, queue: str, job_id: str) -> list[Settle]:
     """Every settle of one job id, oldest first (a dead job that was reprocessed may settle again)."""
-    return floor.settles(_stream(queue), "job_id = ?", (check_id(job_id),))
+    return floor.settles(_stream(queue), BY_JOB[0], (check_id(job_id),), index=BY_JOB[1])
 
 
 def in_range(floor: Floor, queue: str, start_ms: int, end_ms: int) -> list[Settle]:
     """The settles recorded from ``start_ms`` up to, not including, ``end_ms``."""
-    return floor.settles(_stream(queue), "settled_ms >= ? AND settled_ms < ?", (int(start_ms), int(end_ms)))
+    return floor.settles(_stream(queue), IN_RANGE, (int(start_ms), int(end_ms)))
 
 
 def counts(floor: Floor, queue: str) -> dict[str, int]:
     """How many settles of each outcome the floor holds: ``{"completed": n, "dead": m}``."""
-    rows = floor.db.execute(
-        "SELECT outcome, COUNT(*) FROM settles WHERE stream = ? GROUP BY outcome", (_stream(queue),)
-    ).fetchall()
+    rows = floor.db.execute(COUNTS_SQL, (_stream(queue),)).fetchall()
     found = dict(rows)
     return {o: int(found.get(o, 0)) for o in OUTCOMES}
 
 
 def throughput(floor: Floor, queue: str, bucket_ms: int = 1_000) -> list[tuple[int, dict[str, int]]]:
     """Settles per time bucket: ``[(bucket start ms, {"completed": n, "dead": m}), …]``, empty buckets included."""
-    rows = floor.db.execute(
-        "SELECT settled_ms / ? * ? AS b, outcome, COUNT(*) FROM settles WHERE stream = ?"
-        " GROUP BY b, outcome ORDER BY b",
-        (bucket_ms, bucket_ms, _stream(queue)),
-    ).fetchall()
+    rows = floor.db.execute(THROUGHPUT_SQL, (bucket_ms, bucket_ms, _stream(queue))).fetchall()
     if not rows:
         return []
     by_bucket: dict[int, dict[str, int]] = {}

@@ -39,6 +39,7 @@ CONNECT_TIMEOUT_S = 3.0
 READ_TIMEOUT_S = 30.0
 CONTENT_TYPE = "application/x-ndjson"
 SHA_META = "sha256"
+_REDONE = "it stays planned; the next fold uploads it"
 
 
 def encode(settles: Sequence[Settle]) -> bytes:
@@ -160,10 +161,10 @@ class Remote:
             st = c.stat_object(self.bucket, name)
         except S3Error as exc:
             if exc.code not in ("NoSuchKey", "NoSuchObject", "ResourceNotFound"):
-                raise self._fail(f"to look up {name}", exc) from None
+                raise self._fail(f"to look up {name} ({_REDONE})", exc) from None
             st = None
         except Exception as exc:  # noqa: BLE001
-            raise self._fail(f"to look up {name}", exc) from None
+            raise self._fail(f"to look up {name} ({_REDONE})", exc) from None
         if st is not None:
             # an upload that landed before its crash: the same bytes are there, so only the mark is missing
             there = (st.metadata or {}).get(f"x-amz-meta-{SHA_META}")
@@ -175,7 +176,7 @@ class Remote:
                 self.bucket, name, io.BytesIO(body), len(body), content_type=CONTENT_TYPE, metadata={SHA_META: digest}
             )
         except Exception as exc:  # noqa: BLE001
-            raise self._fail(f"to store {name} (it stays planned; the next fold uploads it)", exc) from None
+            raise self._fail(f"to store {name} ({_REDONE})", exc) from None
 
     # -- reading the store back ------------------------------------------------------------------------------
     def objects(self, stream: str) -> list[str]:
