@@ -2,8 +2,8 @@
 
 ``settle(conn, queue, n)`` runs a recording Consumer over ``n`` jobs (every
 tenth one dies), so the stream holds ``n`` entries of both outcomes.
-``DriverProcess`` runs ``python -m echomq_teach.floor`` with the node (and
-the remote) in its environment, reads its lines, and is always stopped by PID.
+``driver_process`` runs ``python -m echomq_teach.floor`` (the kit's
+``DriverProcess``) with the node and, given a store, the remote in its environment.
 ``exactly_once`` is the direct count: every recorded settle is on the floor
 once, and nothing else is.
 """
@@ -11,21 +11,11 @@ once, and nothing else is.
 from __future__ import annotations
 
 import collections
-import os
-import queue as _queue
-import signal
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
-
-from conftest import terminate
 
 from echomq_teach import floor, jobs
 from echomq_teach.consumer import Consumer, Error
-
-LINE_WAIT_S = 60  # a bound on waiting for a driver's line, never a speed check
+from echomq_teach.floor.process import DriverProcess
 
 
 def settle(conn, queue: str, n: int, start: int = 0) -> list[tuple[str, str]]:
@@ -71,65 +61,5 @@ def exactly_once(found: list[tuple[str, str]], want: list[tuple[str, str]]) -> N
     assert len(found) == len(want)
 
 
-class DriverProcess:
-    """``python -m echomq_teach.floor QUEUE --floor PATH …`` as a child process, its stdout read line by line."""
-
-    def __init__(self, node, queue: str, path: Path, *args: str, store=None, prefix: str = "floor") -> None:
-        env = dict(os.environ, ECHOMQ_URL=node.url, PYTHONUNBUFFERED="1")
-        for k in ("ECHOMQ_FLOOR_S3_URL", "ECHOMQ_FLOOR_S3_ACCESS_KEY", "ECHOMQ_FLOOR_S3_SECRET_KEY"):
-            env.pop(k, None)
-        if store is not None:
-            env.update(store.env(prefix))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "echomq_teach.floor", queue, "--floor", str(path), *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        self.lines: list[str] = []
-        self._q: _queue.Queue[str | None] = _queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._q.put(line.rstrip("\n"))
-        self._q.put(None)
-
-    def wait_for(self, text: str, timeout: float = LINE_WAIT_S) -> str:
-        """The first line containing ``text``; fails with what the driver said if it never comes."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                line = self._q.get(timeout=0.1)
-            except _queue.Empty:
-                continue
-            if line is None:
-                break
-            self.lines.append(line)
-            if text in line:
-                return line
-        raise AssertionError(f"the driver never said {text!r}; it said {self.lines}; stderr: {self.stderr()}")
-
-    def stderr(self) -> str:
-        if self.proc.poll() is None or self.proc.stderr is None:
-            return "(still running)"
-        return self.proc.stderr.read()
-
-    def finish(self, timeout: float = LINE_WAIT_S) -> int:
-        """Wait for the driver to exit on its own; answers its exit code."""
-        try:
-            return self.proc.wait(timeout=timeout)
-        finally:
-            terminate(self.proc)
-
-    def kill(self) -> None:
-        """SIGKILL: no exit hook, no lease given back, nothing flushed."""
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
-        terminate(self.proc)
+def driver_process(node, queue: str, path: Path, *args: str, store=None, prefix: str = "floor") -> DriverProcess:
+    return DriverProcess(node.address, queue, path, *args, remote_env=store.env(prefix) if store else None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from floor_support import DriverProcess, settle
+from floor_support import driver_process, settle
 
 from echomq_teach import BadInput, floor
 from echomq_teach.floor import BadStream, FloorError
@@ -103,7 +103,7 @@ def test_a_foreign_entry_later_in_the_stream_refuses_its_whole_slice(conn, queue
 
 def test_the_driver_process_says_it_once_and_exits_1(node, conn, queue, floor_path):
     before = node_state(conn, queue), floor_state(floor_path)
-    p = DriverProcess(node, queue, floor_path)
+    p = driver_process(node, queue, floor_path)
     try:
         assert p.finish() == 1
         err = p.stderr()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import signal
 
 import pytest
-from floor_support import DriverProcess, exactly_once, floor_settles, settle, stream_ids, stream_settles
+from floor_support import driver_process, exactly_once, floor_settles, settle, stream_ids, stream_settles
 
 from echomq_teach import floor
 from echomq_teach.floor.entries import StreamId
@@ -48,7 +48,7 @@ def test_a_driver_killed_at_a_step_loses_nothing_and_folds_nothing_twice(
     recorded = settle(conn, queue, 45)
     stream = floor.completions_stream(queue)
 
-    first = DriverProcess(
+    first = driver_process(
         node,
         queue,
         path,
@@ -91,7 +91,7 @@ def test_a_driver_killed_at_a_step_loses_nothing_and_folds_nothing_twice(
 
     recorded += settle(conn, queue, 5, start=45)  # settles go on while no driver runs
 
-    second = DriverProcess(
+    second = driver_process(
         node,
         queue,
         path,
@@ -122,13 +122,13 @@ def test_a_driver_killed_at_a_step_loses_nothing_and_folds_nothing_twice(
 def test_a_second_driver_is_refused_while_the_first_holds_the_stream(node, conn, queue, tmp_path):
     settle(conn, queue, 20)
     path = tmp_path / "floor.sqlite3"
-    first = DriverProcess(node, queue, path, "--slice", "5", "--halt-at", "commit:2")
+    first = driver_process(node, queue, path, "--slice", "5", "--halt-at", "commit:2")
     try:
         first.wait_for("halted at commit of fold 2")
         before = floor_settles(path, queue), stream_ids(conn, queue)
         # another process, on another floor file even: one driver per stream, whatever the floor
         for other in (path, tmp_path / "other.sqlite3"):
-            second = DriverProcess(node, queue, other, "--slice", "5")
+            second = driver_process(node, queue, other, "--slice", "5")
             try:
                 assert second.finish() == 1
                 err = second.stderr()
@@ -145,11 +145,11 @@ def test_a_driver_paused_past_its_lease_wakes_fenced_and_writes_nothing(node, co
     """SIGSTOP after reading a slice; another driver takes the stream over; SIGCONT: the stale commit is refused."""
     recorded = settle(conn, queue, 30)
     path = tmp_path / "floor.sqlite3"
-    sleeper = DriverProcess(node, queue, path, "--slice", "10", "--lease-ms", "500", "--stop-at", "read:2")
+    sleeper = driver_process(node, queue, path, "--slice", "10", "--lease-ms", "500", "--stop-at", "read:2")
     try:
         sleeper.wait_for("stopped at read of fold 2")
         # the sleeper's lease runs out while it is stopped; the next driver waits for that, then folds it all
-        other = DriverProcess(node, queue, path, "--slice", "10", "--lease-ms", "500", "--wait-s", "10")
+        other = driver_process(node, queue, path, "--slice", "10", "--lease-ms", "500", "--wait-s", "10")
         try:
             assert other.finish() == 0, other.stderr()
         finally:
