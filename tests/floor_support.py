@@ -1,7 +1,7 @@
 """What the floor tests share: settles recorded on a real node, a driver run as a real process, direct counts.
 
-``settle(conn, queue, n)`` runs a recording Consumer over ``n`` jobs (every
-tenth one dies), so the stream holds ``n`` entries of both outcomes.
+``settle(conn, queue, n)`` runs the kit's recording Consumer over ``n`` jobs
+(every tenth one dies), so the stream holds ``n`` entries of both outcomes.
 ``driver_process`` runs ``python -m echomq_teach.floor`` (the kit's
 ``DriverProcess``) with the node and, given a store, the remote in its environment.
 ``exactly_once`` is the direct count: every recorded settle is on the floor
@@ -13,24 +13,14 @@ from __future__ import annotations
 import collections
 from pathlib import Path
 
-from echomq_teach import floor, jobs
-from echomq_teach.consumer import Consumer, Error
+from echomq_teach import floor
 from echomq_teach.floor.process import DriverProcess
+from echomq_teach.floor.workload import settle_jobs
 
 
 def settle(conn, queue: str, n: int, start: int = 0) -> list[tuple[str, str]]:
     """Enqueue and settle ``n`` jobs with ``record=True``; answers [(job id, outcome)] in stream order."""
-    for i in range(start, start + n):
-        jobs.enqueue(conn, queue, f"job {i}")
-    worker = Consumer(
-        conn,
-        queue,
-        lambda j: Error("tenth") if j.payload.endswith("9") else f"done {j.payload}",
-        record=True,
-        max_attempts=1,
-    )
-    report = worker.run(max_jobs=n, timeout=60)
-    assert report.settled == n, report
+    settle_jobs(conn, queue, n, start=start)
     return stream_settles(conn, queue)[-n:]
 
 

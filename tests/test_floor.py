@@ -91,7 +91,7 @@ def test_reads_answer_from_the_floor_alone_after_the_node_is_gone(tmp_path):
     assert not n.running
     with floor.open_floor(tmp_path / "floor.sqlite3", readonly=True) as fl:
         (s,) = reads.by_job(fl, "orders", dead_one)
-        assert (s.outcome, s.error, s.result, s.attempts) == ("dead", "tenth", None, 1)
+        assert (s.outcome, s.error, s.result, s.attempts) == ("dead", "a tenth of the jobs fail", None, 1)
         everything = reads.in_range(fl, "orders", t0, t0 + 3_600_000)
         assert [(x.job_id, x.outcome) for x in everything] == recorded
         assert reads.in_range(fl, "orders", t0 - 10_000, t0) == []
