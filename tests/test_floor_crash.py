@@ -15,6 +15,7 @@ Both floors: the embedded SQLite file, and the same with a real SeaweedFS.
 
 from __future__ import annotations
 
+import re
 import signal
 
 import pytest
@@ -111,6 +112,9 @@ def test_a_driver_killed_at_a_step_loses_nothing_and_folds_nothing_twice(
 
     exactly_once(floor_settles(path, queue), recorded)
     assert stream_settles(conn, queue) == [], "everything archived, so the stream holds nothing"
+    # an upload that landed before the kill is found in the store and only marked, never written twice
+    found = sum(int(re.search(r"\((\d+) found already stored\)", ln).group(1)) for ln in second.lines if "fold:" in ln)
+    assert found == (1 if step == "upload" else 0), second.lines
     if kind == "remote":
         remote = object_store.remote(prefix)
         exactly_once([(s.job_id, s.outcome) for s in remote.settles(stream)], recorded)

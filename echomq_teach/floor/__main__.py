@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     def on_fold(f: Fold) -> None:
         if f.read or f.trimmed or f.uploaded:
             _say(
-                f"fold: read {f.read} ({f.first}..{f.last}) · uploaded {len(f.uploaded)} · trimmed {f.trimmed}"
+                f"fold: read {f.read} ({f.first}..{f.last}) · uploaded {len(f.uploaded)}"
+                f" ({len(f.found_stored)} found already stored) · trimmed {f.trimmed}"
                 f" · stream {f.stream_len} · floor {f.floor_rows}"
             )
 

@@ -26,7 +26,7 @@ from ..errors import BadInput, BadStream, DriverBusy
 from ..jobs import positive_int
 from ..keyspace import check_queue, queue_key
 from .embedded import Floor
-from .entries import ZERO, Settle, parse_entry
+from .entries import ZERO, Settle, StreamId, parse_entry
 from .lease import Lease
 
 STEPS = ("read", "write", "commit", "upload", "trim")
@@ -67,6 +67,8 @@ class Fold:
     first: str | None = None
     last: str | None = None
     uploaded: list[str] = field(default_factory=list)
+    #: uploaded names that were already in the store (a crashed upload had landed): only marked
+    found_stored: list[str] = field(default_factory=list)
     trimmed: int = 0
     stream_len: int = 0
     floor_rows: int = 0
@@ -112,6 +114,7 @@ class Driver:
         self.on_step = on_step
         self.folds = 0  # folds that read something
         self._fenced = 0
+        self._peeked: tuple[StreamId, list[Settle]] | None = None
 
     # -- the lease --------------------------------------------------------------------------------
     def start(self, wait_s: float = 0.0) -> int:
@@ -120,7 +123,8 @@ class Driver:
         ``wait_s`` waits (bounded) for a lease another driver left, e.g. one that was killed.
         """
         check_stream(self.conn, self.stream, self.floor)
-        self._next_slice()  # a slice of another shape is refused before the lease is written
+        # a slice of another shape is refused before the lease is written; a fold that follows reuses it
+        self._peeked = (self.floor.cursor(self.stream), self._next_slice())
         deadline = time.monotonic() + wait_s
         while True:
             try:
@@ -168,12 +172,19 @@ class Driver:
         minid = self.floor.trim_below(self.stream)
         if minid is None:
             return 0
+        # an upload to a slow store may outlast the lease: renew past half of it. If nobody took the
+        # stream meanwhile, this driver takes it again under a newer token; else it is refused here
+        if self.lease.age_ms() > self.lease.lease_ms / 2:
+            self._fence(self.lease.take(self.floor.token(self.stream)))
         return self.lease.trim(self.stream, str(minid), str(self.floor.cursor(self.stream)))
 
-    def _upload(self) -> list[str]:
+    def _upload(self, f: Fold) -> None:
         if self.floor.remote is None:
-            return []
-        return self.floor.remote.upload_pending(self.floor, self.stream, lambda name: self._step("upload"))
+            return
+        for name, stored in self.floor.remote.upload_pending(self.floor, self.stream, lambda n: self._step("upload")):
+            f.uploaded.append(name)
+            if not stored:
+                f.found_stored.append(name)
 
     def fold(self) -> Fold:
         """Finish what an earlier fold left, then fold one slice: read, write, commit, (upload), trim."""
@@ -183,17 +194,18 @@ class Driver:
             self._fence(self.lease.take(self.floor.token(self.stream)))  # renew; refused if lost
             check_stream(self.conn, self.stream, self.floor)
         f = Fold()
-        f.uploaded += self._upload()
+        self._upload(f)
         f.trimmed += self._trim()
         cursor = self.floor.cursor(self.stream)
-        settles = self._next_slice()
+        peeked, self._peeked = self._peeked, None
+        settles = peeked[1] if peeked is not None and peeked[0] == cursor else self._next_slice()
         if settles:
             self.folds += 1
             f.read, f.first, f.last = len(settles), str(settles[0].stream_id), str(settles[-1].stream_id)
             self._step("read")
             self.floor.commit(self.stream, cursor, settles, self.lease.token, midway=lambda: self._step("write"))
             self._step("commit")
-            f.uploaded += self._upload()
+            self._upload(f)
             f.trimmed += self._trim()
             self._step("trim")
         f.stream_len = int(self.conn.call("XLEN", self.stream))

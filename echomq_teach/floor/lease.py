@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import time
 
 from ..connector import Connector
 from ..errors import BadStream, DriverBusy, Fenced
@@ -32,6 +33,7 @@ class Lease:
         self.fence_key = queue_key(queue, "floor:fence")
         self.holder = holder_name()
         self.token = 0
+        self._taken_at = 0.0
 
     def take(self, floor_token: int) -> int:
         """Take or renew the lease; answers the token. ``DriverBusy`` when another driver holds it."""
@@ -45,7 +47,12 @@ class Lease:
                 "one driver per stream; this one is refused"
             )
         self.token = int(token)
+        self._taken_at = time.monotonic()
         return self.token
+
+    def age_ms(self) -> float:
+        """How long ago this driver last took or renewed the lease."""
+        return (time.monotonic() - self._taken_at) * 1000
 
     def trim(self, stream: str, minid: str, cursor: str) -> int:
         """``@floor_trim``: XTRIM MINID while this driver holds the lease; answers how many entries went."""

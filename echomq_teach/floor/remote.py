@@ -128,8 +128,13 @@ class Remote:
             (stream, self.name(stream, first, last), first.ms, first.seq, last.ms, last.seq, len(settles), digest),
         )
 
-    def upload_pending(self, floor: Floor, stream: str, after_put: Callable[[str], None] | None = None) -> list[str]:
-        """Upload every planned object of ``stream``, oldest first; answers their names.
+    def upload_pending(
+        self, floor: Floor, stream: str, after_put: Callable[[str], None] | None = None
+    ) -> list[tuple[str, bool]]:
+        """Upload every planned object of ``stream``, oldest first; answers (name, True if this call stored it).
+
+        False means the object was already in the store with the planned digest (an upload that
+        landed before a crash) and was only marked.
 
         The body is rebuilt from the floor's rows and must match the planned digest.
         ``after_put`` runs once an object is stored and before the index marks it (a crash point).
@@ -145,15 +150,15 @@ class Remote:
             body = encode(settles)
             if len(settles) != rows or hashlib.sha256(body).hexdigest() != digest:
                 raise FloorError(f"the floor's rows for {name} no longer match the slice that was planned")
-            self._put_once(name, body, digest)
+            stored = self._put_once(name, body, digest)
             if after_put is not None:
                 after_put(name)
             with floor.transaction() as db:
                 db.execute("UPDATE objects SET uploaded = 1 WHERE name = ?", (name,))
-            done.append(name)
+            done.append((name, stored))
         return done
 
-    def _put_once(self, name: str, body: bytes, digest: str) -> None:
+    def _put_once(self, name: str, body: bytes, digest: str) -> bool:
         from minio.error import S3Error
 
         c = self.client()
@@ -170,13 +175,14 @@ class Remote:
             there = (st.metadata or {}).get(f"x-amz-meta-{SHA_META}")
             if there != digest:
                 raise FloorError(f"{name} is already in the store with other content (sha256 {there}): not overwritten")
-            return
+            return False
         try:
             c.put_object(
                 self.bucket, name, io.BytesIO(body), len(body), content_type=CONTENT_TYPE, metadata={SHA_META: digest}
             )
         except Exception as exc:  # noqa: BLE001
             raise self._fail(f"to store {name} ({_REDONE})", exc) from None
+        return True
 
     # -- reading the store back ------------------------------------------------------------------------------
     def objects(self, stream: str) -> list[str]:

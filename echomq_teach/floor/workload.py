@@ -34,4 +34,3 @@ def recording_consumer(conn: Connector, queue: str, dead_every: int = 10) -> Con
 def stream_len(conn: Connector, queue: str) -> int:
     """``XLEN emq:{q}:stream:completions``."""
     return int(conn.call("XLEN", completions_stream(queue)))
-
