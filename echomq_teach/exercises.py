@@ -343,10 +343,15 @@ def _s052(conn: Connector, queue: str) -> tuple[Any, ...]:
 # -- 08 · the durable floor ------------------------------------------------------------------------
 # Hints on request only (``exercises.hint("08.1")``): a printed hint would be the answer.
 def _floor_path(queue: str) -> str:
+    """A floor file in a folder of its own, removed when the kernel exits."""
+    import atexit
+    import shutil
     import tempfile
     from pathlib import Path
 
-    return str(Path(tempfile.mkdtemp(prefix=f"{queue}-")) / "floor.sqlite3")
+    folder = tempfile.mkdtemp(prefix=f"{queue}-")
+    atexit.register(shutil.rmtree, folder, True)
+    return str(Path(folder) / "floor.sqlite3")
 
 
 _CRASH_KEYS = ("floor", "stream", "floor_after")
