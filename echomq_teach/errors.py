@@ -35,3 +35,19 @@ class WireError(EchoMQError):
 
 class NodeError(EchoMQError):
     """A node could not be started, reached or stopped."""
+
+
+class FloorError(EchoMQError):
+    """The durable floor could not be opened, written or reached (a path, a file, an object store)."""
+
+
+class BadStream(FloorError, BadInput):
+    """The completions stream the archive driver was given is missing or holds entries of another shape."""
+
+
+class DriverBusy(FloorError):
+    """Another archive driver holds the stream's lease: one driver per stream, refused rather than raced."""
+
+
+class Fenced(FloorError):
+    """A driver's token is older than the floor's (or its lease went to another driver): its write is refused."""

@@ -54,19 +54,30 @@ class Exercise:
     setup: Callable[[Connector, str], tuple[Any, ...]]
     verify: Callable[[Connector, str, Any, tuple[Any, ...], _Findings], None]
     hint: str
+    #: the check never prints the hint; the learner asks for it with ``hint(key)`` after a try
+    hint_on_request: bool = False
+
+    def hints(self) -> list[str]:
+        """What a failed check adds to its findings."""
+        return [] if self.hint_on_request else [self.hint]
 
 
 _REGISTRY: dict[str, Exercise] = {}
 
 
-def exercise(key: str, title: str, hint: str) -> Callable[..., Any]:
+def exercise(key: str, title: str, hint: str, *, hint_on_request: bool = False) -> Callable[..., Any]:
     """Register a verify function; its ``setup`` is given as an attribute by ``@…setup``."""
 
     def wrap(verify: Callable[..., None]) -> Callable[..., None]:
-        _REGISTRY[key] = Exercise(key, title, lambda c, q: (), verify, hint)
+        _REGISTRY[key] = Exercise(key, title, lambda c, q: (), verify, hint, hint_on_request)
         return verify
 
     return wrap
+
+
+def hint(key: str) -> str:
+    """The hint of exercise ``key``: ask for it after a try that did not pass."""
+    return _REGISTRY[key].hint
 
 
 def setup_for(key: str) -> Callable[..., Any]:
@@ -92,17 +103,17 @@ def check(key: str, solution: Callable[..., Any], conn: Connector, *others: Conn
     try:
         result = solution(*conns, queue, *args)
     except NotImplementedError:
-        return Verdict(f"{key} {ex.title}", False, ["your function still raises NotImplementedError.", ex.hint])
+        return Verdict(f"{key} {ex.title}", False, ["your function still raises NotImplementedError.", *ex.hints()])
     except Exception as exc:  # noqa: BLE001 - the learner's bug is a finding, not a crash
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return Verdict(
             f"{key} {ex.title}",
             False,
-            [f"your function raised {type(exc).__name__}: {exc} (line {where.lineno}).", ex.hint],
+            [f"your function raised {type(exc).__name__}: {exc} (line {where.lineno}).", *ex.hints()],
         )
     ex.verify(conns if others else conn, queue, result, args, f)
     if f.items:
-        f.items.append(ex.hint)
+        f.items.extend(ex.hints())
     return Verdict(f"{key} {ex.title}", not f.items, f.items)
 
 
@@ -327,3 +338,107 @@ def _s052(conn: Connector, queue: str) -> tuple[Any, ...]:
     from . import flows
 
     return (flows.add(conn, queue, "parent", ["one", "two", "three"]).parent_id,)
+
+
+# -- 08 · the durable floor ------------------------------------------------------------------------
+# Hints on request only (``exercises.hint("08.1")``): a printed hint would be the answer.
+def _floor_path(queue: str) -> str:
+    """A floor file in a folder of its own, removed when the kernel exits."""
+    import atexit
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    folder = tempfile.mkdtemp(prefix=f"{queue}-")
+    atexit.register(shutil.rmtree, folder, True)
+    return str(Path(folder) / "floor.sqlite3")
+
+
+_CRASH_KEYS = ("floor", "stream", "floor_after")
+
+
+@exercise(
+    "08.1",
+    "Predict the crash",
+    "Hint: each fold reads 10 entries, commits them, then trims them. The crash lands between the third "
+    "commit and its trim. The next driver trims to its cursor first, then reads only after it.",
+    hint_on_request=True,
+)
+def _v081(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+    from . import floor
+    from .floor.process import DriverProcess
+    from .floor.workload import stream_len
+
+    (path,) = args
+    if not f.expect(
+        isinstance(result, dict) and set(result) == set(_CRASH_KEYS),
+        f"return a dict with exactly the keys {list(_CRASH_KEYS)}; got {result!r}.",
+    ):
+        f.expect(False, "predict first, from the prose: no driver has run yet.")
+        return
+    bad = [k for k in _CRASH_KEYS if isinstance(result[k], bool) or not isinstance(result[k], int)]
+    if not f.expect(not bad, f"each prediction is a whole number; {bad} are not."):
+        return
+    # the real run: a driver process halted after its third commit, killed, then a second driver
+    first = DriverProcess(conn.address, queue, path, "--slice", "10", "--lease-ms", "1000", "--halt-at", "commit:3")
+    try:
+        first.wait_for("halted at commit of fold 3")
+        first.kill()
+    finally:
+        first.stop()
+    with floor.open_floor(path, readonly=True) as fl:
+        seen = {"floor": fl.count(), "stream": stream_len(conn, queue)}
+    second = DriverProcess(conn.address, queue, path, "--slice", "10", "--wait-s", "10")
+    second.finish()
+    with floor.open_floor(path, readonly=True) as fl:
+        seen["floor_after"] = fl.count()
+    said = {
+        "floor": "rows on the floor when the driver died",
+        "stream": "entries left in the stream when it died",
+        "floor_after": "rows on the floor once the next driver finished",
+    }
+    for k in _CRASH_KEYS:
+        f.expect(result[k] == seen[k], f"{said[k]}: you predicted {result[k]}; the run gave {seen[k]}.")
+
+
+@setup_for("08.1")
+def _s081(conn: Connector, queue: str) -> tuple[Any, ...]:
+    from .floor.workload import settle_jobs
+
+    settle_jobs(conn, queue, 35)
+    return (_floor_path(queue),)
+
+
+@exercise(
+    "08.2",
+    "Find what was lost",
+    "Hint: every settle that was not lost is on the floor (floor.open_floor(path).settles(stream)) or still in "
+    "the stream (XRANGE); an id in neither was trimmed before any driver folded it.",
+    hint_on_request=True,
+)
+def _v082(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+    _path, settled = args
+    lost = set(settled[10:15])  # folded 10, then an operator's XTRIM MAXLEN 5 took the next 5 unarchived
+    if not f.expect(
+        isinstance(result, (set, frozenset)) and all(isinstance(x, str) for x in result),
+        f"return the lost job ids as a set of str; got {type(result).__name__}.",
+    ):
+        f.expect(False, "read both places a settle can be: the floor, and the stream.")
+        return
+    wrongly = result - lost
+    f.expect(not wrongly, f"{len(wrongly)} of the ids you named were not lost: they are on the floor or in the stream.")
+    f.expect(lost <= result, f"{len(lost - result)} lost ids are missing from your answer.")
+
+
+@setup_for("08.2")
+def _s082(conn: Connector, queue: str) -> tuple[Any, ...]:
+    from . import floor
+    from .floor.driver import completions_stream
+    from .floor.workload import settle_jobs
+
+    settled = settle_jobs(conn, queue, 20)
+    path = _floor_path(queue)
+    with floor.open_floor(path) as fl, floor.Driver(conn, queue, fl, slice_size=10) as driver:
+        driver.fold()  # one slice of ten folded and trimmed; ten settles still only in the stream
+    conn.call("XTRIM", completions_stream(queue), "MAXLEN", 5)  # an operator trims "to save memory"
+    return path, settled

@@ -460,10 +460,17 @@ class LocalNode(Node):
         return self.proc is not None and self.proc.poll() is None
 
     # -- restart and stop -----------------------------------------------------------------
-    def restart(self) -> None:
-        """Stop the server and start it again on the same port and data (``durable=True`` only)."""
-        if not self.durable:
-            raise NodeError("restart() keeps data only on a durable node: use start_node(durable=True)")
+    def restart(self, forget: bool = False) -> None:
+        """Stop the server and start it again on the same port and data (``durable=True``).
+
+        A node without persistence keeps nothing across a restart, so it restarts
+        only when asked with ``forget=True``: it comes back empty, as memory does.
+        """
+        if not self.durable and not forget:
+            raise NodeError(
+                "restart() keeps data only on a durable node: use start_node(durable=True), "
+                "or restart(forget=True) to restart this one empty"
+            )
         self._shutdown()
         self._launch()
 

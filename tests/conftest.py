@@ -33,6 +33,16 @@ def native_node():
     n.stop()
 
 
+@pytest.fixture(scope="session")
+def object_store():
+    """A real SeaweedFS S3 server (``weed``) for the session's remote floors, stopped by PID at the end."""
+    from echomq_teach.objectstore import start_object_store
+
+    store = start_object_store()
+    yield store
+    store.stop()
+
+
 @pytest.fixture
 def conn(node):
     c = node.connector()

