@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .errors import NodeError
 from .floor.remote import Remote
-from .node import _die_with_parent, free_port, sweep_stale_dirs
+from .node import free_port, launcher, sweep_stale_dirs
 
 READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 3.0
@@ -113,13 +113,8 @@ class ObjectStore:
         ] + [f"-{flag}={port}" for flag, port in self.ports.items()]
         with open(self.log_path, "ab") as log:
             try:
-                self.proc = subprocess.Popen(
-                    args,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    preexec_fn=_die_with_parent,
-                )
+                # forked by the kit's launcher thread: the store dies with the kernel, whichever thread asked
+                self.proc = launcher.popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
             except OSError as exc:
                 raise NodeError(f"could not run {binary!r}: {exc}. " + INSTALL_HINT) from exc
         (self.dir / "server.pid").write_text(str(self.proc.pid))

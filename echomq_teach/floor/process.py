@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ..node import launcher
+
 LINE_WAIT_S = 60.0
 STOP_WAIT_S = 10.0
 _REMOTE_VARS = ("ECHOMQ_FLOOR_S3_URL", "ECHOMQ_FLOOR_S3_ACCESS_KEY", "ECHOMQ_FLOOR_S3_SECRET_KEY")
@@ -48,7 +50,8 @@ class DriverProcess:
         env = {k: v for k, v in os.environ.items() if k not in _REMOTE_VARS}
         env.update(ECHOMQ_URL=node_url(address), PYTHONUNBUFFERED="1", **(remote_env or {}))
         self.command = [sys.executable, "-m", "echomq_teach.floor", queue, "--floor", str(Path(floor_path)), *args]
-        self.proc = subprocess.Popen(
+        # forked by the kit's launcher thread, so a driver dies with the kernel that started it
+        self.proc = launcher.popen(
             self.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL
         )
         self.lines: list[str] = []
