@@ -143,14 +143,19 @@ def claim(conn: Connector, queue: str, lease_ms: int) -> Claimed | None:
     return Claimed(job_id, payload, int(att))
 
 
-def _parent_of(conn: Connector, queue: str, job_id: str) -> str:
+def _parent_of(conn: Connector, queue: str, job_id: str) -> tuple[str, bool]:
+    """The parent to declare ("" for none), and whether the row is a flow child at all.
+
+    A child of a removed parent declares none, yet stays a flow child: the
+    native commands refuse a row carrying ``parent``, so it settles by script.
+    """
     # read host-side, so the script can declare the parent's keys
     parent = conn.call("HGET", job_key(queue, job_id), "parent") or ""
     if parent and not conn.call("EXISTS", job_key(queue, parent)):
         # an operator removed the parent: settle as a plain job, or the fan-in's release
         # would write a ghost row into pending
-        return ""
-    return parent
+        return "", True
+    return parent, bool(parent)
 
 
 def complete(
@@ -167,12 +172,12 @@ def complete(
     check_token(token)
     check_payload(result)
     b = base(queue)
-    parent = _parent_of(conn, queue, job_id)
+    parent, flow_child = _parent_of(conn, queue, job_id)
     keys = [queue_key(queue, "active"), job_key(queue, job_id)]
     if parent:
         keys += [job_key(queue, parent, "dependencies"), job_key(queue, parent, "processed"), job_key(queue, parent)]
     argv = [job_id, str(token), b, parent, result, "1" if record else "0"]
-    if conn.native and not parent:
+    if conn.native and not flow_child:
         reply = conn.call("EMQ.COMPLETE", len(keys), *keys, *argv)
     else:
         reply = conn.eval("complete", keys, argv)
@@ -203,12 +208,12 @@ def retry(
     if not isinstance(reason, str):
         raise BadInput(f"reason must be a str, got {type(reason).__name__}")
     b = base(queue)
-    parent = _parent_of(conn, queue, job_id)
+    parent, flow_child = _parent_of(conn, queue, job_id)
     keys = [queue_key(queue, "active"), queue_key(queue, "schedule"), queue_key(queue, "dead"), job_key(queue, job_id)]
     if parent:
         keys += [job_key(queue, parent, "dependencies"), job_key(queue, parent, "unsuccessful"), job_key(queue, parent)]
     argv = [job_id, str(token), str(delay_ms), str(max_attempts), reason, b, parent, "1" if record else "0"]
-    if conn.native and not parent:
+    if conn.native and not flow_child:
         reply = conn.call("EMQ.FAIL", len(keys), *keys, *argv)
     else:
         reply = conn.eval("retry", keys, argv)

@@ -478,6 +478,12 @@ def test_children_of_a_removed_parent_settle_as_plain_jobs(conn, queue):
     assert jobs.claim(conn, queue, 30_000) is None
 
 
+def test_children_of_a_removed_parent_settle_by_script_on_wire_6(native_conn, queue):
+    # their rows still carry parent, which EMQ.COMPLETE refuses: complete/5 sends the script
+    test_children_of_a_removed_parent_settle_as_plain_jobs(native_conn, queue)
+    assert [e.script for e in native_conn.trace if e.script == "@complete"] == ["@complete", "@complete"]
+
+
 @pytest.mark.parametrize(
     ("policy", "parent_state"), [("fail", "dead"), ("ignore", "pending"), ("wait", "awaiting_children")]
 )
