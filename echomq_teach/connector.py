@@ -52,6 +52,9 @@ class TraceEntry:
     reply: Any = None
     script: str | None = None
     error: bool = False
+    #: on a cluster: the node that answered (``127.0.0.1:7001``), and each MOVED or ASK on the way
+    node: str | None = None
+    redirects: list[str] = field(default_factory=list)
 
     @property
     def line(self) -> str:
@@ -69,7 +72,9 @@ class TraceEntry:
 
     def __str__(self) -> str:
         who = f"  # {self.script}" if self.script else ""
-        return f"{self.line}{who}\n  → {self.reply_text}"
+        hops = "".join(f"\n  ↪ {r}" for r in self.redirects)
+        where = f"  @ {self.node}" if self.node else ""
+        return f"{self.line}{who}{hops}\n  → {self.reply_text}{where}"
 
 
 @dataclass

@@ -35,3 +35,7 @@ class WireError(EchoMQError):
 
 class NodeError(EchoMQError):
     """A node could not be started, reached or stopped."""
+
+
+class CrossSlot(BadInput):
+    """A call's keys hash to more than one cluster slot: refused by the kit before anything is sent."""

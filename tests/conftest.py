@@ -32,6 +32,30 @@ def native_node():
     n.stop()
 
 
+@pytest.fixture(scope="session")
+def cluster():
+    """A Valkey Cluster (three primaries, one replica each, trafikey on every node) for the session.
+
+    Every node is stopped by PID at the end. A queue's brand is its own on a
+    cluster, so scripted (wire 4) and native (wire 6) queues share it.
+    """
+    from echomq_teach.cluster import LocalCluster
+
+    c = LocalCluster(native=True)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(params=[4, 6], ids=["scripts", "native"])
+def cluster_conn(cluster, request):
+    """A cluster connector, once per executor."""
+    c = cluster.connector(wire=request.param)
+    yield c
+    c.close()
+
+
 @pytest.fixture
 def conn(node):
     c = node.connector()
