@@ -81,6 +81,18 @@ def state(conn, queue):
     return inspect.snapshot(conn, queue).state_only()
 
 
+def refuses_anonymous(port: int) -> None:
+    """A client on 127.0.0.1:port without the password is refused."""
+    import redis
+
+    anon = redis.Redis(host="127.0.0.1", port=port)
+    try:
+        with pytest.raises(redis.exceptions.AuthenticationError):
+            anon.ping()
+    finally:
+        anon.close()
+
+
 def server_ms(conn) -> int:
     """The server's clock in ms (TIME), the clock every lease and run-at is stamped with."""
     sec, usec = conn.client.time()

@@ -7,17 +7,16 @@ every node. Tests that kill a node restore it (as a replica) before they end.
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import queue as stdlib_queue
 import threading
 import time
 
 import pytest
 import redis
+from conftest import refuses_anonymous
 
-from echomq_teach import flows, inspect, jobs, keyspace, stalled
+from echomq_teach import inspect, jobs, keyspace, stalled
 from echomq_teach.cluster import SLOTS, LocalCluster
-from echomq_teach.cluster_connector import ClusterConnector, connect_cluster
+from echomq_teach.cluster_connector import ClusterConnector
 from echomq_teach.consumer import Pools
 from echomq_teach.errors import CrossSlot, NodeError, WireError
 
@@ -78,12 +77,7 @@ def test_three_primaries_one_replica_each_on_loopback(cluster):
         finally:
             c.close()
         # a random password, on every node (and masterauth, or no replica could sync)
-        anon = redis.Redis(host="127.0.0.1", port=n.port)
-        try:
-            with pytest.raises(redis.exceptions.AuthenticationError):
-                anon.ping()
-        finally:
-            anon.close()
+        refuses_anonymous(n.port)
     # SET-CONFIG-EPOCH gave each node its own epoch before the meet: the primaries' differ
     # (a replica reports its primary's)
     assert len({cluster.view(p).epoch for p in primaries}) == 3
@@ -283,46 +277,6 @@ def test_pools_refuse_bad_input_before_opening_a_link(cluster):
             Pools(conn, ["a", "b"], upper, size=0)
     finally:
         conn.close()
-
-
-def _flow_worker(address, queue, parent_id, out):
-    conn = connect_cluster(address)
-    try:
-        done, parent_saw = [], None
-        while (job := jobs.claim(conn, queue, LEASE)) is not None:
-            if job.id == parent_id:
-                parent_saw = flows.dependencies(conn, queue, parent_id)
-            jobs.complete(conn, queue, job.id, job.attempts, job.payload.upper())
-            done.append(job.id)
-        out.put((done, parent_saw))
-    finally:
-        conn.close()
-
-
-def test_a_flow_drained_by_three_processes_on_the_cluster(cluster, queue):
-    conn = cluster.connector(wire=4)
-    flow = flows.add(conn, queue, "p", [f"leg{i}" for i in range(60)])
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_flow_worker, args=(cluster.address, queue, flow.parent_id, out)) for _ in range(3)]
-    for p in procs:
-        p.start()
-    try:
-        results = [out.get(timeout=60) for _ in procs]
-    except stdlib_queue.Empty:
-        pytest.fail("a worker process did not report back within 60 s")
-    finally:
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.terminate()
-    done = sorted(j for d, _ in results for j in d)
-    # the parent ran last, once, after the counter reached zero; each child settled once
-    assert done == sorted([*flow.child_ids, flow.parent_id])
-    assert [saw for _, saw in results if saw is not None] == [0]
-    snap = inspect.snapshot(conn, queue)
-    assert snap.ids() == set() and snap.completed == 61
-    conn.close()
 
 
 # -- the brand on a cluster: per queue, in the queue's slot ------------------------------------------

@@ -16,9 +16,6 @@ import test_lifecycle
 
 # bodies that need something a cluster connector is not: each says what it uses instead
 NOT_HERE = {
-    # worker processes on node.address with the single-node connect(); test_cluster.py drains a
-    # flow from processes on the cluster's address instead
-    "test_children_completed_concurrently_from_4_processes": "single-node processes",
     # starts a durable node of its own to restart it
     "test_a_flow_survives_a_restart_of_a_durable_node_midway": "its own durable node",
 }

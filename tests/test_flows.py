@@ -11,7 +11,7 @@ import redis
 from conftest import state
 
 from echomq_teach import flows, inspect, jobs
-from echomq_teach.connector import connect
+from echomq_teach.connector import reconnect
 from echomq_teach.consumer import Consumer
 from echomq_teach.errors import BadInput, DuplicateJob
 from echomq_teach.keyspace import job_key, queue_key
@@ -146,9 +146,9 @@ def test_redelivered_and_stale_completions_never_double_count(conn, queue):
     assert flows.children_values(conn, queue, flow) == {a.id: "A", b.id: "B"}
 
 
-def _worker(address, queue, parent_id, barrier, out):
+def _worker(address, wire, queue, parent_id, barrier, out):
     """One process: claim and complete until the queue is empty; the parent gets the parent handler."""
-    conn = connect(address)
+    conn = reconnect(address, wire)
     try:
         barrier.wait(timeout=20)
         done, parent_saw = [], None
@@ -164,13 +164,14 @@ def _worker(address, queue, parent_id, barrier, out):
         conn.close()
 
 
-def test_children_completed_concurrently_from_4_processes(node, conn, queue):
+def test_children_completed_concurrently_from_4_processes(conn, queue):
     n = 200
     payloads = [f"leg{i}" for i in range(n)]
     flow = flows.add(conn, queue, "p", payloads)
     ctx = mp.get_context("spawn")
     barrier, out = ctx.Barrier(4), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(node.address, queue, flow.parent_id, barrier, out)) for _ in range(4)]
+    args = (conn.address, conn.wire, queue, flow.parent_id, barrier, out)
+    procs = [ctx.Process(target=_worker, args=args) for _ in range(4)]
     for p in procs:
         p.start()
     try:
