@@ -324,11 +324,10 @@ class LocalCluster:
 
     def _last_slots(self, node: LocalNode) -> tuple[tuple[int, int], ...]:
         """The slots ``node`` served when it went down, as the running nodes remember it."""
-        ports = {n.port for n in self.running_nodes()}
         for other in self.running_nodes():
             for line in str(self._cmd(other, "CLUSTER", "NODES")).strip().splitlines():
                 f = line.split()
-                if f[1].split("@")[0].endswith(f":{node.port}") and node.port not in ports:
+                if f[1].split("@")[0].endswith(f":{node.port}"):
                     return _parse_slots(f[8:])
         return ()
 

@@ -105,6 +105,8 @@ class ClusterConnector(Connector):
         want = keyspace.BRAND_WIRE4 if self.wire == 4 else keyspace.BRAND_WIRE6
         key = f"{keyspace.QUEUE_BRAND_PREFIX}{{{queue}}}"
         # SET NX GET answers the brand that was there (nil when this call wrote it)
+        # no WAIT of its own: the transition that follows is a write to the same node, and its WAIT
+        # (up to the replication offset of that write) covers every earlier write there, this one too
         had = self._route(["SET", key, want, "NX", "GET"], slot, None, write=False, raw=True)
         if had is not None and had != want:
             raise WireError(

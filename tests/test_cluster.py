@@ -7,6 +7,8 @@ every node. Tests that kill a node restore it (as a replica) before they end.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -19,6 +21,7 @@ from echomq_teach.cluster import SLOTS, LocalCluster
 from echomq_teach.cluster_connector import ClusterConnector
 from echomq_teach.consumer import Pools
 from echomq_teach.errors import CrossSlot, NodeError, WireError
+from echomq_teach.node import _alive, sweep_stale_dirs
 
 LEASE = 30_000
 
@@ -81,6 +84,30 @@ def test_three_primaries_one_replica_each_on_loopback(cluster):
     # SET-CONFIG-EPOCH gave each node its own epoch before the meet: the primaries' differ
     # (a replica reports its primary's)
     assert len({cluster.view(p).epoch for p in primaries}) == 3
+
+
+def test_the_nodes_die_with_the_kernel_that_started_them():
+    code = (
+        "from echomq_teach.cluster import LocalCluster\n"
+        "c = LocalCluster(shards=3, replicas=0)\n"
+        "print(*[n.pid for n in c.nodes], flush=True)\n"
+        "import time; time.sleep(60)\n"
+    )
+    kernel = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in kernel.stdout.readline().split()]
+        assert len(pids) == 3 and all(_alive(p) for p in pids)
+        kernel.kill()  # a hard death: no exit hook runs
+        kernel.wait(timeout=10)
+        deadline = time.monotonic() + 10  # the death signal is asynchronous: a bound, not a speed
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in pids)
+    finally:
+        kernel.kill()
+        kernel.wait(timeout=10)
+        kernel.stdout.close()
+    sweep_stale_dirs()  # what the next node start does with the folders left behind
 
 
 def test_bad_shape_is_refused_before_any_process_starts():
@@ -392,7 +419,8 @@ def test_wait_counts_the_replicas_that_acknowledged_each_write(cluster, request)
         jobs.enqueue(conn, q, "a")
         got = jobs.claim(conn, q, LEASE)
         waits = [e for e in conn.trace if e.line.startswith("WAIT")]
-        # a WAIT after each write (the brand, SCRIPT LOAD and reads have none), each on the writing node
+        # a WAIT after each traced write (@enqueue, EMQ.CLAIM), none after a read, each on the writing node
+        assert [e.line.split()[0] for e in conn.trace] == ["EVALSHA", "WAIT", "EXISTS", "EMQ.CLAIM", "WAIT"]
         assert [w.reply for w in waits] == [1, 1] and conn.wait_short == 0
         assert {w.node for w in waits} == {conn.node_for(q)}
         cluster.kill(replica)
