@@ -109,6 +109,7 @@ def main(argv: list[str]) -> int:
         print("--n, --size and --repeat must be positive", file=sys.stderr)
         return 2
     wire = 6 if args.native else 4
+    load_before = os.getloadavg()[0]
     cluster = LocalCluster(native=args.native)
     try:
         version = subprocess.run([server_binary(), "--version"], capture_output=True, text=True).stdout.split()
@@ -135,6 +136,8 @@ def main(argv: list[str]) -> int:
         f" · redis-py {redis.__version__} · valkey-server {server}"
     )
     print(f"cluster: 3 primaries + 1 replica each on 127.0.0.1, started in {start:.2f} s")
+    # other work on a shared machine moves every figure: the 1-minute load, before and after
+    print(f"load average: {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
     print()
     print(f"{'shards':>6}{'workers':>9}{'jobs':>7}{'jobs/s':>9}{'× 1 shard':>11}{'control/s':>11}{'× 1 shard':>11}")
     base = rows[0][1]
