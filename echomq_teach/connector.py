@@ -52,6 +52,9 @@ class TraceEntry:
     reply: Any = None
     script: str | None = None
     error: bool = False
+    #: on a cluster: the node that answered (``127.0.0.1:7001``), and each MOVED or ASK on the way
+    node: str | None = None
+    redirects: list[str] = field(default_factory=list)
 
     @property
     def line(self) -> str:
@@ -69,7 +72,9 @@ class TraceEntry:
 
     def __str__(self) -> str:
         who = f"  # {self.script}" if self.script else ""
-        return f"{self.line}{who}\n  → {self.reply_text}"
+        hops = "".join(f"\n  ↪ {r}" for r in self.redirects)
+        where = f"  @ {self.node}" if self.node else ""
+        return f"{self.line}{who}{hops}\n  → {self.reply_text}{where}"
 
 
 @dataclass
@@ -201,6 +206,18 @@ def make_client(address: dict[str, Any]) -> redis.Redis:
 def connect(address: dict[str, Any], wire: int = 4, node: Any = None) -> Connector:
     """A fresh connector (its own client and trace) on the node at ``address`` (``node`` kept alive)."""
     return Connector(make_client(address), wire=wire, address=dict(address), node=node)
+
+
+def reconnect(address: dict[str, Any], wire: int = 4) -> Connector:
+    """A fresh connector from an ``address`` alone: a node's, or a cluster's (``startup_nodes``).
+
+    What ``fork()`` does, for another process that was handed the address.
+    """
+    if "startup_nodes" in address:
+        from .cluster_connector import connect_cluster  # the cluster connector builds on this module
+
+        return connect_cluster(address, wire=wire)
+    return connect(address, wire=wire)
 
 
 def address_from_url(url: str) -> dict[str, Any]:

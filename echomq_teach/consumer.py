@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
+
+import redis
 
 from . import jobs, keyspace, stalled
 from .connector import Connector
@@ -20,6 +22,21 @@ from .jobs import Claimed, positive_int
 from .keyspace import check_queue
 
 RECOVERY_LEGS = ("reap", "stalled", None)
+#: what a lost link does to a run: "raise" (the default) or "retry" (abandon the beat, beat again)
+LOST_LINK = ("raise", "retry")
+#: a node gone (killed, failing over): the call may or may not have run there
+LINK_ERRORS = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.ClusterError,
+)
+
+
+def _check_lost_link(lost_link: object) -> str:
+    if lost_link not in LOST_LINK:
+        raise jobs.BadInput(f"lost_link must be 'raise' or 'retry', got {lost_link!r}")
+    return lost_link  # type: ignore[return-value]
 
 
 class Error(NamedTuple):
@@ -58,12 +75,29 @@ class RunReport:
     stopped_by: str = ""
     #: in a pool, one line per thread that ended on an exception: ``"consumer-0: ResponseError: …"``
     errors: list[str] = field(default_factory=list)
+    #: beats abandoned because the node went away (``lost_link="retry"``)
+    lost_links: int = 0
 
 
 def _check_recovery(recovery: object, max_stalled: object) -> None:
     if recovery not in RECOVERY_LEGS:
         raise jobs.BadInput(f"recovery must be 'reap', 'stalled' or None, got {recovery!r}")
     positive_int("max_stalled", max_stalled)
+
+
+def _combine(reports: Sequence[RunReport], seconds: float, extra_errors: Sequence[str] = ()) -> RunReport:
+    total = RunReport(seconds=seconds)
+    for r in reports:
+        total.beats += r.beats
+        total.settled += r.settled
+        total.lost_links += r.lost_links
+        for k, v in r.outcomes.items():
+            total.outcomes[k] = total.outcomes.get(k, 0) + v
+        total.errors += r.errors
+    total.errors += extra_errors
+    stops = {r.stopped_by for r in reports} | ({"error"} if total.errors else set())
+    total.stopped_by = ",".join(sorted(stops))
+    return total
 
 
 def _recover(conn: Connector, queue: str, leg: str | None, max_stalled: int) -> tuple[list[str], list[str]]:
@@ -85,6 +119,12 @@ class Consumer:
     Each ``beat()`` runs promote, the recovery leg (``"reap"`` by default, or
     ``"stalled"``, or ``None`` inside a pool), one claim, the handler, and the
     settle: complete on a value, retry on an exception or an ``Error``.
+
+    ``lost_link="retry"`` lets ``run()`` ride out a node going away (a
+    failover): the beat is abandoned, counted in ``RunReport.lost_links``, and
+    the next beat goes wherever the connector's refreshed slot map says. A job
+    the abandoned beat claimed comes back when its lease lapses and recovery
+    runs: at least once, never exactly once.
     """
 
     def __init__(
@@ -101,8 +141,10 @@ class Consumer:
         record: bool = False,
         promote: bool = True,
         idle_sleep_ms: int = 20,
+        lost_link: str = "raise",
     ) -> None:
         check_queue(queue)
+        self.lost_link = _check_lost_link(lost_link)
         positive_int("lease_ms", lease_ms)
         positive_int("retry_delay_ms", retry_delay_ms)
         positive_int("max_attempts", max_attempts)
@@ -164,8 +206,9 @@ class Consumer:
             if time.monotonic() - start >= timeout:
                 report.stopped_by = "timeout"
                 break
-            b = self.beat()
-            report.beats += 1
+            b = self.safe_beat(report)
+            if b is None:
+                continue
             if b.outcome is not None:
                 report.settled += 1
                 report.outcomes[b.outcome] = report.outcomes.get(b.outcome, 0) + 1
@@ -177,10 +220,27 @@ class Consumer:
         report.seconds = time.monotonic() - start
         return report
 
+    def safe_beat(self, report: RunReport) -> Beat | None:
+        """One beat counted in ``report``; ``None`` when the link was lost and ``lost_link="retry"``."""
+        report.beats += 1
+        try:
+            return self.beat()
+        except LINK_ERRORS:
+            if self.lost_link == "raise":
+                raise
+            report.lost_links += 1
+            time.sleep(self.idle_sleep_ms / 1000)
+            return None
+
     def _nothing_left(self) -> bool:
         c = self.conn.client
         q = self.queue
-        return sum(c.zcard(keyspace.queue_key(q, s)) for s in ("pending", "active", "schedule")) == 0
+        try:
+            return sum(c.zcard(keyspace.queue_key(q, s)) for s in ("pending", "active", "schedule")) == 0
+        except LINK_ERRORS:
+            if self.lost_link == "raise":
+                raise
+            return False  # the node is away: not known to be idle
 
     def stop(self) -> None:
         self._stop.set()
@@ -196,10 +256,13 @@ class Metronome:
         interval_ms: int = 100,
         recovery: str | None = "reap",
         max_stalled: int = stalled.DEFAULT_MAX_STALLED,
+        lost_link: str = "raise",
     ) -> None:
         check_queue(queue)
         positive_int("interval_ms", interval_ms)
         _check_recovery(recovery, max_stalled)
+        self.lost_link = _check_lost_link(lost_link)
+        self.lost_links = 0
         self.conn, self.queue, self.interval_ms = conn, queue, interval_ms
         self.recovery, self.max_stalled = recovery, max_stalled
         self.ticks = 0
@@ -227,7 +290,12 @@ class Metronome:
         # the first tick runs at once, so even a run that ends at once has had promote and recovery
         try:
             while True:
-                self.tick()
+                try:
+                    self.tick()
+                except LINK_ERRORS:
+                    if self.lost_link == "raise":
+                        raise
+                    self.lost_links += 1  # the node went away: tick again next interval
                 if self._stop.wait(self.interval_ms / 1000):
                     break
         except Exception as exc:  # noqa: BLE001 - kept for the pool's report, not lost with the thread
@@ -252,22 +320,23 @@ class Pool:
         metronome_ms: int = 100,
         recovery: str | None = "reap",
         max_stalled: int = stalled.DEFAULT_MAX_STALLED,
+        lost_link: str = "raise",
         **consumer_opts: object,
     ) -> None:
         # refuse bad input before forking connectors: a refused pool opens no links to the node
         # (a dry-run Consumer checks the queue, the handler and every option without a call)
-        Consumer(conn, queue, handler, recovery=None, promote=False, **consumer_opts)  # type: ignore[arg-type]
+        Consumer(conn, queue, handler, recovery=None, promote=False, lost_link=lost_link, **consumer_opts)  # type: ignore[arg-type]
         positive_int("size", size)
         positive_int("metronome_ms", metronome_ms)
         _check_recovery(recovery, max_stalled)
         self.queue = queue
         # each consumer gets its own connector: its own socket and trace
         self.consumers = [
-            Consumer(conn.fork(), queue, handler, recovery=None, promote=False, **consumer_opts)  # type: ignore[arg-type]
+            Consumer(conn.fork(), queue, handler, recovery=None, promote=False, lost_link=lost_link, **consumer_opts)  # type: ignore[arg-type]
             for _ in range(size)
         ]
         # the metronome runs the pool's recovery leg, so the stall cap is its own
-        self.metronome = Metronome(conn.fork(), queue, metronome_ms, recovery, max_stalled)
+        self.metronome = Metronome(conn.fork(), queue, metronome_ms, recovery, max_stalled, lost_link=lost_link)
 
     def run(self, max_jobs: int | None = None, timeout: float = 10.0, until_idle: bool = False) -> RunReport:
         """Run every consumer on its own thread until the bound is met; answers the combined report."""
@@ -292,8 +361,9 @@ class Pool:
                     if settled[0] >= max_jobs:  # type: ignore[operator]
                         r.stopped_by = "max_jobs"
                         break
-                b = c.beat()
-                r.beats += 1
+                b = c.safe_beat(r)
+                if b is None:
+                    continue
                 if b.outcome is not None:
                     with lock:
                         settled[0] += 1
@@ -317,21 +387,60 @@ class Pool:
         for t in threads:
             t.join(timeout + 5)
         self.metronome.stop()
-        total = RunReport(seconds=time.monotonic() - start)
-        for r in reports:
-            total.beats += r.beats
-            total.settled += r.settled
-            for k, v in r.outcomes.items():
-                total.outcomes[k] = total.outcomes.get(k, 0) + v
-            total.errors += r.errors
         # a metronome that died leaves the pool without promote and recovery: that is an error too
-        total.errors += self.metronome.errors
-        self.metronome.errors = []
-        stops = {r.stopped_by for r in reports} | ({"error"} if total.errors else set())
-        total.stopped_by = ",".join(sorted(stops))
-        return total
+        errors, self.metronome.errors = self.metronome.errors, []
+        return _combine(reports, time.monotonic() - start, errors)
 
     def close(self) -> None:
         for c in self.consumers:
             c.conn.close()
         self.metronome.conn.close()
+
+
+class Pools:
+    """One ``Pool`` per queue, run side by side: on a cluster, a pool across the shards its queues live on.
+
+    Each queue keeps its own consumers and its own Metronome (one per queue, as
+    in a single Pool); ``run`` answers one ``RunReport`` per queue.
+    """
+
+    def __init__(self, conn: Connector, queues: Sequence[str], handler: Handler, size: int = 2, **pool_opts: object):
+        if isinstance(queues, str) or not isinstance(queues, Sequence) or not queues:
+            raise jobs.BadInput("queues must be a non-empty list of queue names")
+        for q in queues:
+            check_queue(q)
+        if len(set(queues)) != len(queues):
+            raise jobs.BadInput(f"queues lists a queue twice: {list(queues)!r}")
+        self.pools: dict[str, Pool] = {}
+        try:
+            for q in queues:
+                self.pools[q] = Pool(conn, q, handler, size, **pool_opts)  # type: ignore[arg-type]
+        except BaseException:
+            self.close()  # a refused option opens nothing for the queues after it, and closes the ones before
+            raise
+
+    def run(self, max_jobs: int | None = None, timeout: float = 10.0, until_idle: bool = False) -> dict[str, RunReport]:
+        """Run every queue's pool on its own thread; ``max_jobs`` bounds each queue. Answers queue → report."""
+        out: dict[str, RunReport] = {}
+        lock = threading.Lock()
+
+        def work(q: str, pool: Pool) -> None:
+            r = pool.run(max_jobs=max_jobs, timeout=timeout, until_idle=until_idle)
+            with lock:
+                out[q] = r
+
+        threads = [threading.Thread(target=work, args=(q, p), daemon=True) for q, p in self.pools.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout + 10)
+        return out
+
+    @staticmethod
+    def total(reports: dict[str, RunReport]) -> RunReport:
+        """The queues' reports added up (seconds: the longest)."""
+        return _combine(list(reports.values()), max((r.seconds for r in reports.values()), default=0.0))
+
+    def close(self) -> None:
+        for p in self.pools.values():
+            p.close()

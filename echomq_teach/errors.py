@@ -51,3 +51,6 @@ class DriverBusy(FloorError):
 
 class Fenced(FloorError):
     """A driver's token is older than the floor's (or its lease went to another driver): its write is refused."""
+
+class CrossSlot(BadInput):
+    """A call's keys hash to more than one cluster slot: refused by the kit before anything is sent."""

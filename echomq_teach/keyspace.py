@@ -8,10 +8,14 @@ from __future__ import annotations
 import os
 import re
 
+from redis.crc import key_slot
+
 from .errors import BadInput
 
 #: The node's wire brand lives outside every queue's slot.
 VERSION_KEY = "{emq}:version"
+#: On a cluster the brand is the queue's own, in the queue's slot (docs/cluster.md).
+QUEUE_BRAND_PREFIX = "emq:version:"
 BRAND_WIRE4 = "echomq:4.0.0"
 BRAND_WIRE6 = "echomq:6.0.0"
 
@@ -88,3 +92,14 @@ def queue_of(key: str) -> str:
     if start < 0 or end < start:
         raise BadInput(f"key {key!r} has no {{q}} hashtag")
     return key[start + 1 : end]
+
+
+def brand_key(queue: str) -> str:
+    """``emq:version:{q}``: a queue's brand on a cluster, in its slot but outside its base (``@drop`` keeps it)."""
+    return f"{QUEUE_BRAND_PREFIX}{{{namespaced(queue)}}}"
+
+
+def slot(key_or_queue: str) -> int:
+    """The cluster slot (0..16383) of a key, or of a queue (the slot of its hashtag): CRC16 mod 16384."""
+    key = key_or_queue if "{" in key_or_queue else base(key_or_queue)
+    return key_slot(key.encode("utf-8", "surrogateescape"))

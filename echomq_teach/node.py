@@ -320,19 +320,27 @@ class LocalNode(Node):
         unix_socket: bool = False,
         replica_of: LocalNode | None = None,
         extra_config: dict[str, str] | None = None,
+        *,
+        password: str | None = None,
+        port: int | None = None,
+        brand: bool = True,
     ) -> None:
+        """``password``, ``port`` and ``brand=False`` are for a cluster's nodes (``echomq_teach.cluster``):
+        one password for all, ports chosen together, and no node-wide brand (a cluster's brand is per queue).
+        """
         self.native = native
+        self.brand = brand
         self.durable = durable
         self.unix_socket = unix_socket
         self.replica_of = replica_of
         # built before the folder exists: a missing compiler then leaves nothing behind
         self.module_path = native and native_module_path()
-        self.password = secrets.token_urlsafe(24)
+        self.password = password or secrets.token_urlsafe(24)
         sweep_stale_dirs()
         self.dir = Path(tempfile.mkdtemp(prefix=_DIR_PREFIX))
         self.dir.chmod(0o700)
         (self.dir / _OWNER_FILE).write_text(str(os.getpid()))
-        self.port = 0 if unix_socket else free_port()
+        self.port = 0 if unix_socket else (port or free_port())
         self.socket_path = str(self.dir / "valkey.sock") if unix_socket else None
         self.log_path = self.dir / "valkey.log"
         # what the server prints before its logfile opens (a config error) lands here
@@ -392,9 +400,9 @@ class LocalNode(Node):
         c = self.client()
         try:
             self.run_ids.append(c.info("server")["run_id"])
-            if self.replica_of is None:
+            if self.replica_of is None and self.brand:
                 claim_slots(c)  # a node in cluster mode, alone, serves every slot before the brand goes on
-            if self.native and self.replica_of is None:
+            if self.native and self.brand and self.replica_of is None:
                 c.set(keyspace.VERSION_KEY, keyspace.BRAND_WIRE6)
         finally:
             c.close()
@@ -472,6 +480,18 @@ class LocalNode(Node):
                 "or restart(forget=True) to restart this one empty"
             )
         self._shutdown()
+        self._launch()
+
+    def kill(self) -> None:
+        """SIGKILL the server by its PID, as a crash would: no shutdown, no save; the folder stays."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def relaunch(self) -> None:
+        """Start a killed server again on the same port, folder and config: a new process, a new run_id."""
+        if self.running:
+            raise NodeError(f"{self!r} is still running: kill() or stop it before relaunch()")
         self._launch()
 
     def _shutdown(self) -> None:

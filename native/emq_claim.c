@@ -15,7 +15,7 @@ static const TkShape claim_shape = {"EMQ.CLAIM", 3, 1, 0, NULL};
 
 int emq_claim(TkCtx *ctx, TkStr **argv, int argc) {
     tk_AutoMemory(ctx);
-    if (!tk_check_brand(ctx) || !tk_check_shape(ctx, argv, argc, &claim_shape)) return TK_OK;
+    if (!tk_check_brand(ctx, argv, argc) || !tk_check_shape(ctx, argv, argc, &claim_shape)) return TK_OK;
     TkBuf pending = tk_arg(argv[2]), active = tk_arg(argv[3]), base = tk_arg(argv[4]);
     long long lease;
     if (!tk_positive(ctx, argv[5], "lease_ms", &lease)) return TK_OK;

@@ -17,7 +17,7 @@ static const TkShape complete_shape = {"EMQ.COMPLETE", 2, 6, 5, COMPLETE_FLOW_ER
 
 int emq_complete(TkCtx *ctx, TkStr **argv, int argc) {
     tk_AutoMemory(ctx);
-    if (!tk_check_brand(ctx) || !tk_check_shape(ctx, argv, argc, &complete_shape)) return TK_OK;
+    if (!tk_check_brand(ctx, argv, argc) || !tk_check_shape(ctx, argv, argc, &complete_shape)) return TK_OK;
     TkBuf active = tk_arg(argv[2]), row = tk_arg(argv[3]);
     TkBuf id = tk_arg(argv[4]), token = tk_arg(argv[5]), base = tk_arg(argv[6]);
     TkBuf parent_id = tk_arg(argv[7]), result = tk_arg(argv[8]), record = tk_arg(argv[9]);

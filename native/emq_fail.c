@@ -14,7 +14,7 @@ static const TkShape fail_shape = {"EMQ.FAIL", 4, 8, 7, FAIL_FLOW_ERROR};
 
 int emq_fail(TkCtx *ctx, TkStr **argv, int argc) {
     tk_AutoMemory(ctx);
-    if (!tk_check_brand(ctx) || !tk_check_shape(ctx, argv, argc, &fail_shape)) return TK_OK;
+    if (!tk_check_brand(ctx, argv, argc) || !tk_check_shape(ctx, argv, argc, &fail_shape)) return TK_OK;
     TkBuf active = tk_arg(argv[2]), schedule = tk_arg(argv[3]), dead = tk_arg(argv[4]), row = tk_arg(argv[5]);
     TkBuf id = tk_arg(argv[6]), token = tk_arg(argv[7]), reason = tk_arg(argv[10]);
     TkBuf base = tk_arg(argv[11]), parent_id = tk_arg(argv[12]), record = tk_arg(argv[13]);

@@ -219,7 +219,7 @@ static int write_death(TkCtx *ctx, const Death *d, TkBuf row, TkBuf cid, TkBuf p
 
 int emq_stalled_check(TkCtx *ctx, TkStr **argv, int argc) {
     tk_AutoMemory(ctx);
-    if (!tk_check_brand(ctx) || !tk_check_shape(ctx, argv, argc, &stalled_shape)) return TK_OK;
+    if (!tk_check_brand(ctx, argv, argc) || !tk_check_shape(ctx, argv, argc, &stalled_shape)) return TK_OK;
     TkBuf active = tk_arg(argv[2]), pending = tk_arg(argv[3]), dead = tk_arg(argv[4]), base = tk_arg(argv[5]);
     long long max_stalled;
     if (!tk_positive(ctx, argv[6], "max_stalled", &max_stalled)) return TK_OK;

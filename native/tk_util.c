@@ -130,24 +130,50 @@ TkBuf tk_str(TkReply *r) {
     return b;
 }
 
-int tk_check_brand(TkCtx *ctx) {
-    TkReply *r = tk_Call(ctx, "GET", "Ec", TK_BRAND_KEY);
+/* On a cluster: emq:version:{q} for the first key emq:{q}:..., the same hashtag and so the
+ * same slot as every key the command declares; absent (after replying) when the key is not a
+ * queue's. */
+static TkBuf tk_queue_brand_key(TkCtx *ctx, TkStr **argv, int argc) {
+    TkBuf none = {NULL, 0};
+    if (argc < 3) {
+        tk_WrongArity(ctx);
+        return none;
+    }
+    TkBuf first = tk_arg(argv[2]);
+    const char *close = first.len > 5 ? memchr(first.ptr + 5, '}', first.len - 5) : NULL;
+    if (!close || close == first.ptr + 5 || memcmp(first.ptr, "emq:{", 5) != 0) {
+        tk_error(ctx, "EMQKEYS the first key must look like emq:{q}:..., got %s", tk_show(ctx, first));
+        return none;
+    }
+    TkBuf tag = {first.ptr + 4, (size_t)(close - first.ptr) - 3}; /* {q} with its braces */
+    TkBuf empty = {"", 0};
+    return tk_concat(ctx, tk_lit(TK_QUEUE_BRAND_PREFIX), tag, empty);
+}
+
+int tk_check_brand(TkCtx *ctx, TkStr **argv, int argc) {
+    /* a standalone node carries one brand; a cluster node reads the queue's, in the queue's slot */
+    int cluster = (tk_GetContextFlags(ctx) & TK_CTX_FLAGS_CLUSTER) != 0;
+    TkBuf key = cluster ? tk_queue_brand_key(ctx, argv, argc) : tk_lit(TK_BRAND_KEY);
+    if (!key.ptr) return 0;
+    const char *who = cluster ? "queue" : "node";
+    TkReply *r = tk_Call(ctx, "GET", "Eb", TK_B(key));
     if (!r) {
         tk_failed(ctx, r);
         return 0;
     }
+    /* a key of another type answers an error reply here: "not a string" below */
     int type = tk_CallReplyType(r);
     if (type == TK_REPLY_NULL) {
-        tk_ReplyWithError(ctx, "EMQWIRE node has no " TK_BRAND_KEY " brand; a wire 6 node needs " TK_BRAND);
+        tk_error(ctx, "EMQWIRE %s has no %s brand; a wire 6 %s needs " TK_BRAND, who, tk_show(ctx, key), who);
         return 0;
     }
     if (type != TK_REPLY_STRING) {
-        tk_ReplyWithError(ctx, "EMQWIRE node's " TK_BRAND_KEY " is not a string; a wire 6 node needs " TK_BRAND);
+        tk_error(ctx, "EMQWIRE %s's %s is not a string; a wire 6 %s needs " TK_BRAND, who, tk_show(ctx, key), who);
         return 0;
     }
     TkBuf brand = tk_str(r);
     if (!tk_is(brand, TK_BRAND)) {
-        tk_error(ctx, "EMQWIRE node is branded %s; need " TK_BRAND, tk_show(ctx, brand));
+        tk_error(ctx, "EMQWIRE %s is branded %s; need " TK_BRAND, who, tk_show(ctx, brand));
         return 0;
     }
     return 1;

@@ -11,8 +11,11 @@
 
 #include "trafikey_api.h"
 
-/* The wire brand every EMQ.* command requires on {emq}:version. */
+/* The wire brand every EMQ.* command requires on {emq}:version; on a cluster,
+ * where that key lives in one slot of one shard, on the queue's own
+ * emq:version:{q}, which shares the queue's slot (docs/cluster.md). */
 #define TK_BRAND_KEY "{emq}:version"
+#define TK_QUEUE_BRAND_PREFIX "emq:version:"
 #define TK_BRAND "echomq:6.0.0"
 
 /* Sorted-set scores are doubles: above 2^53 an integer deadline would round. */
@@ -69,7 +72,8 @@ int tk_failed(TkCtx *ctx, TkReply *r);
 /* The string inside a reply, or an absent view when it holds no string. */
 TkBuf tk_str(TkReply *r);
 
-int tk_check_brand(TkCtx *ctx);
+/* argv[2], the command's first key, names the queue whose brand a cluster node reads. */
+int tk_check_brand(TkCtx *ctx, TkStr **argv, int argc);
 int tk_check_shape(TkCtx *ctx, TkStr **argv, int argc, const TkShape *shape);
 int tk_positive(TkCtx *ctx, TkStr *arg, const char *name, long long *out);
 int tk_check_record(TkCtx *ctx, TkBuf record);

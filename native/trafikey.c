@@ -10,8 +10,9 @@
 /* Each command's keys sit at fixed places, argv[2] up to argv[1 + numkeys],
  * because each accepts exactly one numkeys. Declaring that range lets COMMAND
  * GETKEYS, ACL key patterns and cluster routing see the queue's keys. The
- * brand key {emq}:version is read but not declared: it is the node's, not the
- * queue's, and lives in another slot (fine on a standalone node). */
+ * brand is read but not declared: on a standalone node it is {emq}:version, the
+ * node's; on a cluster node it is the queue's emq:version:{q}, in the slot of
+ * the declared keys, so it is always local (tk_check_brand). */
 static const struct {
     const char *name;
     TkCmdFunc fn;

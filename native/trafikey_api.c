@@ -23,6 +23,7 @@ int (*tk_ReplyWithNull)(TkCtx *);
 int (*tk_ReplyWithError)(TkCtx *, const char *);
 int (*tk_ReplyWithCallReply)(TkCtx *, TkReply *);
 const char *(*tk_StringPtrLen)(const TkStr *, size_t *);
+int (*tk_GetContextFlags)(TkCtx *);
 long long (*tk_CachedMicroseconds)(void);
 TkInfo *(*tk_GetServerInfo)(TkCtx *, const char *);
 const char *(*tk_ServerInfoGetFieldC)(TkInfo *, const char *);
@@ -59,6 +60,7 @@ static const struct tk_api_entry tk_api_table[] = {
     TK_API(ReplyWithError),
     TK_API(ReplyWithCallReply),
     TK_API(StringPtrLen),
+    TK_API(GetContextFlags),
     TK_API(CachedMicroseconds),
     TK_API(GetServerInfo),
     TK_API(ServerInfoGetFieldC),

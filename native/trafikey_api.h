@@ -59,6 +59,10 @@ extern int (*tk_ReplyWithCallReply)(TkCtx *ctx, TkReply *reply);
 
 extern const char *(*tk_StringPtrLen)(const TkStr *str, size_t *len);
 
+/* What the server is running as; TK_CTX_FLAGS_CLUSTER is set in cluster mode. */
+extern int (*tk_GetContextFlags)(TkCtx *ctx);
+enum { TK_CTX_FLAGS_CLUSTER = 1 << 5 };
+
 /* The command's start time, frozen for the whole command: what TIME reports. */
 extern long long (*tk_CachedMicroseconds)(void);
 

@@ -43,6 +43,30 @@ def object_store():
     store.stop()
 
 
+@pytest.fixture(scope="session")
+def cluster():
+    """A Valkey Cluster (three primaries, one replica each, trafikey on every node) for the session.
+
+    Every node is stopped by PID at the end. A queue's brand is its own on a
+    cluster, so scripted (wire 4) and native (wire 6) queues share it.
+    """
+    from echomq_teach.cluster import LocalCluster
+
+    c = LocalCluster(native=True)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(params=[4, 6], ids=["scripts", "native"])
+def cluster_conn(cluster, request):
+    """A cluster connector, once per executor."""
+    c = cluster.connector(wire=request.param)
+    yield c
+    c.close()
+
+
 @pytest.fixture
 def conn(node):
     c = node.connector()
@@ -72,6 +96,18 @@ def queue(request):
 def state(conn, queue):
     """The queue's state without the clock, for before/after comparisons."""
     return inspect.snapshot(conn, queue).state_only()
+
+
+def refuses_anonymous(port: int) -> None:
+    """A client on 127.0.0.1:port without the password is refused."""
+    import redis
+
+    anon = redis.Redis(host="127.0.0.1", port=port)
+    try:
+        with pytest.raises(redis.exceptions.AuthenticationError):
+            anon.ping()
+    finally:
+        anon.close()
 
 
 def server_ms(conn) -> int:

@@ -79,7 +79,7 @@ FOREIGN = [
     ({"id": "JOB1", "outcome": "dead", "attempts": "1", "error": "e", "extra": "?"}, "a dead settle has exactly"),
     ({"id": "JOB1", "outcome": "completed", "attempts": "0", "result": ""}, "attempts '0'"),
     ({"id": "JOB1", "outcome": "completed", "attempts": "one", "result": ""}, "attempts 'one'"),
-    ({"id": "a:b", "outcome": "completed", "attempts": "1", "result": ""}, "no braces, colons, spaces or control characters"),
+    ({"id": "a:b", "outcome": "completed", "attempts": "1", "result": ""}, "no braces, colons, spaces or control"),
 ]
 
 

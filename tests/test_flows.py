@@ -12,7 +12,7 @@ from conftest import state
 from native_support import comparable
 
 from echomq_teach import flows, inspect, jobs
-from echomq_teach.connector import connect
+from echomq_teach.connector import reconnect
 from echomq_teach.consumer import Consumer
 from echomq_teach.errors import BadInput, DuplicateJob
 from echomq_teach.keyspace import job_key, queue_key
@@ -147,9 +147,9 @@ def test_redelivered_and_stale_completions_never_double_count(conn, queue):
     assert flows.children_values(conn, queue, flow) == {a.id: "A", b.id: "B"}
 
 
-def _worker(address, queue, parent_id, barrier, out):
+def _worker(address, wire, queue, parent_id, barrier, out):
     """One process: claim and complete until the queue is empty; the parent gets the parent handler."""
-    conn = connect(address)
+    conn = reconnect(address, wire)
     try:
         barrier.wait(timeout=20)
         done, parent_saw = [], None
@@ -165,13 +165,14 @@ def _worker(address, queue, parent_id, barrier, out):
         conn.close()
 
 
-def test_children_completed_concurrently_from_4_processes(node, conn, queue):
+def test_children_completed_concurrently_from_4_processes(conn, queue):
     n = 200
     payloads = [f"leg{i}" for i in range(n)]
     flow = flows.add(conn, queue, "p", payloads)
     ctx = mp.get_context("spawn")
     barrier, out = ctx.Barrier(4), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(node.address, queue, flow.parent_id, barrier, out)) for _ in range(4)]
+    args = (conn.address, conn.wire, queue, flow.parent_id, barrier, out)
+    procs = [ctx.Process(target=_worker, args=args) for _ in range(4)]
     for p in procs:
         p.start()
     try:
@@ -478,6 +479,12 @@ def test_children_of_a_removed_parent_settle_as_plain_jobs(conn, queue):
     snap = inspect.snapshot(conn, queue)
     assert snap.rows == {} and snap.total() == 0 and snap.counters == {}
     assert jobs.claim(conn, queue, 30_000) is None
+
+
+def test_children_of_a_removed_parent_settle_by_script_on_wire_6(native_conn, queue):
+    # their rows still carry parent, which EMQ.COMPLETE refuses: complete/5 sends the script
+    test_children_of_a_removed_parent_settle_as_plain_jobs(native_conn, queue)
+    assert [e.script for e in native_conn.trace if e.script == "@complete"] == ["@complete", "@complete"]
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import refuses_anonymous
 
 from echomq_teach import LocalNode, NodeError, RemoteNode, jobs, start_node
 from echomq_teach.node import INSTALL_HINT
@@ -36,14 +37,7 @@ def test_shared_node_is_local_scripted_with_a_password(node: LocalNode) -> None:
     assert node.address["host"] == "127.0.0.1" and node.address["password"]
     assert node.wire == 4
     # a client without the password is refused
-    import redis
-
-    anon = redis.Redis(host="127.0.0.1", port=node.port)
-    try:
-        with pytest.raises(redis.exceptions.AuthenticationError):
-            anon.ping()
-    finally:
-        anon.close()
+    refuses_anonymous(node.port)
 
 
 def test_non_durable_node_has_no_persistence(node: LocalNode) -> None:
