@@ -19,7 +19,7 @@ NOT_HERE = {
     # starts a durable node of its own to restart it
     "test_a_flow_survives_a_restart_of_a_durable_node_midway": "its own durable node",
 }
-CONN_ARGS = {"conn", "queue", "native_conn"}
+CONN_ARGS = {"conn", "queue", "native_conn", "either"}
 # bodies that assert a whole row: a natively claimed row also carries lease_epoch (the page's fourth
 # difference), so they run on the scripted executor only; test_cluster.py checks lease_epoch per shard
 SCRIPTS_ONLY = {"test_retry_at_cap_buries_in_dead": "the row gains lease_epoch natively"}
@@ -75,7 +75,7 @@ def wire_conn(cluster, request):
 @pytest.mark.parametrize(("wire_conn", "body", "kwargs"), BODIES, indirect=["wire_conn"])
 def test_on_the_cluster(wire_conn, queue, body, kwargs):
     params = pyinspect.signature(body).parameters
-    args = {"conn": wire_conn, "native_conn": wire_conn, "queue": queue, **kwargs}
+    args = {"conn": wire_conn, "native_conn": wire_conn, "either": wire_conn, "queue": queue, **kwargs}
     body(**{k: v for k, v in args.items() if k in params})
     # every call went to the one primary that owns the queue's slot
     nodes = {e.node for e in wire_conn.trace if e.node and e.node not in ("cluster", "all primaries")}
