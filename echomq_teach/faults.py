@@ -28,6 +28,7 @@ are forked from the kit's launcher thread, so they also die with the kernel.
 
 from __future__ import annotations
 
+import inspect as pyinspect
 import json
 import os
 import random
@@ -36,6 +37,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 import weakref
@@ -55,6 +57,29 @@ from .worker import CRASH_POINTS, client_name
 READY_WAIT_S = 30.0
 STOP_WAIT_S = 10.0
 FAULTS = ("kill", "freeze", "drop_link", "script_flush", "restart")
+
+
+def handler_source(fn: Callable[..., Any]) -> tuple[str, str]:
+    """A handler function's name and its source, for worker processes to import.
+
+    Worker processes cannot be handed a function object, only a name to
+    import: a handler defined in a notebook cell travels as its source.
+    """
+    name = getattr(fn, "__name__", "")
+    if not name.isidentifier():
+        raise BadInput("a handler passed as a function must be a def with a name (not a lambda)")
+    try:
+        return name, textwrap.dedent(pyinspect.getsource(fn))
+    except (OSError, TypeError) as exc:
+        raise BadInput(f"the source of handler {name!r} cannot be read, so no worker can import it: {exc}") from exc
+
+
+def write_handler(name: str, source: str, folder: Path) -> str:
+    """The handler's source as a module in ``folder``; answers its ``module:function``."""
+    module = f"run_handler_{name}"
+    header = "# written by echomq_teach.faults for this run's workers\nfrom echomq_teach.consumer import Error\n\n"
+    (folder / f"{module}.py").write_text(header + source)
+    return f"{module}:{name}"
 
 
 class WorkerProcess:
@@ -174,7 +199,10 @@ class Run:
     with ``.address`` and ``.connector()``). ``restart_node`` needs a node
     started with ``durable=True``. ``workers`` is the number of slots;
     ``handler`` is ``module:function`` (``echomq_teach.handlers`` has ready
-    ones, ``handler_path`` a folder to import yours from). ``recovery`` is the
+    ones, ``handler_path`` a folder to import yours from), or a function
+    defined in a notebook cell: its source is written into the run's folder
+    for the workers to import, so it must stand alone (import what it uses
+    inside it; ``ctx`` gives it the worker's connector). ``recovery`` is the
     metronome's leg: ``"reap"`` or ``"stalled"``.
     """
 
@@ -184,7 +212,7 @@ class Run:
         queue: str,
         *,
         workers: int = 4,
-        handler: str = "echomq_teach.handlers:work",
+        handler: str | Callable[..., Any] = "echomq_teach.handlers:work",
         handler_path: str | os.PathLike[str] | None = None,
         work_ms: int = 2,
         lease_ms: int = 1_000,
@@ -204,8 +232,9 @@ class Run:
             jobs.positive_int(name, v)
         if recovery not in ("reap", "stalled"):
             raise BadInput(f"recovery must be 'reap' or 'stalled', got {recovery!r}")
-        if ":" not in handler:
-            raise BadInput(f"handler must be 'module:function', got {handler!r}")
+        if not callable(handler) and (not isinstance(handler, str) or ":" not in handler):
+            raise BadInput(f"handler must be 'module:function' or a function, got {handler!r}")
+        source = handler_source(handler) if callable(handler) else None
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise BadInput("timeout must be a positive number of seconds: every run is bounded")
         self.node, self.queue, self.size = node, queue, workers
@@ -214,14 +243,16 @@ class Run:
         self.recovery, self.record, self.tick_ms = recovery, record, tick_ms
         self.lease_ms, self.max_attempts = lease_ms, max_attempts
         self.timeout = timeout
+        self._own_folder = folder is None
+        self.folder = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="echomq-run-"))
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if source is not None:
+            handler, handler_path = write_handler(*source, self.folder), self.folder
         self.options: dict[str, Any] = {
             "lease_ms": lease_ms, "max_attempts": max_attempts, "retry_delay_ms": retry_delay_ms,
             "handler": handler, "handler_path": str(handler_path) if handler_path else None,
             "work_ms": work_ms, "no_record": not record, "timeout": timeout + 30,
         }
-        self._own_folder = folder is None
-        self.folder = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="echomq-run-"))
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.conn: Connector = node.connector()
         self.slots: list[WorkerProcess | None] = [None] * workers
         self.all: list[WorkerProcess] = []
@@ -524,3 +555,77 @@ class Nemesis:
 def fault_lines(faults: Iterable[Fault]) -> str:
     """A schedule as text, one fault a line."""
     return "\n".join(str(f) for f in faults)
+
+
+@dataclass
+class CrashOutcome:
+    """What one crash point did to one job: the runs of its handler, its charges, and who settled it."""
+
+    point: str
+    job: str
+    runs: int  # handler runs started, the crashed one included
+    charges: int  # side effects made (the not-idempotent list and the idempotent hash together)
+    token: int | None  # the token whose settle the completions stream holds
+    settled_by: str | None
+    recovered: bool  # a reap put it back after the crash
+    report: Report
+    history: History = field(repr=False, default_factory=lambda: History([]))
+
+    def row(self) -> tuple[str, int, int, int | None, str | None, bool]:
+        return (self.point, self.runs, self.charges, self.token, self.settled_by, self.recovered)
+
+
+def crash_point(node: Any, queue: str, point: str, *,
+                handler: str | Callable[..., Any] = "echomq_teach.handlers:charge", lease_ms: int = 300,
+                work_ms: int = 40, timeout: float = 60.0) -> CrashOutcome:
+    """One job; worker ``w0`` kills itself at ``point`` on it; a healthy worker takes over; the run judged.
+
+    The queue is dropped first, so the outcome is this scenario's alone.
+    """
+    from . import handlers
+
+    if point not in CRASH_POINTS:
+        raise BadInput(f"point must be one of {CRASH_POINTS}, got {point!r}")
+    with Run(node, queue, workers=2, lease_ms=lease_ms, work_ms=work_ms, handler=handler, tick_ms=25,
+             timeout=timeout) as run:
+        jobs.drop(run.conn, queue)
+        [job] = run.produce(1)
+        doomed = run.spawn(0, crash_at=point)
+        doomed.wait_ready()
+        run.start_metronome()
+        doomed.proc.wait(timeout=timeout)
+        run.start()  # a healthy worker in each empty slot
+        if not run.wait_drained(timeout):
+            raise RuntimeError(f"the job of crash point {point!r} was not settled within {timeout} s")
+        run.stop()
+        history = run.history()
+        report = check(history, run.final_state(), recorded=run.record)
+        entries = run.conn.client.xrange(keyspace.queue_key(queue, "stream:completions"))
+        token = int(entries[-1][1]["attempts"]) if entries else None
+        by = next((o.worker for o in history.calls("complete") if o.token == token), None)
+        charges = handlers.effects(run.conn, queue)[job] + (job in handlers.effects_once(run.conn, queue))
+        return CrashOutcome(point, job, report.handler_runs[job], charges, token, by, job in report.recovered,
+                            report, history)
+
+
+def crash_points(node: Any, queue_prefix: str, points: Iterable[str] = CRASH_POINTS,
+                 **kwargs: Any) -> list[CrashOutcome]:
+    """``crash_point`` for each point, side by side (one queue each: ``<prefix>-<point>``), in order."""
+    points = list(points)
+    out: dict[str, CrashOutcome] = {}
+    errors: list[BaseException] = []
+
+    def one(p: str) -> None:
+        try:
+            out[p] = crash_point(node, f"{queue_prefix}-{p}", p, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(p,), daemon=True) for p in points]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=kwargs.get("timeout", 60.0) * 2)
+    if errors:
+        raise errors[0]
+    return [out[p] for p in points]

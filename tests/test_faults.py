@@ -16,7 +16,7 @@ import pytest
 
 from echomq_teach import handlers, jobs, keyspace
 from echomq_teach.errors import BadInput
-from echomq_teach.faults import Fault, Nemesis, Run
+from echomq_teach.faults import Fault, Nemesis, Run, crash_point, crash_points
 from echomq_teach.node import LocalNode
 
 FAULT_JOBS = int(os.environ.get("ECHOMQ_FAULT_JOBS", "5000"))
@@ -103,37 +103,27 @@ CRASHES = [
 
 @pytest.mark.parametrize(("point", "runs", "charges", "token"), CRASHES, ids=[c[0] for c in CRASHES])
 def test_a_worker_killed_at_each_crash_point(either, point, runs, charges, token, queue):
-    node = either.node
-    with Run(node, queue, workers=2, lease_ms=300, work_ms=40, handler="echomq_teach.handlers:charge",
-             tick_ms=25, timeout=60) as run:
-        try:
-            [job] = run.produce(1)
-            doomed = run.spawn(0, crash_at=point)
-            doomed.wait_ready()
-            run.start_metronome()
-            doomed.proc.wait(timeout=30)
-            assert doomed.proc.returncode == -9  # it killed itself by SIGKILL, at the point
-            run.start()  # a healthy worker in the empty slots
-            assert run.wait_drained(30)
-        finally:
-            run.stop()
-        report = run.check()
-        h = run.history()
-        settles = report_settles(run)
-        charged = handlers.effects(run.conn, queue)[job]
+    out = crash_point(either.node, queue, point, handler="echomq_teach.handlers:charge")
+    h, report, job = out.history, out.report, out.job
     crash = h.notes("crash")
     assert [(o.worker, o.extra["point"], o.job) for o in crash] == [("w0", point, job)]
     assert report.valid, report.summary()
-    assert report.handler_runs[job] == runs
-    assert charged == charges
-    assert settles == [(job, "completed", str(token))]
+    assert (out.runs, out.charges, out.token) == (runs, charges, token)
     w0_settles = [o for o in h.calls("complete") if o.worker == "w0"]
     if point == "settle-sent":
         # the worker's history holds the settle it sent and no answer: the stream shows it ran
         assert [o.indeterminate for o in w0_settles] == [True] and report.indeterminate["complete"] == 1
-        assert job not in report.recovered
+        assert not out.recovered and out.settled_by == "w0"
     else:
-        assert w0_settles == [] and job in report.recovered
+        assert w0_settles == [] and out.recovered and out.settled_by != "w0"
+
+
+def test_crash_points_run_side_by_side_in_order(node, queue):
+    outs = crash_points(node, queue)
+    assert [o.row() for o in outs] == [(p, r, c, t, o.settled_by, p != "settle-sent")
+                                       for (p, r, c, t), o in zip(CRASHES, outs)]
+    with pytest.raises(BadInput, match="point"):
+        crash_point(node, queue, "lunch")
 
 
 def report_settles(run: Run) -> list[tuple[str, str, str]]:
@@ -242,3 +232,22 @@ def test_a_worker_with_a_handler_it_cannot_load_says_so(node, queue):
             w.wait_ready(timeout=20)
     assert w.proc.returncode not in (None, 0)
     assert jobs.paused(node.connector(), queue) is False
+
+
+def shout(job, ctx):
+    """A handler defined here, not in a module the workers know: it travels as its source."""
+    ctx.work()
+    return job.payload.upper()
+
+
+def test_a_handler_function_travels_to_the_workers_as_its_source(node, queue):
+    with Run(node, queue, workers=2, handler=shout, work_ms=1, timeout=30) as run:
+        run.produce(20, payload=lambda i: f"job {i}")
+        run.start()
+        assert run.wait_drained(30)
+        run.stop()
+        results = {f["result"] for _, f in run.conn.client.xrange(keyspace.queue_key(queue, "stream:completions"))}
+        assert (run.folder / "run_handler_shout.py").exists()
+    assert results == {f"JOB {i}" for i in range(20)}
+    with pytest.raises(BadInput, match="lambda"):
+        Run(node, queue, handler=lambda job, ctx: "x")
