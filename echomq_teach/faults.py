@@ -268,10 +268,14 @@ class Run:
         self._finalizer = weakref.finalize(self, _stop_all, self.all)
 
     # -- jobs ---------------------------------------------------------------------------------------
-    def produce(self, n: int, payload: Callable[[int], str] = lambda i: f"job {i}") -> list[str]:
-        """Enqueue ``n`` jobs, each recorded (the ``producer`` lane); answers their ids."""
+    def produce(self, n: int, payload: Callable[[int], str] = lambda i: f"job {i}", batch: int = 200) -> list[str]:
+        """Enqueue ``n`` jobs in batches of ``batch`` (one round trip each), every job recorded; answers their ids."""
         jobs.non_negative_int("n", n)
-        out = [self.producer.enqueue(self.conn, self.queue, payload(len(self.enqueued) + i)) for i in range(n)]
+        jobs.positive_int("batch", batch)
+        out: list[str] = []
+        for start in range(0, n, batch):
+            payloads = [payload(len(self.enqueued) + i) for i in range(start, min(n, start + batch))]
+            out += self.producer.enqueue_many(self.conn, self.queue, payloads)
         self.enqueued += out
         return out
 

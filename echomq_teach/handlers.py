@@ -102,3 +102,10 @@ def flaky(job: Claimed, ctx: Context) -> str | Error:
     if job.payload.endswith("!") and job.attempts == 1:
         return Error("the first try of a job marked '!' fails")
     return f"done {job.payload}"
+
+
+def charge_first(job: Claimed, ctx: Context) -> str:
+    """Charge first, then work: a crash inside the work comes after the charge."""
+    ctx.effect(job)
+    ctx.work()
+    return f"charged {job.id}"

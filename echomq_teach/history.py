@@ -129,6 +129,32 @@ class Recorder:
         job_id = ids.mint() if job_id is None else job_id
         return self.call("enqueue", lambda: jobs.enqueue(conn, queue, payload, job_id), job=job_id)
 
+    def enqueue_many(self, conn: Connector, queue: str, payloads: list[str | bytes]) -> list[str]:
+        """``jobs.enqueue_many`` recorded job by job: each its own send and answer, one round trip for all."""
+        from . import ids
+
+        job_ids = [ids.mint() for _ in payloads]
+        sent = []
+        for job_id in job_ids:
+            self._n += 1
+            sent.append(self._n)
+            self._write({"w": self.worker, "n": self._n, "op": "enqueue", "at": "send", "t": self.clock.now_ms(),
+                         "job": job_id, "token": None})
+        try:
+            answers = jobs.enqueue_many(conn, queue, payloads, job_ids)
+        except LINK_ERRORS as exc:
+            t = self.clock.now_ms()
+            for n in sent:
+                self._write({"w": self.worker, "n": n, "at": "lost", "t": t, "error": _err(exc)})
+            raise
+        t = self.clock.now_ms()
+        for n, answer in zip(sent, answers):
+            if isinstance(answer, Exception):
+                self._write({"w": self.worker, "n": n, "at": "refused", "t": t, "error": _err(answer)})
+            else:
+                self._write({"w": self.worker, "n": n, "at": "answer", "t": t, "reply": answer})
+        return [a for a in answers if not isinstance(a, Exception)]
+
     def claim(self, conn: Connector, queue: str, lease_ms: int) -> jobs.Claimed | None:
         """``jobs.claim`` recorded; the job and its token are known only from the answer."""
         return self.call("claim", lambda: jobs.claim(conn, queue, lease_ms), shape=claimed_fields)
