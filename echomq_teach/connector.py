@@ -154,6 +154,44 @@ class Connector:
             self.call("SCRIPT", "LOAD", sc.source)
             return self._send(TraceEntry(list(args), script=sc.name), lambda: self.client.execute_command(*args))
 
+    def eval_many(
+        self, script: str | scripts.Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+    ) -> list[Any]:
+        """Run one script once per (keys, argv) in a single pipeline: one round trip for them all.
+
+        Each call is its own EVALSHA (each atomic, none with the others), each
+        traced; a call's refusal is its answer in the list (an exception
+        object), not raised. Calls the node answered NOSCRIPT did not run: the
+        script is loaded again and those calls are sent again, once.
+        """
+        sc = scripts.load(script) if isinstance(script, str) else script
+        if sc.sha not in self._loaded:
+            self.client.script_load(sc.source)
+            self._loaded.add(sc.sha)
+        todo = list(range(len(calls)))
+        replies: list[Any] = [None] * len(calls)
+        for attempt in range(2):
+            pipe = self.client.pipeline(transaction=False)
+            entries = []
+            for i in todo:
+                keys, argv = calls[i]
+                args = ["EVALSHA", sc.sha, len(keys), *keys, *argv]
+                entries.append(TraceEntry(args, script=sc.name))
+                pipe.execute_command(*args)
+            self.trace.extend(entries)
+            answers = pipe.execute(raise_on_error=False)
+            again = []
+            for i, entry, answer in zip(todo, entries, answers):
+                entry.reply, entry.error = answer, isinstance(answer, Exception)
+                if isinstance(answer, redis.exceptions.NoScriptError) and attempt == 0:
+                    again.append(i)
+                replies[i] = answer
+            if not again:
+                break
+            self.call("SCRIPT", "LOAD", sc.source)
+            todo = again
+        return replies
+
     def _send(self, entry: TraceEntry, fn: Any) -> Any:
         self.trace.append(entry)
         try:

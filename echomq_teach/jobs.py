@@ -152,11 +152,36 @@ def enqueue(conn: Connector, queue: str, payload: str | bytes, job_id: str | Non
     The fence (D-5) holds only while a row lives; ids minted by the kit are
     never reused, so the limit concerns ids a caller chooses.
     """
+    job_id, keys, argv = _enqueue_call(queue, payload, job_id)
+    send(conn, "", "enqueue", keys, argv)
+    return job_id
+
+
+def _enqueue_call(queue: str, payload: object, job_id: str | None) -> tuple[str, list[str], list[Any]]:
+    """One ``@enqueue``'s id, KEYS and ARGV, every argument checked."""
     check_queue(queue)
     check_payload(payload)
     job_id = _ids.mint() if job_id is None else check_id(job_id)
-    send(conn, "", "enqueue", [queue_key(queue, "pending"), job_key(queue, job_id)], [job_id, payload])
-    return job_id
+    return job_id, [queue_key(queue, "pending"), job_key(queue, job_id)], [job_id, payload]
+
+
+def enqueue_many(conn: Connector, queue: str, payloads: list[str | bytes],
+                 job_ids: list[str] | None = None) -> list[str | Exception]:
+    """Many ``@enqueue`` calls in one pipeline (a batch): one round trip, each job its own atomic step.
+
+    Every argument is checked before anything is sent. Answers, per job, its
+    id, or the kit's exception when the node refused that one (a duplicate
+    id): the others are enqueued all the same — a batch is not a transaction.
+    """
+    if not isinstance(payloads, list):
+        raise BadInput(f"payloads must be a list, got {type(payloads).__name__}")
+    if job_ids is not None and (not isinstance(job_ids, list) or len(job_ids) != len(payloads)):
+        raise BadInput("job_ids must be a list as long as payloads")
+    calls = [_enqueue_call(queue, p, None if job_ids is None else job_ids[i]) for i, p in enumerate(payloads)]
+    if len({c[0] for c in calls}) != len(calls):
+        raise BadInput("job_ids names one id twice")
+    answers = conn.eval_many("enqueue", [(keys, argv) for _, keys, argv in calls])
+    return [reply_error(a) if isinstance(a, Exception) else c[0] for c, a in zip(calls, answers)]
 
 
 def paused(conn: Connector, queue: str) -> bool:
