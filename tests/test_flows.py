@@ -12,7 +12,7 @@ from conftest import state
 from native_support import comparable
 
 from echomq_teach import flows, inspect, jobs
-from echomq_teach.connector import reconnect
+from echomq_teach.cluster_connector import reconnect
 from echomq_teach.consumer import Consumer
 from echomq_teach.errors import BadInput, DuplicateJob
 from echomq_teach.keyspace import job_key, queue_key
