@@ -14,7 +14,8 @@
 # What goes in (docs/containers.md has the why):
 #   /usr/local/bin/python3.X     the venv's base interpreter; its libpython beside libc
 #   /usr/local/lib/python3.X     the stdlib without test, idlelib, tkinter, ensurepip, lib2to3
-#     site-packages              the kit's runtime dependencies as installed in .venv
+#     site-packages              the kit's runtime dependencies as installed in .venv (dist-packages
+#                                when the interpreter is Debian's python3: where its site.py looks)
 #                                (docker/runtime_files.py: RECORD files of the closure)
 #   /usr/local/share/jupyter     JupyterLab's app, the widgets extension, the kernel spec
 #   /usr/local/bin/jupyterhub-singleuser  a classroom hub's per-student server (when the venv has jupyterhub)
@@ -110,7 +111,8 @@ done
 stdlib=$base/lib/python$pyver
 mkdir -p "$rootfs/usr/local/lib/python$pyver"
 tar -C "$stdlib" -c \
-  --exclude=./site-packages --exclude='./config-*' --exclude=__pycache__ \
+  --exclude=./site-packages --exclude=./dist-packages --exclude=./sitecustomize.py \
+  --exclude='./config-*' --exclude=__pycache__ \
   --exclude=test --exclude=tests --exclude=./idlelib --exclude=./tkinter --exclude=./turtledemo \
   --exclude=./turtle.py --exclude=./ensurepip --exclude=./lib2to3 \
   --exclude='./lib-dynload/_tkinter*' --exclude='./lib-dynload/_test*' --exclude='./lib-dynload/xx*' \
@@ -123,7 +125,13 @@ tar -C "$stdlib" -c \
 also=()
 "$venv_python" -c 'import jupyterhub' 2>/dev/null && also=(--also jupyterhub)
 "$venv_python" "$here/runtime_files.py" "${also[@]}" >"$list"
-tar -C "$venv" --null -T "$list" -c | tar -C "$rootfs/usr/local" -x
+# the folder the image's interpreter reads packages from under /usr/local: site-packages for a
+# source build (pyenv, python.org), dist-packages for Debian's python3, whose site.py is patched so
+site_dir=$("$py_bin" -c 'import site, sys
+v = "%d.%d" % sys.version_info[:2]
+print(next(p for p in site.getsitepackages(["/usr/local"]) if p.startswith(f"/usr/local/lib/python{v}/")))')
+tar -C "$venv" --null -T "$list" -c \
+  | tar -C "$rootfs/usr/local" -x --transform "s|^lib/python$pyver/site-packages/|${site_dir#/usr/local/}/|"
 # console scripts name the venv's interpreter; point them at the image's
 for f in "$rootfs"/usr/local/bin/*; do
   [ -f "$f" ] && [ ! -L "$f" ] || continue
@@ -149,7 +157,7 @@ tar -C "$repo/widgets" -c --exclude=__pycache__ --exclude='*.pyc' . \
   | { mkdir -p "$rootfs/$kit/echomq_widgets" && tar -C "$rootfs/$kit/echomq_widgets" -x; }
 tar -C "$repo" -c --exclude=build --exclude='*.so' --exclude='*.o' native | tar -C "$rootfs/$kit" -x
 # what the editable install does in the venv: the kit's folder on sys.path
-echo "/$kit" >"$rootfs/usr/local/lib/python$pyver/site-packages/the-queue.pth"
+echo "/$kit" >"$rootfs$site_dir/the-queue.pth"
 
 label=none
 so=$(build_trafikey "$module" "$venv_python")

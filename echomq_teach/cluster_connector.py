@@ -31,7 +31,7 @@ from redis.crc import key_slot
 from redis.retry import Retry
 
 from . import keyspace, scripts
-from .connector import Connector, TraceEntry, _module_name
+from .connector import Connector, TraceEntry, _module_name, connect
 from .errors import BadInput, CrossSlot, WireError
 
 #: redirections followed for one call before giving up (a slot moving twice in one call is a storm)
@@ -346,3 +346,14 @@ def connect_cluster(address: dict[str, Any], wire: int = 4, wait: tuple[int, int
     """A fresh cluster connector (its own client and trace) on the cluster at ``address``."""
     check_wait(wait)  # before a link is opened
     return ClusterConnector(make_cluster_client(address), wire=wire, address=dict(address), wait=wait)
+
+
+def reconnect(address: dict[str, Any], wire: int = 4) -> Connector:
+    """A fresh connector from an ``address`` alone: a cluster's (``startup_nodes``) or a node's.
+
+    What ``fork()`` does, for another process that was handed the address. It
+    lives here, not in ``connector``, so that the dependency runs one way.
+    """
+    if "startup_nodes" in address:
+        return connect_cluster(address, wire=wire)
+    return connect(address, wire=wire)

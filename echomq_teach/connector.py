@@ -246,18 +246,6 @@ def connect(address: dict[str, Any], wire: int = 4, node: Any = None) -> Connect
     return Connector(make_client(address), wire=wire, address=dict(address), node=node)
 
 
-def reconnect(address: dict[str, Any], wire: int = 4) -> Connector:
-    """A fresh connector from an ``address`` alone: a node's, or a cluster's (``startup_nodes``).
-
-    What ``fork()`` does, for another process that was handed the address.
-    """
-    if "startup_nodes" in address:
-        from .cluster_connector import connect_cluster  # the cluster connector builds on this module
-
-        return connect_cluster(address, wire=wire)
-    return connect(address, wire=wire)
-
-
 def address_from_url(url: str) -> dict[str, Any]:
     """redis-py keyword arguments for a ``redis://[user:pw@]host:port[/db]`` or ``unix://`` URL."""
     kw = redis.connection.parse_url(url)

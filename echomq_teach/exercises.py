@@ -2,8 +2,9 @@
 
 Each exercise hands the learner's function a fresh queue on their own node,
 then reads the real node and says, in plain words, what is right or wrong.
-A check never crashes the notebook: an exception inside the learner's code is
-reported as a finding too. Reference solutions live in ``notebooks/solutions/``.
+A check never crashes the notebook: an exception inside the learner's code, or
+one the check's own reads meet in what that code left, is reported as a finding.
+Reference solutions live in ``notebooks/solutions/``.
 """
 
 from __future__ import annotations
@@ -96,25 +97,33 @@ def fresh_queue(key: str) -> str:
 def check(key: str, solution: Callable[..., Any], conn: Connector, *others: Connector) -> Verdict:
     """Run ``solution(conn, queue, *setup_args)`` on a fresh queue and check the node."""
     ex = _REGISTRY[key]
+    title = f"{key} {ex.title}"
     queue = fresh_queue(key)
     conns = (conn, *others)
-    args = ex.setup(conns if others else conn, queue)
+    try:
+        args = ex.setup(conns if others else conn, queue)
+    except Exception as exc:  # noqa: BLE001 - e.g. a node that went away: said, not raised
+        return Verdict(title, False, [f"the check could not prepare its queue: {type(exc).__name__}: {exc}."])
     f = _Findings()
     try:
         result = solution(*conns, queue, *args)
     except NotImplementedError:
-        return Verdict(f"{key} {ex.title}", False, ["your function still raises NotImplementedError.", *ex.hints()])
+        return Verdict(title, False, ["your function still raises NotImplementedError.", *ex.hints()])
     except Exception as exc:  # noqa: BLE001 - the learner's bug is a finding, not a crash
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return Verdict(
-            f"{key} {ex.title}",
-            False,
-            [f"your function raised {type(exc).__name__}: {exc} (line {where.lineno}).", *ex.hints()],
+            title, False, [f"your function raised {type(exc).__name__}: {exc} (line {where.lineno}).", *ex.hints()]
         )
-    ex.verify(conns if others else conn, queue, result, args, f)
+    try:
+        ex.verify(conns if others else conn, queue, result, args, f)
+    except Exception as exc:  # noqa: BLE001 - what the learner left can trip the check's own reads
+        f.items.append(
+            f"the check could not read your queue ({type(exc).__name__}: {exc}): your function left it in a "
+            "shape no transition makes, e.g. a set written as another type or an id without its row."
+        )
     if f.items:
         f.items.extend(ex.hints())
-    return Verdict(f"{key} {ex.title}", not f.items, f.items)
+    return Verdict(title, not f.items, f.items)
 
 
 def titles() -> dict[str, str]:

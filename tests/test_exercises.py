@@ -86,3 +86,32 @@ def test_a_learner_bug_is_reported_with_its_line(conn):
 
     verdict = exercises.check("01.1", buggy, conn)
     assert not verdict.ok and "ZeroDivisionError" in str(verdict) and "line" in str(verdict)
+
+
+# -- review defect (issue 13 item 7): a check that itself fails is a finding, never a crash ----------------
+def test_a_check_that_fails_on_what_the_learner_left_is_a_finding(conn):
+    from echomq_teach import keyspace
+
+    def spoils_the_set(conn, queue):
+        # a plain SET where pending should be: the check's own snapshot is refused (WRONGTYPE)
+        conn.call("SET", keyspace.queue_key(queue, "pending"), "three jobs")
+
+    verdict = exercises.check("01.1", spoils_the_set, conn)
+    assert not verdict.ok
+    text = str(verdict)
+    assert "the check could not read your queue" in text and "WRONGTYPE" in text, text
+    assert "Hint:" in text
+
+
+def test_a_check_that_trips_on_a_half_written_row_is_a_finding(conn):
+    from echomq_teach import keyspace
+
+    def buries_without_a_row(conn, queue, job_id):
+        # the id in dead, its row deleted: the check finds it there and then has no row to read
+        conn.call("ZADD", keyspace.queue_key(queue, "dead"), 1, job_id)
+        conn.call("ZREM", keyspace.queue_key(queue, "pending"), job_id)
+        conn.call("DEL", keyspace.job_key(queue, job_id))
+
+    verdict = exercises.check("03.1", buries_without_a_row, conn)
+    assert not verdict.ok
+    assert "the check could not read your queue" in str(verdict) and "KeyError" in str(verdict), str(verdict)

