@@ -36,7 +36,8 @@ from collections.abc import Callable
 from typing import Any
 
 from . import consumer, jobs
-from .connector import Connector, reconnect
+from .cluster_connector import reconnect
+from .connector import Connector
 from .handlers import Context
 from .history import Recorder, ServerClock
 

@@ -18,9 +18,6 @@ import test_lifecycle
 NOT_HERE = {
     # starts a durable node of its own to restart it
     "test_a_flow_survives_a_restart_of_a_durable_node_midway": "its own durable node",
-    # runs one queue name on a scripted node and on a native one; on a cluster both connectors
-    # would be the same queue, and the second run would meet the first one's jobs
-    "test_wire6_child_of_a_removed_parent_completes_and_retries": "one queue on each of two nodes",
 }
 CONN_ARGS = {"conn", "queue", "native_conn", "either"}
 # bodies that assert a whole row: a natively claimed row also carries lease_epoch (the page's fourth
