@@ -94,7 +94,7 @@ def node_pid(node) -> int:
 
 # -- the model ---------------------------------------------------------------------------------------------
 def test_a_run_with_a_kill_and_a_zombie_drains_and_is_judged_valid(durable, made):
-    m = ChaosRun(durable, workers=3, lease_ms=400, work_ms=80, tick_ms=50)
+    m = ChaosRun(durable, workers=3, lease_ms=1_000, work_ms=80, tick_ms=50)
     made.append(m)
     first = m.pids
     assert len(first) == 3 and [s.state for s in m.slots()] == ["running"] * 3
@@ -179,6 +179,8 @@ def test_bad_input_is_refused_and_changes_nothing(node, conn, made):
     made.append(m)
     m.produce(5)
     assert m.wait_drained(30) is not None
+    with pytest.raises(BadInput, match=r"the queue '.+' is in use \(5 settles in its stream\): the checker"):
+        ChaosRun(node, m.queue)  # a queue that already saw jobs: its settles would look unexpected
     m.freeze(1)
     before = state(conn, m.queue)
     procs, events = list(m.pids), list(m.events)

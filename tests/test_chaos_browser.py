@@ -94,6 +94,9 @@ def test_kill_freeze_thaw_then_the_verdict(lab):
             expect(chaos).to_contain_text("thaw w1 after", timeout=STEP_MS)
             seen.update(pids(chaos))
             bs.shot(pg, bs.ARTIFACTS / "chaos-verdict.png", chaos)
+        except Exception:
+            bs.shot(pg, bs.ARTIFACTS / "chaos-failure.png")  # the whole page, for whoever reads the failure
+            raise
         finally:
             pg.close()
             lab.close_sessions(NB)  # the kernel ends, and with it the node and the workers it forked

@@ -339,7 +339,7 @@ class ChaosView(widgets.VBox):
                          for e in m.round_events()]
                 lo = m.seconds(m.round_start_ms)
                 hi = max([lo + 1.0, *xs[-1:]])
-                draw_sizes(self.figure, xs, sizes, xlabel="node seconds since the run started",
+                draw_sizes(self.figure, xs, sizes, xlabel="seconds since the first worker's first call (node clock)",
                            title=f"set sizes · round {m.round}", marks=marks, xlim=(max(0.0, lo - 0.2), hi + 0.2))
                 self.plot.value = png(self.figure)
                 self._drawn_at = time.monotonic()

@@ -252,14 +252,20 @@ class ChaosRun:
         self.ended: str | None = None
         #: called (from the timer's thread) when the run's lifetime ends
         self.on_expire: Callable[[], None] | None = None
+        self.reader = None
         try:
+            self._refuse_a_used_queue()
             self.reader = self.run.conn.fork()  # the sampler's own link: never shared between threads
             self.clock = ServerClock(self.reader)
             self.run.start()
         except BaseException:
             self.run.close()
+            if self.reader is not None:
+                self.reader.close()
             raise
-        self.started_ms = self.clock.now_ms()
+        # time 0 as the timeline takes it, the first line a worker wrote (its start), so both axes agree
+        self.started_ms = min((o.sent for o in self.run.history().ops if o.worker != "producer"),
+                              default=self.clock.now_ms())
         self.series = SizeSeries()
         self.events: list[ChaosEvent] = []
         self.killed: list[list[str]] = [[] for _ in range(workers)]
@@ -298,7 +304,7 @@ class ChaosRun:
         return self.clock.now_ms()
 
     def seconds(self, at_ms: float) -> float:
-        """Node seconds since the run started (the x axis of the sizes plot)."""
+        """Seconds since the first worker's first line, on the node's clock: the x axis of both plots."""
         return (at_ms - self.started_ms) / 1000
 
     def slots(self) -> list[SlotState]:
@@ -562,6 +568,16 @@ class ChaosRun:
             raise BadInput(f"no worker slot {slot!r}: the slots are 0 … {self.run.size - 1} "
                            f"(workers w0 … w{self.run.size - 1})")
         return slot
+
+    def _refuse_a_used_queue(self) -> None:
+        """The checker judges every job of the queue: one that holds jobs or settles from before is refused."""
+        c = self.run.conn.client
+        held = {s: int(c.zcard(queue_key(self.queue, s))) for s in SETS}
+        settles = int(c.xlen(queue_key(self.queue, "stream:completions")))
+        if any(held.values()) or settles:
+            what = ", ".join(f"{s} {n}" for s, n in held.items() if n) or f"{settles} settles in its stream"
+            raise BadInput(f"the queue {self.queue!r} is in use ({what}): the checker could not tell its jobs from "
+                           "this run's; name a fresh queue, or leave queue out for one of the run's own")
 
     @staticmethod
     def _running(w: Any) -> None:
