@@ -60,6 +60,24 @@ def made():
     assert [p for p in pids if not gone(p)] == []
 
 
+def worker_children() -> set[int]:
+    """The worker processes this test process started that still run (read from /proc)."""
+    out = set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if ppid == os.getpid() and b"echomq_teach.worker" in cmd:
+            out.add(int(d))
+    return out
+
+
 def wait_for(predicate, what: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -317,8 +335,16 @@ def test_clicking_every_button_on_real_processes_ends_in_a_valid_verdict(durable
 
 
 def test_bad_input_in_the_view_is_shown_and_changes_nothing(node, conn, made):
+    with pytest.raises(BadInput, match="workers must be 1 … 8"):
+        ChaosView(node, workers=9)
+    before_threads, before_workers = {t.name for t in threading.enumerate()}, worker_children()
+    with pytest.raises(BadInput, match="enqueue takes 1 … 5000 jobs at a time, got 9999"):
+        ChaosView(node, workers=1, jobs=9_999)  # its worker had started: the failed widget stopped it
+    assert not {t.name for t in threading.enumerate() if t.name.startswith("run-metronome-")} - before_threads
+    assert worker_children() == before_workers
     v = ChaosView(node, workers=2, work_ms=5)
     made.append(v)
+    assert set(v.model.pids) <= worker_children()  # the helper above does see running workers
     q = v.queue
     before, pids = state(conn, q), list(v.model.pids)
     v.restart_button.click()  # this node keeps no data across a restart

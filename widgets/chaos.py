@@ -191,11 +191,15 @@ class ChaosView(widgets.VBox):
              self.timeline_image],
             layout=widgets.Layout(width="100%"),
         )
-        if jobs:
-            self.enqueue(jobs)
-        else:
-            self.model.sample()
-            self._draw_all()
+        try:
+            if jobs:
+                self.enqueue(jobs)
+            else:
+                self.model.sample()
+                self._draw_all()
+        except BaseException:
+            self.close()  # its worker processes are running: a widget that failed to build stops them now
+            raise
 
     def __repr__(self) -> str:
         # nbval compares the text/plain repr: what the widget shows, no ids, no clocks
