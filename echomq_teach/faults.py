@@ -203,7 +203,9 @@ class Run:
     defined in a notebook cell: its source is written into the run's folder
     for the workers to import, so it must stand alone (import what it uses
     inside it; ``ctx`` gives it the worker's connector). ``recovery`` is the
-    metronome's leg: ``"reap"`` or ``"stalled"``.
+    metronome's leg: ``"reap"`` or ``"stalled"``. ``idle_ms`` is how long a
+    worker that found nothing pending sleeps before it claims again (each of
+    those claims is recorded: a pool left idle for minutes wants a longer one).
     """
 
     def __init__(
@@ -219,6 +221,7 @@ class Run:
         max_attempts: int = jobs.DEFAULT_MAX_ATTEMPTS,
         retry_delay_ms: int = 100,
         tick_ms: int = 50,
+        idle_ms: int = 5,
         recovery: str = "reap",
         record: bool = True,
         timeout: float = 120.0,
@@ -227,6 +230,7 @@ class Run:
         keyspace.check_queue(queue)
         jobs.positive_int("workers", workers)
         jobs.non_negative_int("work_ms", work_ms)
+        jobs.positive_int("idle_ms", idle_ms)
         for name, v in (("lease_ms", lease_ms), ("max_attempts", max_attempts),
                         ("retry_delay_ms", retry_delay_ms), ("tick_ms", tick_ms)):
             jobs.positive_int(name, v)
@@ -251,7 +255,7 @@ class Run:
         self.options: dict[str, Any] = {
             "lease_ms": lease_ms, "max_attempts": max_attempts, "retry_delay_ms": retry_delay_ms,
             "handler": handler, "handler_path": str(handler_path) if handler_path else None,
-            "work_ms": work_ms, "no_record": not record, "timeout": timeout + 30,
+            "work_ms": work_ms, "idle_ms": idle_ms, "no_record": not record, "timeout": timeout + 30,
         }
         self.conn: Connector = node.connector()
         self.slots: list[WorkerProcess | None] = [None] * workers

@@ -38,10 +38,13 @@ class SizeSeries:
         self.sizes = {s: [] for s in self.sets}
 
     def record(self, snap: Snapshot, label: str | None = None) -> None:
-        sizes = snap.sizes()
+        self.add(snap.now_ms, snap.sizes(), label)
+
+    def add(self, now_ms: int, sizes: dict[str, int], label: str | None = None) -> None:
+        """One point from sizes read some other way (``ZCARD`` each, say), at ``now_ms`` on the node's clock."""
         for s in self.sets:
             self.sizes[s].append(sizes[s])
-        self.now_ms.append(snap.now_ms)
+        self.now_ms.append(now_ms)
         self.labels.append(label if label is not None else str(len(self.labels)))
 
     def __len__(self) -> int:

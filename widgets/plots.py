@@ -17,8 +17,9 @@ SET_COLOURS = {"pending": "#1f6feb", "active": "#1a7f37", "schedule": "#9a6700",
 DPI = 110
 
 
-def new_figure(width: float = 6.4, height: float = 2.6) -> Figure:
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+def new_figure(width: float = 6.4, height: float = 2.6, *, layout: str | None = "constrained") -> Figure:
+    """An off-screen figure; ``layout=None`` for a drawer that lays itself out (``timeline.draw``)."""
+    fig = Figure(figsize=(width, height), dpi=DPI, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 
@@ -45,8 +46,13 @@ def draw_sizes(
     labels: Sequence[str] | None = None,
     xlabel: str = "step",
     title: str = "set sizes",
+    marks: Sequence[tuple[float, str, str]] = (),
+    xlim: tuple[float, float] | None = None,
 ) -> None:
-    """One step line per set; ``labels`` name the x positions (per-step mode)."""
+    """One step line per set; ``labels`` name the x positions (per-step mode).
+
+    ``marks`` are moments drawn across the plot as (x, label, colour): a fault, say.
+    """
     fig.clear()
     ax = fig.add_subplot()
     _style(ax)
@@ -62,8 +68,17 @@ def draw_sizes(
     ax.set_ylabel("ids in set", fontsize=9)
     ax.set_ylim(bottom=0, top=max([1, *[max(ys) for ys in series.values() if ys]]) * 1.15 + 0.2)
     ax.set_title(title, fontsize=10, loc="left")
+    top = ax.get_ylim()[1]
+    for x, label, colour in marks:
+        ax.axvline(x, color=colour, linewidth=1, linestyle=":", zorder=1)
+        ax.annotate(label, (x, top), xytext=(2, -2), textcoords="offset points", rotation=90, va="top",
+                    ha="left", fontsize=7, color=colour)
+    if xlim is not None:
+        ax.set_xlim(*xlim)
     if any(series.values()):
-        ax.legend(fontsize=8, frameon=False, ncols=4, loc="upper right")
+        # the marks' labels stand at the top of the plot: the legend then goes above it
+        where = {"loc": "lower right", "bbox_to_anchor": (1.0, 1.0)} if marks else {"loc": "upper right"}
+        ax.legend(fontsize=8, frameon=False, ncols=4, **where)
 
 
 def draw_counter(

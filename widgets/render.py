@@ -99,6 +99,13 @@ CSS = """
 .emq-col{border:1px solid var(--jp-border-color2,#d1d9e0);border-radius:6px;padding:6px 8px;min-width:0}
 .emq-col h4{margin:0 0 4px;font-size:13px}
 .emq-error{color:#cf222e;font-weight:600}
+.emq-b-running{background:#dafbe1}.emq-b-frozen{background:#ddf4ff;color:#0a3069}.emq-b-ended{background:#ffebe9}
+.emq-slotline{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+.emq-events h4{margin:0 0 4px;font-size:12px;font-weight:600}
+.emq-event{font-size:12px;margin:2px 0;padding-left:3.6em;text-indent:-3.6em}
+.emq-verdict{border-left:4px solid #1a7f37;padding:4px 10px;margin:6px 0;background:var(--jp-layout-color2,#f6f8fa)}
+.emq-verdict.emq-invalid{border-left-color:#cf222e}
+.emq-verdict pre{margin:4px 0 0;font-size:12px;white-space:pre-wrap;word-break:normal;overflow-wrap:break-word}
 </style>
 """
 
