@@ -223,7 +223,10 @@ def check(history: History, final: FinalState, *, recorded: bool = True) -> Repo
     for job in final.sets["dead"]:
         if not any(s.outcome == "dead" for s in settles[job]):
             settles[job].append(Settle(job, "dead", None, None, "dead set"))
+    # each reprocess starts a new life, and so does an enqueue of an id whose row went (after the first)
+    enqueues = Counter(o.job for o in calls if o.op == "enqueue" and o.job and (o.ok or o.indeterminate))
     lives = Counter(o.job for o in calls if o.op == "reprocess" and o.ok and o.job)
+    lives.update({j: n - 1 for j, n in enqueues.items() if n > 1})
 
     for job, ss in settles.items():
         if job not in tried and not _claimed(by_job[job]):
@@ -274,8 +277,7 @@ def check(history: History, final: FinalState, *, recorded: bool = True) -> Repo
         if o.op in ("enqueue", "reprocess") and o.job and (o.ok or o.indeterminate):
             puts[o.job].append(o)
     for job, cs in claims.items():
-        cs.sort(key=lambda o: o.answered or 0.0)
-        _handouts(r, job, cs, releases[job] + puts[job] + unknown_releases, by_job[job])
+        _handouts(r, job, cs, releases[job] + puts[job] + unknown_releases, puts[job], by_job[job])
     _fence(r, calls, claims, settles, by_job)
     if unknown_releases:
         r.notes.append(f"{len(unknown_releases)} recovery call(s) lost their answer; a second claim of a job "
@@ -289,17 +291,29 @@ def check(history: History, final: FinalState, *, recorded: bool = True) -> Repo
     return r
 
 
-def _handouts(r: Report, job: str, cs: list[Op], puts: list[Op], ops: list[Op]) -> None:
+def _handouts(r: Report, job: str, cs: list[Op], puts: list[Op], lives: list[Op], ops: list[Op]) -> None:
     """Between two claims of a job, something must have put it back in pending; else two workers held it.
 
-    Each call took effect somewhere between its send and its answer (for a
-    call with no answer: any time after its send). A put (a release, an
-    enqueue, a reprocess) that could lie between the two claims explains the
-    second one; only when none could is it a finding.
+    The node orders a job's claims for us: each claim's token is one more than
+    the last (the row's attempts), so within one life of the row, token order
+    is claim order — whatever the workers' clocks or a freeze between a claim's
+    answer and its record say. A life begins at an enqueue (an id used again
+    after its row was deleted starts at token 1). Each put (a release, an
+    enqueue, a reprocess) took effect between its send and the latest moment
+    it can have run; one that can lie between two claims explains the second.
+    Two claims with one token in one life had nothing between them.
     """
-    for x, y in zip(cs, cs[1:]):
+    starts = sorted(o.sent for o in lives if o.op == "enqueue")
+
+    def life(c: Op) -> int:
+        return sum(1 for t in starts if t < (c.answered or c.sent))
+
+    ordered = sorted(cs, key=lambda c: (life(c), c.token or 0, c.sent))
+    for x, y in zip(ordered, ordered[1:]):
+        if life(x) != life(y):
+            continue  # a new row: its enqueue put the job in pending
         lo, hi = x.sent, y.answered or y.sent
-        if any(p.sent < hi and p.latest > lo for p in puts):
+        if x.token != y.token and any(p.sent < hi and p.latest > lo for p in puts):
             continue
         r.findings.append(Finding(
             "double_handouts", job,

@@ -281,3 +281,41 @@ def test_an_unfenced_complete_lets_a_late_worker_settle_a_job_someone_else_holds
         assert [f.job for f in rep.fence_violations] == [job], rep.summary()
     finally:
         conn.close()
+
+
+def test_a_claim_recorded_late_by_a_frozen_worker_is_ordered_by_its_token():
+    # w2's claim took effect at once, but w2 was frozen before it wrote the answer down: its answer is
+    # stamped after w3's claim. The token (1 < 2) says which came first; the reap between explains w3's.
+    s = Story()
+    s.enqueue("A")
+    x = s.claim("w2", "A", 1)
+    s.reap("A")
+    y = s.claim("w3", "A", 2)
+    s.complete("w3", "A", 2)
+    x.answered = y.answered + 500  # the freeze, between the reply and its line
+    s.complete("w2", "A", 1, reply="stale")
+    assert check(s.history(), final([("A", "completed", 2)])).valid
+
+
+def test_two_claims_with_one_token_in_one_life_are_a_double_hand_out():
+    # a claim made of separate round trips can recreate a deleted row at attempts 1: the same token twice
+    s = Story()
+    s.enqueue("A")
+    s.claim("w1", "A", 1)
+    s.reap("A")  # even a release between does not explain a token handed out twice
+    s.claim("w2", "A", 1)
+    s.complete("w2", "A", 1)
+    assert [f.job for f in check(s.history(), final([("A", "completed", 1)])).double_handouts] == ["A"]
+
+
+def test_an_id_enqueued_again_starts_a_new_life_at_token_1():
+    s = Story()
+    s.enqueue("A")
+    s.claim("w1", "A", 1)
+    s.complete("w1", "A", 1)
+    s.enqueue("A")  # the row was deleted; the same id lands again
+    s.claim("w2", "A", 1)
+    s.complete("w2", "A", 1)
+    r = check(s.history(), final([("A", "completed", 1), ("A", "completed", 1)]))
+    assert r.double_handouts == []  # each life's claim had its enqueue before it
+    assert r.valid and r.settled_twice == []  # one settle in each life

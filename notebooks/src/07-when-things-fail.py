@@ -422,6 +422,33 @@ durable.stop()
 # blue shading is a frozen worker; the red dashed line is the node's restart; the carets on the
 # metronome's lane are reaps that put jobs back.
 #
+# ## Your turn: break it yourself
+#
+# The widget below runs four worker processes on a durable node of its own and draws the four sets
+# as they drain. Each worker has its buttons: **kill** (SIGKILL; a new worker takes the slot),
+# **freeze** and **thaw** (SIGSTOP and SIGCONT: freeze one longer than its lease, then thaw it and
+# watch its settle be refused), **drop link** (`CLIENT KILL`). For the node: **restart node** and
+# **SCRIPT FLUSH**. When the queue drains, the checker judges everything you did and draws the
+# timeline. Enqueue another batch and try to make it say *invalid*.
+#
+# (When this notebook was built, the cell below killed one worker and froze another past its lease
+# before the drain, so the widget shows that round's verdict even without a kernel.)
+
+# %%
+from echomq_widgets import ChaosView  # noqa: E402
+
+playground = start_node(durable=True, provider="local")
+chaos = ChaosView(playground, workers=4, jobs=400, lease_ms=800, work_ms=20)
+chaos.kill(1)
+chaos.freeze(2)
+time.sleep(1.2)  # longer than the lease: worker 2's job is reaped and run again elsewhere
+chaos.thaw(2)
+judged = chaos.wait_drained(timeout=120)
+print("verdict:", judged.verdict, "· enqueued:", judged.report.enqueued, "· settled:", judged.report.settled)
+assert judged.valid and judged.report.settled == 400
+chaos
+
+# %% [markdown]
 # ## Recap
 #
 # - A history of every call, on the node's clock, and a checker that reads it with the final state,
@@ -437,3 +464,7 @@ durable.stop()
 # - The fence holds for the life of a row; reusing an id after its row is gone starts a new count.
 #
 # Next: **08-the-durable-floor** — what outlives memory.
+
+# %%
+chaos.close()  # its workers stop by PID; the widget above keeps its last picture
+playground.stop()
