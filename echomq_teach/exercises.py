@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import ids, inspect, jobs
+from . import ids, jobs, snapshots
 from .connector import Connector
 
 
@@ -124,7 +124,7 @@ def titles() -> dict[str, str]:
 # -- 01 · the lifecycle ------------------------------------------------------------------------
 @exercise("01.1", "Fill the queue", "Hint: call jobs.enqueue(conn, queue, payload) once for each payload, in order.")
 def _v011(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
-    s = inspect.snapshot(conn, queue)
+    s = snapshots.snapshot(conn, queue)
     if not f.expect(len(s.pending) == 3, f"pending should hold 3 ids; it holds {len(s.pending)}."):
         return
     payloads = [s.rows.get(i, {}).get("payload") for i in s.pending]
@@ -140,7 +140,7 @@ def _v011(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _F
 )
 def _v012(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
     (job_id,) = args
-    s = inspect.snapshot(conn, queue)
+    s = snapshots.snapshot(conn, queue)
     f.expect(not s.where(job_id), f"{job_id} should have left every set; it is in {s.where(job_id)}.")
     f.expect(job_id not in s.rows, f"a completed row is deleted, but {job_id}'s row is still there.")
     f.expect(s.completed == 1, f"metrics:completed count should be 1; it is {s.completed}.")
@@ -155,7 +155,7 @@ def _s012(conn: Connector, queue: str) -> tuple[Any, ...]:
 @exercise("02.1", "A five-second lease", "Hint: return jobs.claim(conn, queue, 5_000).")
 def _v021(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
     (job_id,) = args
-    s = inspect.snapshot(conn, queue)
+    s = snapshots.snapshot(conn, queue)
     if not f.expect(job_id in s.sets["active"], f"{job_id} should be in active; it is in {s.where(job_id)}."):
         return
     left = s.relative("active", job_id)
@@ -176,7 +176,7 @@ def _s021(conn: Connector, queue: str) -> tuple[Any, ...]:
 )
 def _v022(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
     (job_id,) = args
-    s = inspect.snapshot(conn, queue)
+    s = snapshots.snapshot(conn, queue)
     f.expect(s.paused, "the queue should be paused (emq:{q}:paused present).")
     f.expect(result is None, f"a paused queue's claim answers None (:empty); yours answered {result!r}.")
     f.expect(s.pending == [job_id], f"pending should still hold {job_id}, untouched; it holds {s.pending}.")
@@ -193,7 +193,7 @@ def _s022(conn: Connector, queue: str) -> tuple[Any, ...]:
     "Hint: conn.call('ZADD', keyspace.queue_key(queue, 'pending'), 0, 'JOBghost'), then return the claim.",
 )
 def _v023(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
-    s = inspect.snapshot(conn, queue)
+    s = snapshots.snapshot(conn, queue)
     f.expect(result is None, f"a ghost head answers None (:empty); the claim answered {result!r}.")
     f.expect(not s.pending, f"the ghost should have been consumed by the pop; pending holds {s.pending}.")
     f.expect(not s.rows, f"the guard mints no row; the queue has rows for {sorted(s.rows)}.")
@@ -209,7 +209,7 @@ def _v023(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _F
 )
 def _v031(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
     (job_id,) = args
-    s = inspect.snapshot(conn, queue)
+    s = snapshots.snapshot(conn, queue)
     where = s.where(job_id) or "no set"
     if not f.expect(s.where(job_id) == ["dead"], f"{job_id} should be in dead; it is in {where}."):
         return
@@ -230,7 +230,7 @@ def _s031(conn: Connector, queue: str) -> tuple[Any, ...]:
 )
 def _v032(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
     job_id, old_token = args
-    s = inspect.snapshot(conn, queue)
+    s = snapshots.snapshot(conn, queue)
     f.expect(not s.where(job_id), f"{job_id} should be settled; it is still in {s.where(job_id)}.")
     f.expect(s.completed == 1, f"metrics:completed should count 1; it counts {s.completed}.")
     reaped = any(e.script == "@reap" and e.reply for e in conn.last(20))
@@ -259,8 +259,8 @@ def _v041(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: _Findin
     ):
         return
     f.expect(result[0] == result[1], f"the two claims should be equal; got {result[0]!r} and {result[1]!r}.")
-    s_row = inspect.snapshot(s_conn, queue).rows.get(job_id, {})
-    n_row = inspect.snapshot(n_conn, queue).rows.get(job_id, {})
+    s_row = snapshots.snapshot(s_conn, queue).rows.get(job_id, {})
+    n_row = snapshots.snapshot(n_conn, queue).rows.get(job_id, {})
     f.expect(s_row.get("state") == n_row.get("state") == "active", "both rows should be active after the claims.")
     run_id = n_conn.client.info("server")["run_id"]
     f.expect(n_row.get("lease_epoch") == run_id, "the native row should carry lease_epoch = the server's run_id.")
@@ -304,7 +304,7 @@ def _v042(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: _Findin
 def _v051(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
     from . import flows
 
-    s = inspect.snapshot(conn, queue)
+    s = snapshots.snapshot(conn, queue)
     held = [i for i, r in s.rows.items() if r.get("state") == "awaiting_children"]
     if not f.expect(len(held) == 1, f"one parent should be held (awaiting_children); found {len(held)}."):
         return
@@ -325,7 +325,7 @@ def _v052(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _F
     from . import flows
 
     (parent,) = args
-    s = inspect.snapshot(conn, queue)
+    s = snapshots.snapshot(conn, queue)
     f.expect(flows.dependencies(conn, queue, parent) == 0, "every child should be done: :dependencies = 0.")
     f.expect(s.state(parent) == "active", f"claim the released parent; its state is {s.state(parent)}.")
     values = flows.children_values(conn, queue, parent)

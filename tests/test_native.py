@@ -20,7 +20,7 @@ import redis
 from conftest import state
 from native_support import assert_same_end_state, digest, force, run_id
 
-from echomq_teach import WireError, WrongState, flows, inspect, jobs, keyspace, native, stalled
+from echomq_teach import WireError, WrongState, flows, jobs, keyspace, native, snapshots, stalled
 from echomq_teach.connector import Connector, connect
 from echomq_teach.keyspace import base, job_key, queue_key
 from echomq_teach.node import LocalNode
@@ -112,7 +112,7 @@ def test_ordinary_path_replies_are_what_the_course_shows(conn, native_conn, queu
     assert replies[7] == jobs.Claimed("J2", "c", 1) and replies[8] is None
     replies = both(conn, native_conn, queue + "-fork", failure_fork)
     assert replies[1] == jobs.SCHEDULED and replies[2] == ["F"] and replies[4] == jobs.DEAD
-    snap = inspect.snapshot(native_conn, queue + "-fork")
+    snap = snapshots.snapshot(native_conn, queue + "-fork")
     assert snap.rows["F"]["last_error"] == "last" and snap.where("F") == ["dead"]
 
 
@@ -215,7 +215,7 @@ def test_native_sweep_applies_the_parent_policy_as_the_script_does(conn, native_
 def test_native_sweep_policy_outcomes(native_conn, queue, name, parent_state, deps, unsuccessful):
     # what the equality above compares, spelled out, so it cannot pass by both executors doing nothing
     replies = FLOW_STALLS[name](native_conn, queue)
-    snap = inspect.snapshot(native_conn, queue)
+    snap = snapshots.snapshot(native_conn, queue)
     # a released parent went to pending, and the scenario's last claim took it
     assert snap.state("P") == ("active" if parent_state == "released" else parent_state)
     assert (replies[2] is not None and replies[2].id == "P") is (parent_state == "released")
@@ -562,7 +562,7 @@ def test_lease_epoch_goes_when_its_lease_ends(native_conn, queue):
     assert jobs.retry(c, queue, "D", claims["D"].attempts, "fatal", 1_000, 1) == jobs.DEAD
     force(c.client, queue, "active", "S", 2)
     assert stalled.check(c, queue, 3) == stalled.StallReport(["S"], [])  # EMQ.STALLED.CHECK
-    rows = inspect.snapshot(c, queue).rows
+    rows = snapshots.snapshot(c, queue).rows
     assert {i: "lease_epoch" in r for i, r in rows.items()} == dict.fromkeys("RFSD", False)
 
 

@@ -15,12 +15,12 @@ from echomq_widgets.model import ms, when
 from echomq_widgets.render import setview_html
 from echomq_widgets.steps import Lifecycle, Settings, path_steps
 
-from echomq_teach import flows, inspect, jobs
+from echomq_teach import flows, jobs, snapshots
 from echomq_teach.consumer import Consumer, Error
 
 
 def snap(conn, queue):
-    return inspect.snapshot(conn, queue)
+    return snapshots.snapshot(conn, queue)
 
 
 def scripts_sent(conn):

@@ -9,8 +9,8 @@ import ipywidgets as widgets
 from echomq_teach import flows
 from echomq_teach.connector import Connector
 from echomq_teach.flows import POLICIES
-from echomq_teach.inspect import Snapshot
 from echomq_teach.node import Node
+from echomq_teach.snapshots import Snapshot
 
 from .flow_model import MAX_CHILDREN, FlowEvent, FlowRun
 from .model import as_connector

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
-from echomq_teach import inspect
+from echomq_teach import snapshots
 from echomq_teach.connector import Connector
-from echomq_teach.inspect import Snapshot
 from echomq_teach.keyspace import SETS
 from echomq_teach.node import Node
+from echomq_teach.snapshots import Snapshot
 
 from .model import as_connector, reader_for
 from .plots import draw_sizes, new_figure, png
@@ -108,7 +108,7 @@ class CounterPlot(widgets.VBox):
     def sample(self, label: str | None = None, *, draw: bool = True) -> Snapshot:
         """Read a snapshot of the plot's queue now and record it."""
         reader, queue = self._source()
-        snap = inspect.snapshot(reader, queue)
+        snap = snapshots.snapshot(reader, queue)
         self.record(snap, label, draw=draw)
         return snap
 

@@ -9,8 +9,8 @@ import html
 from collections.abc import Iterable, Sequence
 
 from echomq_teach.connector import TraceEntry
-from echomq_teach.inspect import Change, Snapshot
 from echomq_teach.keyspace import SETS, base
+from echomq_teach.snapshots import Change, Snapshot
 
 from .model import when
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from echomq_teach import inspect
+from echomq_teach import snapshots
 from echomq_teach.connector import Connector
-from echomq_teach.inspect import Change, Snapshot
 from echomq_teach.node import Node
+from echomq_teach.snapshots import Change, Snapshot
 
 from .model import as_connector, reader_for
 from .render import setview_html, setview_text
@@ -58,7 +58,7 @@ class SetView(widgets.VBox):
     # -- drawing ---------------------------------------------------------------------------------------
     def refresh(self) -> Snapshot:
         """Read a snapshot now and draw it, marking the diff from the last one drawn."""
-        snap = inspect.snapshot(self.reader, self.queue)
+        snap = snapshots.snapshot(self.reader, self.queue)
         self.show(snap, before=self.snapshot)
         return snap
 
@@ -67,7 +67,7 @@ class SetView(widgets.VBox):
         if before is not None and before.queue != after.queue:
             before = None  # another queue: nothing to compare with
         self.before, self.snapshot = before, after
-        self.changes = list(changes) if changes is not None else (inspect.diff(before, after) if before else [])
+        self.changes = list(changes) if changes is not None else (snapshots.diff(before, after) if before else [])
         self.html.value = setview_html(
             after, before, self.changes, rows=self.rows, row_order=self.row_order, title=self.title, names=self.names
         )
@@ -79,11 +79,11 @@ class SetView(widgets.VBox):
 
     def run(self, fn: Callable[[], Any]) -> Any:
         """Call ``fn`` (one real call), then draw what it changed; answers its reply."""
-        before = inspect.snapshot(self.reader, self.queue)
+        before = snapshots.snapshot(self.reader, self.queue)
         try:
             return fn()
         finally:
-            after = inspect.snapshot(self.reader, self.queue)
+            after = snapshots.snapshot(self.reader, self.queue)
             self.show(after, before)
 
     # -- reading ---------------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ from collections.abc import Callable
 import ipywidgets as widgets
 
 from echomq_teach.connector import Connector
-from echomq_teach.inspect import Snapshot
 from echomq_teach.keyspace import base
 from echomq_teach.node import Node
+from echomq_teach.snapshots import Snapshot
 
 from .model import as_connector
 from .render import caption_html, esc, steps_html, trace_html, wrap

@@ -11,7 +11,7 @@
 # 4. Read the table that maps the course's Elixir answers to the kit's Python values.
 
 # %%
-from echomq_teach import inspect, jobs, keyspace, scripts, start_node
+from echomq_teach import jobs, keyspace, scripts, snapshots, start_node
 
 node = start_node()
 conn = node.connector()
@@ -76,7 +76,7 @@ print(scripts.show("enqueue"))
 
 # %%
 job_id = jobs.enqueue(conn, Q, '{"to": "ada", "body": "hello"}')
-s = inspect.snapshot(conn, Q)
+s = snapshots.snapshot(conn, Q)
 print(s.render())
 assert s.where(job_id) == ["pending"] and s.sets["pending"][job_id] == 0
 assert s.rows[job_id]["state"] == "pending" and s.rows[job_id]["attempts"] == "0"
@@ -112,11 +112,11 @@ side.close()
 # `lease_ms`. Notebook 02 reads the script line by line; here we watch what it does.
 
 # %%
-before = inspect.snapshot(conn, Q)
+before = snapshots.snapshot(conn, Q)
 claimed = jobs.claim(conn, Q, 30_000)
-after = inspect.snapshot(conn, Q)
+after = snapshots.snapshot(conn, Q)
 print(claimed)
-for change in inspect.diff(before, after):
+for change in snapshots.diff(before, after):
     print(" ·", change)
 assert after.where(job_id) == ["active"]
 assert after.rows[job_id]["state"] == "active" and claimed.attempts == 1
@@ -130,11 +130,11 @@ assert 29_000 < after.relative("active", job_id) <= 30_000
 # entry, deletes the row and counts the completion.
 
 # %%
-before = inspect.snapshot(conn, Q)
+before = snapshots.snapshot(conn, Q)
 outcome = jobs.complete(conn, Q, claimed.id, claimed.attempts, "sent")
-after = inspect.snapshot(conn, Q)
+after = snapshots.snapshot(conn, Q)
 print(outcome)
-for change in inspect.diff(before, after):
+for change in snapshots.diff(before, after):
     print(" ·", change)
 assert outcome == jobs.OK and not after.where(job_id) and job_id not in after.rows
 assert after.completed == before.completed + 1

@@ -14,7 +14,7 @@
 # %%
 import inspect as source
 
-from echomq_teach import inspect, jobs, keyspace, scripts, start_node
+from echomq_teach import jobs, keyspace, scripts, snapshots, start_node
 
 node = start_node()
 conn = node.connector()
@@ -138,9 +138,9 @@ print("reaped:", reaped == [job])
 assert reaped == [job]
 second = jobs.claim(conn, Q2, 30_000)
 print("tokens:", first.attempts, "then", second.attempts)
-before = inspect.snapshot(conn, Q2)
+before = snapshots.snapshot(conn, Q2)
 late = jobs.complete(conn, Q2, job, first.attempts)
-assert inspect.snapshot(conn, Q2).state_only() == before.state_only()  # stale: nothing written
+assert snapshots.snapshot(conn, Q2).state_only() == before.state_only()  # stale: nothing written
 print("the first worker's late completion:", late)
 on_time = jobs.complete(conn, Q2, job, second.attempts)
 print("the second worker's completion:", on_time)
@@ -160,9 +160,9 @@ assert (first.attempts, second.attempts, late, on_time) == (1, 2, jobs.STALE, jo
 # %%
 Q3 = "ghosts"
 raw.zadd(keyspace.queue_key(Q3, "pending"), {"JOBghost000000": 0})
-before = inspect.snapshot(conn, Q3)
+before = snapshots.snapshot(conn, Q3)
 ghost_claim = jobs.claim(conn, Q3, 30_000)
-after = inspect.snapshot(conn, Q3)
+after = snapshots.snapshot(conn, Q3)
 print("claim answered:", ghost_claim)
 print("pending before:", before.pending, "after:", after.pending, "rows after:", after.rows)
 assert ghost_claim is None and after.pending == [] and after.rows == {}
@@ -183,7 +183,7 @@ sent = [e.line for e in conn.last(5)]
 print("claim answered:", held)
 print("sent:", sent)
 assert held is None and sent == [f"EXISTS {keyspace.queue_key(Q4, 'paused')}"]
-assert inspect.snapshot(conn, Q4).pending == [waiting]
+assert snapshots.snapshot(conn, Q4).pending == [waiting]
 
 # %%
 jobs.resume(conn, Q4)

@@ -15,7 +15,7 @@
 import time
 from pathlib import Path
 
-from echomq_teach import inspect, jobs, scripts, start_node
+from echomq_teach import jobs, scripts, snapshots, start_node
 
 node = start_node()
 conn = node.connector()
@@ -39,9 +39,9 @@ print(scripts.show("complete"))
 # %%
 job = jobs.enqueue(conn, Q, "finish me")
 c = jobs.claim(conn, Q, 30_000)
-before = inspect.snapshot(conn, Q)
+before = snapshots.snapshot(conn, Q)
 wrong = jobs.complete(conn, Q, job, c.attempts + 1)  # a token nobody was given
-unchanged = inspect.snapshot(conn, Q).state_only() == before.state_only()
+unchanged = snapshots.snapshot(conn, Q).state_only() == before.state_only()
 right = jobs.complete(conn, Q, job, c.attempts)
 again = jobs.complete(conn, Q, job, c.attempts)  # a redelivered completion
 print("wrong token:", wrong, "· state unchanged:", unchanged)
@@ -76,7 +76,7 @@ job = jobs.enqueue(conn, Q2, "flaky")
 first = jobs.claim(conn, Q2, 30_000)
 reason = "timeout talking to the mailer"
 outcome = jobs.retry(conn, Q2, job, first.attempts, reason, delay_ms=300, max_attempts=2)
-s = inspect.snapshot(conn, Q2)
+s = snapshots.snapshot(conn, Q2)
 print(outcome, "·", s.where(job), "· row state", s.state(job),
       "· last_error", s.rows[job]["last_error"])
 assert outcome == jobs.SCHEDULED and s.where(job) == ["schedule"]
@@ -91,10 +91,10 @@ assert 0 < s.relative("schedule", job) <= 300
 # %%
 early = jobs.promote(conn, Q2)
 print("promote before the run-at:", early)
-assert early == [] and inspect.snapshot(conn, Q2).where(job) == ["schedule"]
+assert early == [] and snapshots.snapshot(conn, Q2).where(job) == ["schedule"]
 time.sleep(0.35)
 print("promote after the run-at: ", jobs.promote(conn, Q2) == [job])
-s = inspect.snapshot(conn, Q2)
+s = snapshots.snapshot(conn, Q2)
 assert s.where(job) == ["pending"] and s.state(job) == "pending"
 
 # %% [markdown]
@@ -103,7 +103,7 @@ assert s.where(job) == ["pending"] and s.state(job) == "pending"
 # %%
 second = jobs.claim(conn, Q2, 30_000)
 outcome = jobs.retry(conn, Q2, job, second.attempts, "mailer still down", delay_ms=300, max_attempts=2)
-s = inspect.snapshot(conn, Q2)
+s = snapshots.snapshot(conn, Q2)
 print(outcome, "·", s.where(job), "· attempts", s.rows[job]["attempts"],
       "· last_error", s.rows[job]["last_error"])
 assert (outcome, s.where(job), s.rows[job]["attempts"]) == (jobs.DEAD, ["dead"], "2")
@@ -118,7 +118,7 @@ assert s.rows[job]["last_error"] == "mailer still down"
 
 # %%
 jobs.reprocess(conn, Q2, job)
-s = inspect.snapshot(conn, Q2)
+s = snapshots.snapshot(conn, Q2)
 print("after reprocess:", s.where(job), "· attempts", s.rows[job]["attempts"],
       "· prior_attempts", s.rows[job]["prior_attempts"])
 assert s.where(job) == ["pending"] and s.rows[job]["attempts"] == s.rows[job]["prior_attempts"] == "2"
@@ -136,12 +136,12 @@ for i in range(3):
     assert jobs.retry(conn, Q6, c.id, c.attempts, "no luck", max_attempts=1) == jobs.DEAD
     buried.append(c.id)
 trimmed = jobs.trim_dead(conn, Q6, keep=1)
-s = inspect.snapshot(conn, Q6)
+s = snapshots.snapshot(conn, Q6)
 print("trim_dead(keep=1) deleted the two oldest deaths:", trimmed == buried[:2], "· dead now:", len(s.dead))
 assert trimmed == buried[:2] and s.dead == buried[2:]
 assert not set(trimmed) & set(s.rows)  # their rows went with them
 assert jobs.remove(conn, Q6, buried[2]) is True
-s = inspect.snapshot(conn, Q6)
+s = snapshots.snapshot(conn, Q6)
 print("remove took the last one: sets", s.sizes(), "· rows", len(s.rows))
 assert s.total() == 0 and not s.rows
 
@@ -162,13 +162,13 @@ Q3 = "crash"
 job = jobs.enqueue(conn, Q3, "the worker dies holding this")
 crashed = jobs.claim(conn, Q3, 50)
 time.sleep(0.1)
-s = inspect.snapshot(conn, Q3)
+s = snapshots.snapshot(conn, Q3)
 print("lease lapsed:", s.relative("active", job) < 0, "· still in", s.where(job))
 assert s.where(job) == ["active"] and s.relative("active", job) < 0
 
 # %%
 reaped = jobs.reap(conn, Q3)
-s = inspect.snapshot(conn, Q3)
+s = snapshots.snapshot(conn, Q3)
 print("reaped:", reaped == [job], "· now in", s.where(job),
       "· attempts unchanged:", s.rows[job]["attempts"])
 assert s.where(job) == ["pending"] and s.rows[job]["attempts"] == "1"
@@ -254,7 +254,7 @@ print("one beat:", " → ".join(legs), "·", first_beat.outcome)
 assert legs == ["@promote", "@reap", "EXISTS", "@claim2", "HGET", "@complete"] and first_beat.outcome == jobs.OK
 second_beat = one.beat()
 legs = [e.script or e.args[0] for e in beat_conn.last(6)]
-s = inspect.snapshot(beat_conn, "one-beat")
+s = snapshots.snapshot(beat_conn, "one-beat")
 crashed_id = second_beat.claimed.id
 print("next beat:", " → ".join(legs), "·", second_beat.outcome, "·", s.rows[crashed_id]["last_error"])
 assert legs[-1] == "@retry" and second_beat.outcome == jobs.SCHEDULED
@@ -279,7 +279,7 @@ print(report.stopped_by, report.outcomes)
 plot
 
 # %%
-s = inspect.snapshot(conn, Q5)
+s = snapshots.snapshot(conn, Q5)
 assert report.outcomes == {"ok": 30, "scheduled": 10} and s.total() == 0 and s.completed == 30
 print("all 30 settled; 10 of them after one retry")
 

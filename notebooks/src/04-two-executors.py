@@ -15,7 +15,7 @@
 # %%
 import time
 
-from echomq_teach import WireError, inspect, jobs, keyspace, stalled, start_node
+from echomq_teach import WireError, jobs, keyspace, snapshots, stalled, start_node
 
 scripted = start_node()
 native = start_node(native=True)
@@ -73,7 +73,7 @@ assert n_conn.last()[0].line == f"EMQ.CLAIM 3 {typed_keys} 30000"
 # And the end states? The same sets and the same row — but for one field:
 
 # %%
-s_snap, n_snap = inspect.snapshot(s_conn, Q), inspect.snapshot(n_conn, Q)
+s_snap, n_snap = snapshots.snapshot(s_conn, Q), snapshots.snapshot(n_conn, Q)
 s_row, n_row = s_snap.rows[same_id], n_snap.rows[same_id]
 print("scripted row:", s_row)
 print("native row:  ", n_row)
@@ -100,8 +100,8 @@ jobs.pause(n_conn, Q1)
 keys = [keyspace.queue_key(Q1, "pending"), keyspace.queue_key(Q1, "active"), keyspace.queue_key(Q1, "")]
 raw_reply = n_conn.call("EMQ.CLAIM", 3, *keys, 30_000)
 print("raw EMQ.CLAIM on a paused queue:", raw_reply)
-print("pending untouched:", inspect.snapshot(n_conn, Q1).pending == [waiting])
-assert raw_reply == [] and inspect.snapshot(n_conn, Q1).pending == [waiting]
+print("pending untouched:", snapshots.snapshot(n_conn, Q1).pending == [waiting])
+assert raw_reply == [] and snapshots.snapshot(n_conn, Q1).pending == [waiting]
 
 # %% [markdown]
 # The kit's `claim/3` on a wire 6 connector still makes its own pause read first, and so never
@@ -127,15 +127,15 @@ Q2 = "half-done"
 for conn in (s_conn, n_conn):
     jobs.enqueue(conn, Q2, "fragile", job_id="JOB0halfdone01")
 keys = [keyspace.queue_key(Q2, "pending"), keyspace.queue_key(Q2, "active"), keyspace.queue_key(Q2, "")]
-before = inspect.snapshot(s_conn, Q2)
+before = snapshots.snapshot(s_conn, Q2)
 script_error = None
 try:
     s_conn.call("EVALSHA", scripts.load("claim2").sha, 3, *keys, "soon")
 except Exception as exc:  # noqa: BLE001
     script_error = str(exc).split(" script:")[0]  # the rest names the script's sha
 print("script error:", script_error)
-after = inspect.snapshot(s_conn, Q2)
-for change in inspect.diff(before, after):
+after = snapshots.snapshot(s_conn, Q2)
+for change in snapshots.diff(before, after):
     print(" ·", change)
 assert script_error and "arithmetic on a nil value" in script_error
 assert after.where("JOB0halfdone01") == [] and after.rows["JOB0halfdone01"]["state"] == "active"
@@ -148,7 +148,7 @@ assert after.rows["JOB0halfdone01"]["attempts"] == "1"  # the token moved, for a
 # nothing:
 
 # %%
-before = inspect.snapshot(n_conn, Q2)
+before = snapshots.snapshot(n_conn, Q2)
 refusal = None
 try:
     n_conn.call("EMQ.CLAIM", 3, *keys, "soon")
@@ -156,7 +156,7 @@ except Exception as exc:  # noqa: BLE001
     refusal = str(exc)
 print("native refusal:", refusal)
 assert refusal and refusal.startswith("EMQARG")
-assert inspect.snapshot(n_conn, Q2).state_only() == before.state_only()
+assert snapshots.snapshot(n_conn, Q2).state_only() == before.state_only()
 
 # %% [markdown]
 # (This is why `jobs.claim` refuses a bad lease in Python before anything is sent: on the script path
@@ -270,11 +270,11 @@ old_run_id = durable.run_id
 durable.restart()
 d_conn = durable.connector()
 print("run id changed:", durable.run_id != old_run_id)
-assert durable.run_id != old_run_id and inspect.snapshot(d_conn, Q4).where(before_restart) == ["active"]
+assert durable.run_id != old_run_id and snapshots.snapshot(d_conn, Q4).where(before_restart) == ["active"]
 jobs.claim(d_conn, Q4, 100)
 time.sleep(0.15)  # both leases lapse
 report = stalled.check(d_conn, Q4, max_stalled=1)
-rows = inspect.snapshot(d_conn, Q4).rows
+rows = snapshots.snapshot(d_conn, Q4).rows
 print("requeued:", sorted(report.requeued) == sorted([before_restart, after_restart]))
 assert sorted(report.requeued) == sorted([before_restart, after_restart]) and report.dead == []
 assert d_conn.last(2)[0].line.startswith("EMQ.STALLED.CHECK 4 ")
@@ -287,7 +287,7 @@ for _ in range(2):
     jobs.claim(d_conn, Q4, 100)
 time.sleep(0.15)
 report = stalled.check(d_conn, Q4, max_stalled=1)
-rows = inspect.snapshot(d_conn, Q4).rows
+rows = snapshots.snapshot(d_conn, Q4).rows
 print("second sweep — requeued:", report.requeued == [before_restart], "· buried:", report.dead == [after_restart],
       "· last_error:", rows[after_restart]["last_error"])
 assert report == ([before_restart], [after_restart]) and rows[after_restart]["last_error"] == "stalled"

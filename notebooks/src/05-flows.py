@@ -16,7 +16,7 @@
 # %%
 import time
 
-from echomq_teach import flows, inspect, jobs, keyspace, scripts, start_node
+from echomq_teach import flows, jobs, keyspace, scripts, snapshots, start_node
 
 node = start_node()
 conn = node.connector()
@@ -39,7 +39,7 @@ print(scripts.show("enqueue_flow"))
 
 # %%
 flow = flows.add(conn, Q, "send the digest", ["render page 1", "render page 2", "render page 3"])
-s = inspect.snapshot(conn, Q)
+s = snapshots.snapshot(conn, Q)
 print(s.render())
 parent = flow.parent_id
 assert s.state(parent) == "awaiting_children" and s.where(parent) == []
@@ -86,9 +86,9 @@ for child in flow.child_ids:
     assert c.id == child  # children come out oldest first
     jobs.complete(conn, Q, c.id, c.attempts, f"{c.payload}: done")
     ticks.append(flows.dependencies(conn, Q, parent))
-    print(f":dependencies = {ticks[-1]}  parent {inspect.snapshot(conn, Q).state(parent)}")
+    print(f":dependencies = {ticks[-1]}  parent {snapshots.snapshot(conn, Q).state(parent)}")
 assert ticks == [3, 2, 1, 0]
-assert inspect.snapshot(conn, Q).where(parent) == ["pending"]
+assert snapshots.snapshot(conn, Q).where(parent) == ["pending"]
 
 # %% [markdown]
 # At zero the parent went to pending. When a worker claims it, its handler can look at what the
@@ -102,10 +102,10 @@ assert inspect.snapshot(conn, Q).where(parent) == ["pending"]
 
 # %%
 p = jobs.claim(conn, Q, 30_000)
-before = inspect.snapshot(conn, Q)
+before = snapshots.snapshot(conn, Q)
 values = flows.children_values(conn, Q, p.id)
 assert flows.dependencies(conn, Q, p.id) == 0 and flows.ignored_failures(conn, Q, p.id) == {}
-assert inspect.snapshot(conn, Q).state_only() == before.state_only()  # three reads, nothing written
+assert snapshots.snapshot(conn, Q).state_only() == before.state_only()  # three reads, nothing written
 summary = f"{p.payload}: {len(values)} pages → " + "; ".join(values[c] for c in flow.child_ids)
 print(summary)
 assert p.id == parent and len(values) == 3
@@ -164,7 +164,7 @@ for policy in flows.POLICIES:
     ok = jobs.claim(conn, q, 30_000)
     if ok is not None:
         jobs.complete(conn, q, ok.id, ok.attempts, "fine")
-    s = inspect.snapshot(conn, q)
+    s = snapshots.snapshot(conn, q)
     parents[policy] = f.parent_id
     outcomes[policy] = (s.state(f.parent_id), flows.ignored_failures(conn, q, f.parent_id))
     errors[policy] = s.rows[f.parent_id].get("last_error")
@@ -183,11 +183,11 @@ assert [errors[pol] for pol in ("ignore", "remove", "wait")] == [None, None, Non
 
 # %%
 q = "policy-wait"
-dead_child = inspect.snapshot(conn, q).dead[0]
+dead_child = snapshots.snapshot(conn, q).dead[0]
 jobs.reprocess(conn, q, dead_child)
 again = jobs.claim(conn, q, 30_000)
 jobs.complete(conn, q, again.id, again.attempts, "second time lucky")
-released = inspect.snapshot(conn, q)
+released = snapshots.snapshot(conn, q)
 print("after the reprocessed child completes, the parent is", released.state(parents["wait"]))
 assert released.where(parents["wait"]) == ["pending"]
 
@@ -210,7 +210,7 @@ assert module_commands == ["emq.claim", "emq.complete", "emq.fail", "emq.stalled
 child = jobs.claim(n_conn, Q, 30_000)
 keys = [keyspace.queue_key(Q, "active"), keyspace.job_key(Q, child.id)]
 argv = [child.id, child.attempts, keyspace.base(Q), "", "x", "0"]
-before = inspect.snapshot(n_conn, Q)
+before = snapshots.snapshot(n_conn, Q)
 refusals = []
 try:
     n_conn.call("EMQ.COMPLETE", 2, *keys, *argv)
@@ -225,7 +225,7 @@ except Exception as exc:  # noqa: BLE001
 print("raw EMQ.COMPLETE:", refusals[0])
 print("raw EMQ.FAIL:    ", refusals[1])
 assert refusals == ["EMQSTATE complete flow not native", "EMQSTATE fail flow not native"]
-assert inspect.snapshot(n_conn, Q).state_only() == before.state_only()
+assert snapshots.snapshot(n_conn, Q).state_only() == before.state_only()
 assert jobs.complete(n_conn, Q, child.id, child.attempts, "done") == jobs.OK
 print("jobs.complete sent:", n_conn.last()[0].line.split()[0], n_conn.last()[0].script)
 assert n_conn.last()[0].script == "@complete"

@@ -14,7 +14,7 @@
 # %%
 import time
 
-from echomq_teach import flows, inspect, jobs, start_node
+from echomq_teach import flows, jobs, snapshots, start_node
 
 node = start_node()
 conn = node.connector()
@@ -51,7 +51,7 @@ Q = "trace"
 job = jobs.enqueue(conn, Q, "happy")
 c = jobs.claim(conn, Q, 30_000)
 assert jobs.complete(conn, Q, c.id, c.attempts) == jobs.OK
-assert job not in inspect.snapshot(conn, Q).rows  # retired: the row is deleted
+assert job not in snapshots.snapshot(conn, Q).rows  # retired: the row is deleted
 
 # the failure fork: error → retry → promote → claim → final retry into dead
 job = jobs.enqueue(conn, Q, "fork")
@@ -61,7 +61,7 @@ time.sleep(0.08)
 assert jobs.promote(conn, Q) == [job]
 c = jobs.claim(conn, Q, 30_000)
 assert jobs.retry(conn, Q, c.id, c.attempts, "final error", delay_ms=50, max_attempts=2) == jobs.DEAD
-s = inspect.snapshot(conn, Q)
+s = snapshots.snapshot(conn, Q)
 assert s.where(job) == ["dead"]
 assert s.rows[job]["attempts"] == "2" and s.rows[job]["last_error"] == "final error"
 
@@ -69,7 +69,7 @@ assert s.rows[job]["attempts"] == "2" and s.rows[job]["last_error"] == "final er
 job = jobs.enqueue(conn, Q, "crash")
 crashed = jobs.claim(conn, Q, 50)
 time.sleep(0.08)
-assert inspect.snapshot(conn, Q).where(job) == ["active"]  # nothing moves on its own
+assert snapshots.snapshot(conn, Q).where(job) == ["active"]  # nothing moves on its own
 assert jobs.reap(conn, Q) == [job]
 rescued = jobs.claim(conn, Q, 30_000)
 assert jobs.complete(conn, Q, job, crashed.attempts) == jobs.STALE
@@ -145,8 +145,8 @@ for _ in flow.child_ids:
     c = jobs.claim(conn, Q, 30_000)
     jobs.complete(conn, Q, c.id, c.attempts, f"{c.payload} done")
     counter.append(flows.dependencies(conn, Q, flow.parent_id))
-print(" → ".join(map(str, counter)), "· parent", inspect.snapshot(conn, Q).state(flow.parent_id))
-assert counter == [3, 2, 1, 0] and inspect.snapshot(conn, Q).where(flow.parent_id) == ["pending"]
+print(" → ".join(map(str, counter)), "· parent", snapshots.snapshot(conn, Q).state(flow.parent_id))
+assert counter == [3, 2, 1, 0] and snapshots.snapshot(conn, Q).where(flow.parent_id) == ["pending"]
 
 # %% [markdown]
 # ## The durable floor
