@@ -1,4 +1,4 @@
-"""Job ids (D-2): ``JOB`` + 11 base62 characters, minted host-side.
+"""Job ids (D-2 in docs/decisions.md): ``JOB`` + 11 base62 characters, minted host-side.
 
 Seven characters carry the millisecond clock and four a counter within that
 millisecond, both in ASCII-ordered base62 (``0-9A-Za-z``), fixed width. Within

@@ -71,7 +71,7 @@ def test_reprocess_returns_a_dead_job_to_pending_for_a_new_life(conn: Connector,
     snap = snapshots.snapshot(conn, queue)
     assert snap.where(job_id) == ["pending"]
     assert snap.rows[job_id]["state"] == "pending"
-    # D-5: attempts is the token's counter and is not reset (it was "0" before the fence held);
+    # D-5 in docs/decisions.md: attempts is the token's counter and is not reset (it was "0" before the fence held);
     # prior_attempts marks where this life starts, so the cap counts this life's claims afresh
     assert snap.rows[job_id]["attempts"] == "1" and snap.rows[job_id]["prior_attempts"] == "1"
     assert snap.rows[job_id]["last_error"] == "it broke"  # kept as the record of why it died

@@ -1,4 +1,4 @@
-"""D-5: a job's fencing token never repeats while its row lives, on both executors.
+"""D-5 in docs/decisions.md: a job's fencing token never repeats while its row lives, on both executors.
 
 The token is the row's ``attempts`` after the claim's HINCRBY (the ``@claim2``
 body is the page's own). A reprocess therefore keeps ``attempts`` and records

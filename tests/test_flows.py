@@ -1,4 +1,4 @@
-"""Flows on a real node: the atomic land, the fan-in, the child-death policies (D-4), the reads."""
+"""Flows on a real node: the atomic land, the fan-in, the child-death policies (D-4 in docs/decisions.md), the reads."""
 
 from __future__ import annotations
 
@@ -219,7 +219,7 @@ def test_parent_handler_reads_children_values(conn, queue):
     assert snapshots.snapshot(conn, queue).rows == {}
 
 
-# -- child death: the D-4 policies -----------------------------------------------------------
+# -- child death: the policies of D-4 in docs/decisions.md -----------------------------------
 def test_policy_fail_kills_the_parent_naming_the_child(conn, queue):
     flow = flows.add(conn, queue, "p", ["a", "b"])  # fail is the default
     a, b = claim_n(conn, queue, 2)
@@ -301,7 +301,7 @@ def test_policy_wait_holds_the_parent_until_the_child_is_reprocessed(conn, queue
     assert jobs.reprocess(conn, queue, a.id) == jobs.OK
     assert held(snapshots.snapshot(conn, queue), flow.parent_id)
     a2 = jobs.claim(conn, queue, LEASE)
-    # D-5: the reprocessed child's token runs on from its first life (it was 1 before the fence held)
+    # D-5 in docs/decisions.md: the reprocessed child's token runs on from its first life (it was 1 before)
     assert a2.id == a.id and a2.attempts == a.attempts + 1
     assert jobs.complete(conn, queue, a2.id, a2.attempts, "A") == jobs.OK
     snap = snapshots.snapshot(conn, queue)

@@ -74,7 +74,7 @@ def stale_tokens(c: Connector, q: str) -> list[Any]:
     ]
     force(c.client, q, "active", "S", 7)
     out.append(jobs.reap(c, q))
-    # reaped: state pending, so the old token is refused by both executors (D-3)
+    # reaped: state pending, so the old token is refused by both executors (D-3 in docs/decisions.md)
     out += [jobs.complete(c, q, "S", got.attempts), jobs.retry(c, q, "S", got.attempts, "late")]
     again = jobs.claim(c, q, LEASE)
     out += [again, jobs.complete(c, q, "S", got.attempts), jobs.complete(c, q, "S", again.attempts)]

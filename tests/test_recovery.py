@@ -118,13 +118,13 @@ def test_late_completion_after_reap_before_any_claim_is_stale(conn: Connector, q
     crashed = lapsed_claim(conn, queue)
     jobs.reap(conn, queue)
     before = state(conn, queue)
-    # the token still matches, but the row is pending again: D-3 refuses it
+    # the token still matches, but the row is pending again: D-3 in docs/decisions.md refuses it
     assert jobs.complete(conn, queue, crashed.id, crashed.attempts) == jobs.STALE
     assert state(conn, queue) == before
 
 
 def test_lapsed_but_unreaped_lease_may_still_complete(conn: Connector, queue: str) -> None:
-    # D-3: the fence is the token and the active state, not the clock
+    # D-3 in docs/decisions.md: the fence is the token and the active state, not the clock
     crashed = lapsed_claim(conn, queue)
     before = snapshots.snapshot(conn, queue)
     assert before.relative("active", crashed.id) < 0
