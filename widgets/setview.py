@@ -13,7 +13,7 @@ from echomq_teach.node import Node
 from echomq_teach.snapshots import Change, Snapshot
 
 from .model import as_connector, reader_for
-from .render import setview_html, setview_text
+from .render import fallback, setview_html, setview_text, sizes_text
 
 
 class SetView(widgets.VBox):
@@ -52,8 +52,8 @@ class SetView(widgets.VBox):
             self.refresh()
 
     def __repr__(self) -> str:
-        # nbval compares the text/plain repr: keep it free of ids and clocks
-        return "SetView()"
+        # the text/plain fallback (a reader without a kernel, and nbval compares it): no ids, no clocks
+        return fallback(f"Set view of queue {self.queue}: {sizes_text(self.snapshot)}")
 
     # -- drawing ---------------------------------------------------------------------------------------
     def refresh(self) -> Snapshot:
