@@ -68,7 +68,7 @@ def test_no_file_refers_to_a_path_outside_the_repository():
     for path in _files():
         text = _text(path)
         rel = path.relative_to(ROOT)
-        bad += [f"{rel}: {ref}" for ref in climbs_out(path, text)]
+        bad += [f"{rel}: {ref}" for ref in climbs_out(path, text) if path != Path(__file__)]
         bad += [f"{rel}: {m.group(0)}" for m in OUTSIDE.finditer(text) if path != Path(__file__)]
     assert bad == []
 
