@@ -70,7 +70,7 @@ assert conn.last()[0].reply == []
 # The whole claim is this one file. It runs atomically: no other command on the node runs between
 # its first line and its last. This body is the course page's own, line for line, as is the handle
 # above; most other scripts in `lua/` are the kit's, written to what the page describes in prose
-# (which is which: `docs/decisions.md` in the repository, "What is the page's, and what is the kit's").
+# (which is which: [`docs/decisions.md`](../docs/decisions.md), "What is the page's, and what is the kit's").
 
 # %%
 claim2 = scripts.load("claim2")

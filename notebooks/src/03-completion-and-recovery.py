@@ -344,7 +344,10 @@ print("all 30 settled; 10 of them after one retry; pending fell over many sample
 # Each consumer and the metronome has a connector of its own, so their traces say who sent what:
 
 # %%
+from echomq_teach import consumer as consumers
 from echomq_teach.consumer import Pool
+
+assert not hasattr(consumers, "Pump")  # the page's Pump has no counterpart in the kit
 
 Q8 = "pool"
 for i in range(12):
@@ -361,6 +364,8 @@ def flaky(job):
 
 
 pool = Pool(conn, Q8, flaky, size=3, metronome_ms=50, retry_delay_ms=100)
+assert all(c.recovery is None and not c.promote for c in pool.consumers)  # the pool's consumers never sweep
+assert Consumer(conn, Q8, flaky).recovery == "reap"  # a standalone consumer's recovery leg, by default
 pool_report = pool.run(timeout=20, until_idle=True)
 sent_by = {f"consumer {i}": {e.script for e in c.conn.trace if e.script} for i, c in enumerate(pool.consumers)}
 sent_by["metronome"] = {e.script for e in pool.metronome.conn.trace if e.script}

@@ -35,7 +35,7 @@ assert (s_raw.get("{emq}:version"), n_raw.get("{emq}:version")) == ("echomq:4.0.
 # %% [markdown]
 # Which body is whose: `@claim2` is the course page's own script, line for line. The C module
 # `trafikey` is the kit's own: the page shows only its command line and its reply, and says how it
-# differs (the four differences below). `docs/decisions.md` in the repository lists which parts are
+# differs (the four differences below). [`docs/decisions.md`](../docs/decisions.md) lists which parts are
 # the page's and which the kit's.
 #
 # The native node loaded the module when it started (a `loadmodule` line in its config file); the

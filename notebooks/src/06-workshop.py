@@ -239,7 +239,7 @@ print("confirm atomically, recover by timeout, compose by counting: each held on
 # - **`EVALSHA`** — how each script runs after it is loaded once; a node that forgot it answers
 #   `NOSCRIPT`, and the kit loads it again.
 # - **Modules** (`loadmodule`, the module API) — how `trafikey` registers `EMQ.CLAIM` and its siblings;
-#   our declarations of the API are described in `docs/decisions.md`.
+#   our declarations of the API are described in [`docs/decisions.md`](../docs/decisions.md).
 # - **This course** — `01-lifecycle.ipynb` (the state machine), `02-claim-and-lease.ipynb` (the lease
 #   and the token), `03-completion-and-recovery.ipynb` (complete, retry, the sweeps),
 #   `04-two-executors.ipynb` (the script and the command, body by body), `05-flows.ipynb` (the land and
