@@ -338,8 +338,8 @@ print("all 30 settled; 10 of them after one retry; pending fell over many sample
 # **Pump**. The kit has the first two. A **Pool** runs several consumers of one queue on threads, and
 # those consumers do *not* sweep (`recovery=None`, `promote=False`): one Metronome per queue calls
 # promote and the recovery leg on a fixed tick for the whole pool, so three workers do not sweep three
-# times. (The page's Pump — in the course's Elixir, the process that feeds a pool — has no
-# counterpart in the kit; here each consumer claims for itself.)
+# times. (The page's Pump, a third caller of promote in the course's Elixir, has no counterpart in
+# the kit.)
 #
 # Each consumer and the metronome has a connector of its own, so their traces say who sent what:
 
@@ -381,8 +381,8 @@ pool.close()
 # ## A full node
 #
 # Memory is the queue's only store, and a node has a ceiling: `maxmemory`. With the policy
-# `noeviction` (the only one that never drops a job's keys) a full node refuses writes with `OOM`
-# and still answers reads. A script that writes is refused at its first write that would grow memory;
+# `noeviction` (a policy that evicts could drop a job's row, or a whole set) a full node refuses
+# writes with `OOM` and still answers reads. A script that writes is refused at its first write that would grow memory;
 # everything before that line was only reads, so `@enqueue` writes nothing. A node of this notebook's
 # own, filled with large payloads:
 
