@@ -5,7 +5,8 @@ and ``solutions/``). For each course notebook the test opens it fresh, waits for
 kernel, clears the stored outputs, runs every cell, and waits (bounded) until every
 code cell has an execution count and the kernel is idle. Then it asserts that no cell
 raised and that the notebook's widgets were drawn by this run, clicks Step in 01's
-stepper (after its Reset: the notebook leaves it at its last step), and saves a full-page screenshot to ``artifacts/course-NN.png`` (gitignored).
+stepper (after its Reset: the notebook leaves it at its last step), and saves a
+full-page screenshot to ``artifacts/course-NN.png`` (gitignored).
 Each notebook's kernel is shut down (DELETE /api/sessions) before the next one opens;
 Jupyter is stopped by its PID at the end.
 """
