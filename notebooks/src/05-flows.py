@@ -58,7 +58,7 @@ from redis.crc import key_slot
 land_entry = next(e for e in conn.last(12) if e.script == "@enqueue_flow")
 land_keys = land_entry.args[3 : 3 + int(land_entry.args[2])]  # EVALSHA sha numkeys key…
 print(len(land_keys), "keys declared by the land, in", len({key_slot(k.encode()) for k in land_keys}), "slot")
-assert all("{" + Q + "}" in k for k in land_keys) and len({key_slot(k.encode()) for k in land_keys}) == 1
+assert all(k.startswith(keyspace.base(Q)) for k in land_keys) and len({key_slot(k.encode()) for k in land_keys}) == 1
 
 # %% [markdown]
 # The land also wrote each child's `parent` field, so a child completed the moment it lands still
