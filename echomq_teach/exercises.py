@@ -67,7 +67,7 @@ class Exercise:
 
 
 _REGISTRY: dict[str, Exercise] = {}
-#: the exercises whose check has not passed at least once in this kernel: their hint may be asked for
+#: the exercises with a try (not the bare starter) that did not pass in this kernel: their hint may be asked for
 _TRIED: set[str] = set()
 NO_HINT_YET = "No hint yet: write your try and run its check first. A hint comes after a try that did not pass."
 
@@ -117,7 +117,15 @@ def check(key: str, solution: Callable[..., Any], conn: Connector, *others: Conn
     try:
         result = solution(*conns, queue, *args)
     except NotImplementedError:
-        return _failed(ex, ["your function still raises NotImplementedError: write your try in its body."])
+        # not a try yet: the starter as the notebook stores it; no hint is earned
+        return Verdict(
+            f"{key} {ex.title}",
+            False,
+            [
+                "your function still raises NotImplementedError: write your try in its body.",
+                f'after a try that does not pass, exercises.hint("{key}") gives a hint.',
+            ],
+        )
     except Exception as exc:  # noqa: BLE001 - the learner's bug is a finding, not a crash
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return _failed(ex, [f"your function raised {type(exc).__name__}: {exc} (line {where.lineno})."])

@@ -64,8 +64,11 @@ def test_unsolved_starter_fails_without_the_answer(path, conn, native_conn):
     text = str(verdict)
     assert text.startswith(f"✗ {key}") and "NotImplementedError" in text
     # what a stored output shows: where the hint is, not the hint
-    assert "Hint:" not in text and exercises.hint(key) not in text and f'exercises.hint("{key}")' in text
-    assert exercises.hint(key).startswith("Hint:")  # after the failed try, on request
+    assert "Hint:" not in text and exercises._REGISTRY[key].hint not in text and f'exercises.hint("{key}")' in text
+    assert exercises.hint(key) == exercises.NO_HINT_YET  # the bare starter is not a try
+    tried = exercises.check(key, lambda *args: None, *_conns(key, conn, native_conn))
+    assert not tried.ok and f'exercises.hint("{key}")' in str(tried)
+    assert exercises.hint(key).startswith("Hint:")  # after a try that did not pass, on request
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)

@@ -513,7 +513,8 @@ def test_wire6_child_of_a_removed_parent_completes_and_retries(conn, native_conn
     # issue 13 item 1: the host sent the orphan to EMQ.COMPLETE/EMQ.FAIL, which refuse a row
     # carrying parent; a row naming a parent now always takes the script, on either wire
     ends = []
-    for c in (conn, native_conn):
+    # on a cluster both names are one connector (tests/test_cluster_core.py): the queue runs once
+    for c in (conn,) if native_conn is conn else (conn, native_conn):
         flow = flows.add(c, queue, ("P", "p"), [("A", "a"), ("B", "b")])
         assert jobs.remove(c, queue, flow.parent_id) is True
         a, b = claim_n(c, queue, 2)
@@ -526,7 +527,7 @@ def test_wire6_child_of_a_removed_parent_completes_and_retries(conn, native_conn
         assert snap.pending == [] and snap.dead == ["B"] and set(snap.rows) == {"B"}
         assert snap.counters == {} and snap.flow_hashes == {}
         ends.append(comparable(snap))  # the two nodes' clocks differ: times of death by membership
-    assert ends[0] == ends[1]
+    assert ends[0] == ends[-1]
 
 
 def _complete_keys(queue, child, parent):
