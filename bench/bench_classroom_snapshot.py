@@ -7,7 +7,7 @@ every slot: the classroom's set-up) a pattern whose hashtag names one slot
 walks only that slot, so the cost is one queue's. This bench fills one node
 the way a classroom does (30 namespaces, each with a few queues of jobs and
 some flows) at three sizes, in both modes, and times a refresh (one
-``inspect.snapshot`` of a 10-job queue, through the kit, as a widget step
+``snapshots.snapshot`` of a 10-job queue, through the kit, as a widget step
 sends it) and one ``jobs.drop`` of such a queue, beside a one-round-trip floor
 (EVALSHA of ``return 1``). The widget step goal is 20 ms. It prints figures;
 it asserts nothing.
@@ -23,7 +23,7 @@ import statistics
 import sys
 import time
 
-from echomq_teach import LocalNode, compose, flows, inspect, jobs, provision
+from echomq_teach import LocalNode, compose, flows, jobs, provision, snapshots
 from echomq_teach.node import free_port
 
 STUDENTS = 30
@@ -67,7 +67,7 @@ def main(sizes: list[int]) -> None:
 
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, python {platform.python_version()}, "
           f"redis-py {redis.__version__}")
-    print(f"{STUDENTS} students; refresh = inspect.snapshot of a 10-job queue; goal {GOAL_MS:.0f} ms per step")
+    print(f"{STUDENTS} students; refresh = snapshots.snapshot of a 10-job queue; goal {GOAL_MS:.0f} ms per step")
     print(f"{'mode':>10} {'keys/student':>12} {'node keys':>10} {'snapshot median':>16} {'p95':>7} {'floor':>7} "
           f"{'ratio':>6} {'drop median':>12}  within goal")
     for per in sizes:
@@ -91,8 +91,8 @@ def run(per: int, mode: str) -> None:
                 jobs.enqueue(conn, q, f"job {i}")
             sha = conn.client.script_load("return 1")
             floor, _ = timed(lambda: conn.client.evalsha(sha, 0))
-            med, p95 = timed(lambda: inspect.snapshot(conn, q))
-            snap = inspect.snapshot(conn, q)
+            med, p95 = timed(lambda: snapshots.snapshot(conn, q))
+            snap = snapshots.snapshot(conn, q)
             assert len(snap.pending) == 10
 
             def drop_once() -> None:

@@ -32,7 +32,7 @@ import time
 
 import redis
 
-from echomq_teach import inspect, jobs
+from echomq_teach import jobs, snapshots
 from echomq_teach.cluster import LocalCluster
 from echomq_teach.cluster_connector import connect_cluster
 from echomq_teach.consumer import Pool
@@ -79,7 +79,7 @@ def run(cluster: LocalCluster, shards: int, workers: int, n: int, size: int, wir
         settled = sum(r[1] for r in results)
         seconds = max(r[3] for r in results) - min(r[2] for r in results)
         for q in names:
-            if inspect.snapshot(setup, q).total() != 0:
+            if snapshots.snapshot(setup, q).total() != 0:
                 raise SystemExit(f"queue {q} was not drained: the bench's workers stopped early")
             jobs.drop(setup, q)
         return settled / seconds, settled

@@ -169,6 +169,9 @@ if [ -n "$so" ]; then
   label=trafikey
 fi
 
+# the course's JupyterLab defaults (tools/jupyterlab/): no news question covering the first notebook
+install -D -m 0644 "$repo/tools/jupyterlab/overrides.json" "$rootfs/usr/local/share/jupyter/lab/settings/overrides.json"
+
 # -- the learner ---------------------------------------------------------------------------------------
 cp "$repo"/notebooks/*.ipynb "$rootfs/$course/"
 cp -r "$repo/notebooks/solutions" "$rootfs/$course/solutions"

@@ -35,7 +35,9 @@ RUN useradd --create-home --uid 1000 learner
 COPY . /opt/the-queue
 # editable: native.build() finds native/ beside the package, and the notebooks stay next to it
 RUN pip install -e "/opt/the-queue[hub]" \
- && chmod -R a+rX /opt/the-queue
+ && chmod -R a+rX /opt/the-queue \
+ && install -D -m 0644 /opt/the-queue/tools/jupyterlab/overrides.json \
+      "$(python -c 'from jupyterlab.commands import get_app_dir; print(get_app_dir())')/settings/overrides.json"
 
 USER learner
 WORKDIR /home/learner
@@ -47,4 +49,5 @@ RUN python -c "from echomq_teach import native; print(native.build())" \
 ENV JUPYTER_PORT=8888
 EXPOSE 8888
 CMD ["jupyter", "lab", "--ip=127.0.0.1", "--no-browser", "--ServerApp.port_retries=0", \
-     "--ServerApp.root_dir=/home/learner/the-queue"]
+     "--ServerApp.root_dir=/home/learner/the-queue", "--LabApp.news_url=None", \
+     "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]

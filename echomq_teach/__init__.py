@@ -12,7 +12,7 @@ native command) on a real Valkey node that the kit starts::
 
 from __future__ import annotations
 
-from . import inspect, jobs, keyspace, scripts, stalled
+from . import inspect, jobs, keyspace, scripts, snapshots, stalled  # inspect: the old name, one release
 from .connector import Connector, TraceEntry
 from .errors import BadInput, DuplicateJob, EchoMQError, NodeError, UnknownJob, WireError, WrongState
 from .node import LocalNode, Node, RemoteNode
@@ -35,6 +35,7 @@ __all__ = [
     "jobs",
     "keyspace",
     "scripts",
+    "snapshots",
     "stalled",
     "start_node",
 ]

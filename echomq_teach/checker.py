@@ -66,9 +66,9 @@ class FinalState:
     @classmethod
     def read(cls, conn: Connector, queue: str) -> FinalState:
         """The four sets, every row and the whole completions stream (read in pages, untraced)."""
-        from . import inspect
+        from . import snapshots
 
-        snap = inspect.snapshot(conn, queue)
+        snap = snapshots.snapshot(conn, queue)
         stream: list[Settle] = []
         key = queue_key(queue, "stream:completions")
         start = "-"

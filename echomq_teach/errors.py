@@ -15,7 +15,7 @@ class BadInput(EchoMQError, ValueError):
 
 
 class DuplicateJob(EchoMQError):
-    """`@enqueue` refused an id that already has a row (D-2: never overwrite)."""
+    """`@enqueue` refused an id that already has a row (D-2 in docs/decisions.md: never overwrite)."""
 
 
 class UnknownJob(EchoMQError, KeyError):

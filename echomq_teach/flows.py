@@ -18,7 +18,7 @@ an expiry of ``FLOW_KEYS_TTL_S``: still readable for a while after, then gone.
 Until they expire, the parent's id cannot land a new flow (``DuplicateJob``).
 
 When a child dies (``retry`` at its max attempts), its ``parent_policy``
-decides what happens to the parent (D-4):
+decides what happens to the parent (D-4 in docs/decisions.md):
 
 ==========  ===================================================================
 policy      when the child dies

@@ -109,3 +109,12 @@ def charge_first(job: Claimed, ctx: Context) -> str:
     ctx.effect(job)
     ctx.work()
     return f"charged {job.id}"
+
+
+def careless_charge(job: Claimed, ctx: Context) -> str:
+    """A team's first handler: it charges, then the provider fails the first try of a job marked ``!``."""
+    ctx.work()
+    ctx.effect(job)
+    if job.payload.endswith("!") and job.attempts == 1:
+        raise RuntimeError("the payment provider timed out (after it took the money)")
+    return f"charged {job.id}"

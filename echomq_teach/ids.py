@@ -1,4 +1,4 @@
-"""Job ids (D-2): ``JOB`` + 11 base62 characters, minted host-side.
+"""Job ids (D-2 in docs/decisions.md): ``JOB`` + 11 base62 characters, minted host-side.
 
 Seven characters carry the millisecond clock and four a counter within that
 millisecond, both in ASCII-ordered base62 (``0-9A-Za-z``), fixed width. Within
@@ -66,3 +66,12 @@ def is_job_id(value: object) -> bool:
         and value.startswith(PREFIX)
         and all(c in ALPHABET for c in value[len(PREFIX) :])
     )
+
+
+def id_at(ms: int, counter: int = 0) -> str:
+    """The id a producer whose clock reads ``ms`` mints first in that millisecond (counter ``counter``).
+
+    For teaching: a second producer, on another machine with a slower clock, mints ids that sort
+    before this process's, though it enqueued later. Mint order holds within one process only.
+    """
+    return PREFIX + _b62(ms, CLOCK_WIDTH) + _b62(counter, COUNTER_WIDTH)

@@ -24,7 +24,7 @@ else, and every call on a ``wire=4`` connector, runs the script by EVALSHA.
 A refusal reads the same on both executors: the node's ``EMQ…`` error mapped
 to the kit's exception, whichever executor refused.
 
-The fencing token is the row's ``attempts`` after a claim (D-5): it never
+The fencing token is the row's ``attempts`` after a claim (D-5 in docs/decisions.md): it never
 repeats while the row lives, across retries, reaps, stall sweeps and
 reprocess. The fence cannot reach past the row: once a row is deleted
 (completed, removed, trimmed), nothing on the node remembers its tokens, and
@@ -149,7 +149,7 @@ def enqueue(conn: Connector, queue: str, payload: str | bytes, job_id: str | Non
     deleted (completed, removed, trimmed) is free again, and its new row starts
     a new life at attempts 0: its first claim's token is 1 again, so a late
     worker still holding a token from the old life could settle the new one.
-    The fence (D-5) holds only while a row lives; ids minted by the kit are
+    The fence (D-5 in docs/decisions.md) holds only while a row lives; ids minted by the kit are
     never reused, so the limit concerns ids a caller chooses.
     """
     job_id, keys, argv = _enqueue_call(queue, payload, job_id)
@@ -308,7 +308,7 @@ def reprocess(conn: Connector, queue: str, job_id: str) -> str:
     """EchoMQ.Jobs.reprocess/3 → ``@reprocess``: a dead job back to pending, for a new life.
 
     ``attempts`` is not reset: it is the fencing token's counter, and the next
-    claim's token must be one no earlier claim had (D-5), so a worker from an
+    claim's token must be one no earlier claim had (D-5 in docs/decisions.md), so a worker from an
     earlier life that wakes up late is answered ``stale``. The row records
     ``prior_attempts`` (the attempts at this reprocess) instead, and ``retry``
     counts only the claims after it against ``max_attempts``: the job gets its

@@ -32,7 +32,7 @@ int emq_complete(TkCtx *ctx, TkStr **argv, int argc) {
     if (tk_failed(ctx, fields)) return TK_OK;
     /* a flow child: its fan-in lives only in the script */
     if (tk_str(tk_CallReplyArrayElement(fields, 2)).ptr) return tk_ReplyWithError(ctx, COMPLETE_FLOW_ERROR);
-    /* the token fence (D-3): the claim count must still be this token and the row still active */
+    /* the token fence (D-3 in docs/decisions.md): the claim count must still be this token and the row still active */
     if (!tk_same(tk_str(tk_CallReplyArrayElement(fields, 0)), token) ||
         !tk_is(tk_str(tk_CallReplyArrayElement(fields, 1)), "active"))
         return tk_ReplyWithLongLong(ctx, 0);

@@ -42,7 +42,7 @@ int emq_fail(TkCtx *ctx, TkStr **argv, int argc) {
         return tk_ReplyWithLongLong(ctx, 0);
 
     /* the row's attempts equals the token here. It runs on across a reprocess, so a token never
-     * repeats (D-5); the cap counts this life's claims only: attempts minus prior_attempts, where
+     * repeats (D-5 in docs/decisions.md); the cap counts this life's claims only: attempts minus prior_attempts, where
      * @reprocess started this life (absent: 0), as @retry counts them */
     TkBuf prior_s = tk_str(tk_CallReplyArrayElement(fields, 3));
     long long prior = 0;

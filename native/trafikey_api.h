@@ -5,7 +5,7 @@
  * the context; every function below is found through it by name, so no server
  * header is needed. The compiler cannot check a signature against the server:
  * each one was checked by hand against Valkey 8.0.1
- * (shared/notes/valkey-8-module-api.md). Keep them exact. */
+ * (docs/decisions.md, "The module API trafikey declares"). Keep them exact. */
 #ifndef TRAFIKEY_API_H
 #define TRAFIKEY_API_H
 

@@ -59,11 +59,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def write_settings(settings_dir: Path) -> None:
-    """Every cell stays in the DOM (windowingMode none), no blank page past the last cell, no news or updates."""
+def write_settings(settings_dir: Path, notifications: bool = True) -> None:
+    """Every cell stays in the DOM (windowingMode none), no blank page past the last cell, no news or updates.
+
+    ``notifications=False`` leaves the news and update settings to the server's defaults (the course's
+    ``tools/jupyterlab/overrides.json`` when it is given as the app settings).
+    """
     tracker = settings_dir / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True, exist_ok=True)
     tracker.write_text(json.dumps({"windowingMode": "none", "scrollPastEnd": False}))
+    if not notifications:
+        return
     notes = settings_dir / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     notes.parent.mkdir(parents=True, exist_ok=True)
     notes.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
@@ -106,14 +112,21 @@ class Lab:
 
 
 @contextmanager
-def lab_server(tmp: Path, root_dir: Path) -> Iterator[Lab]:
-    """Run ``jupyter lab`` on ``root_dir`` with its config under ``tmp``; stop it by PID on exit."""
+def lab_server(
+    tmp: Path, root_dir: Path, *, notifications: bool = True, app_settings_dir: Path | None = None
+) -> Iterator[Lab]:
+    """Run ``jupyter lab`` on ``root_dir`` with its config under ``tmp``; stop it by PID on exit.
+
+    ``notifications=False`` writes no news settings of the test's own; ``app_settings_dir`` is the
+    folder JupyterLab reads ``overrides.json`` from (the course ships one in ``tools/jupyterlab/``).
+    """
     env = dict(os.environ)
     for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_DATA_DIR"):
         env[var] = str(tmp / var.lower())
     env["JUPYTERLAB_SETTINGS_DIR"] = str(tmp / "settings")
     env["JUPYTERLAB_WORKSPACES_DIR"] = str(tmp / "workspaces")
-    write_settings(tmp / "settings")
+    write_settings(tmp / "settings", notifications)
+    extra = [f"--LabApp.app_settings_dir={app_settings_dir}"] if app_settings_dir is not None else []
     token, port = secrets.token_hex(16), free_port()
     log_path = tmp / "jupyter.log"
     with open(log_path, "wb") as log:
@@ -133,6 +146,7 @@ def lab_server(tmp: Path, root_dir: Path) -> Iterator[Lab]:
                 "--LabApp.news_url=None",
                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                 "--LabApp.extension_manager=readonly",
+                *extra,
             ],
             env=env,
             stdout=log,

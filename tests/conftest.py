@@ -11,7 +11,7 @@ import time
 import pytest
 from skip_check import pytest_addoption, pytest_configure  # noqa: F401 - the unexpected-skip check
 
-from echomq_teach import inspect, start_node
+from echomq_teach import snapshots, start_node
 from echomq_teach.node import LocalNode
 
 _names = itertools.count()
@@ -95,7 +95,7 @@ def queue(request):
 
 def state(conn, queue):
     """The queue's state without the clock, for before/after comparisons."""
-    return inspect.snapshot(conn, queue).state_only()
+    return snapshots.snapshot(conn, queue).state_only()
 
 
 def refuses_anonymous(port: int) -> None:
@@ -119,7 +119,7 @@ def server_ms(conn) -> int:
 def wait_until_due(conn, queue: str, set_name: str) -> None:
     """Sleep until every member of the set is due on the server clock (a bound, not an assertion on speed)."""
     for _ in range(200):
-        snap = inspect.snapshot(conn, queue)
+        snap = snapshots.snapshot(conn, queue)
         scores = snap.sets[set_name].values()
         if not scores or max(scores) < snap.now_ms:
             return

@@ -12,7 +12,7 @@ import time
 from itertools import combinations
 from typing import Any
 
-from echomq_teach import inspect
+from echomq_teach import snapshots
 from echomq_teach.connector import Connector
 from echomq_teach.keyspace import queue_key
 
@@ -36,7 +36,7 @@ def force(client: Any, queue: str, set_name: str, job_id: str, score: int) -> in
     return client.zadd(queue_key(queue, set_name), {job_id: score}, xx=True)
 
 
-def comparable(snap: inspect.Snapshot) -> dict[str, Any]:
+def comparable(snap: snapshots.Snapshot) -> dict[str, Any]:
     """A snapshot without the clock and without the native row's own field (lease_epoch)."""
     rows = {i: {k: v for k, v in r.items() if k != "lease_epoch"} for i, r in snap.rows.items()}
     sets: dict[str, Any] = {"pending": snap.sets["pending"]}
@@ -76,7 +76,7 @@ def stream(client: Any, queue: str) -> list[dict[str, str]]:
 
 def assert_same_end_state(scripted: Connector, native: Connector, queue: str) -> None:
     """Equal end states except the documented differences (lease_epoch, clock scores)."""
-    a, b = inspect.snapshot(scripted, queue), inspect.snapshot(native, queue)
+    a, b = snapshots.snapshot(scripted, queue), snapshots.snapshot(native, queue)
     # plain asserts are not rewritten outside test modules: the messages say what differs
     ca, cb = comparable(a), comparable(b)
     assert ca == cb, "end states differ:\n" + "\n".join(

@@ -14,7 +14,7 @@ import pytest
 import redis
 from conftest import state
 
-from echomq_teach import BadInput, Connector, DuplicateJob, UnknownJob, inspect, jobs, keyspace, stalled
+from echomq_teach import BadInput, Connector, DuplicateJob, UnknownJob, jobs, keyspace, snapshots, stalled
 from echomq_teach.consumer import Consumer, Metronome, Pool
 
 
@@ -30,7 +30,7 @@ def busy(conn: Connector, queue: str) -> dict[str, str]:
     out["active"] = jobs.enqueue(conn, queue, "active one")
     out["active_token"] = str(jobs.claim(conn, queue, 30_000).attempts)
     out["pending"] = jobs.enqueue(conn, queue, "pending one")
-    assert inspect.snapshot(conn, queue).sizes() == {"pending": 1, "active": 1, "schedule": 1, "dead": 1}
+    assert snapshots.snapshot(conn, queue).sizes() == {"pending": 1, "active": 1, "schedule": 1, "dead": 1}
     return out
 
 
@@ -108,7 +108,7 @@ QUEUE_CALLS: dict[str, Callable[[Connector, Any, dict[str, str]], Any]] = {
     "reprocess": lambda c, q, b: jobs.reprocess(c, q, b["dead"]),
     "remove": lambda c, q, b: jobs.remove(c, q, b["pending"]),
     "trim_dead": lambda c, q, b: jobs.trim_dead(c, q, 0),
-    "snapshot": lambda c, q, b: inspect.snapshot(c, q),
+    "snapshot": lambda c, q, b: snapshots.snapshot(c, q),
     "stalled.check": lambda c, q, b: stalled.check(c, q),
     "Consumer": lambda c, q, b: Consumer(c, q, lambda j: ""),
     "Metronome": lambda c, q, b: Metronome(c, q),

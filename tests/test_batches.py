@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import state
 
-from echomq_teach import inspect as snapshots
-from echomq_teach import jobs
+from echomq_teach import jobs, snapshots
 from echomq_teach.errors import BadInput, DuplicateJob
 
 

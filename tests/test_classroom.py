@@ -23,12 +23,12 @@ from echomq_teach import (
     classroom,
     compose,
     credentials,
-    inspect,
     jobs,
     keyspace,
     provision,
     roster,
     scripts,
+    snapshots,
     start_node,
 )
 from echomq_teach.connector import address_from_url, make_client
@@ -231,7 +231,7 @@ def test_a_runs_the_lifecycle_through_the_kit(shared, students, monkeypatch):
     time.sleep(0.01)
     assert jobs.reap(conn, q) == [jid]
 
-    snap = inspect.snapshot(conn, q)  # SCAN … MATCH inside the script, under alice's ACL
+    snap = snapshots.snapshot(conn, q)  # SCAN … MATCH inside the script, under alice's ACL
     assert snap.pending == [jid] and snap.rows[jid]["attempts"] == "2"
     assert snap.completed == 1
     assert all(k.startswith(f"emq:{{alice.{q}}}:") for k in admin.scan_iter(f"emq:{{alice.{q}}}:*"))
@@ -246,7 +246,7 @@ def test_a_snapshot_sees_only_as_keys(shared, students, monkeypatch):
     as_student(monkeypatch, students["alice"])
     conn = start_node().connector()
     jid = jobs.enqueue(conn, "shared-name", "alice's")
-    snap = inspect.snapshot(conn, "shared-name")
+    snap = snapshots.snapshot(conn, "shared-name")
     assert list(snap.rows) == [jid] and snap.pending == [jid]
     conn.close()
 
@@ -255,12 +255,12 @@ def test_a_kernel_with_as_environment(shared, students):
     """A separate interpreter, as a hub-spawned kernel is: only the environment carries the classroom."""
     code = textwrap.dedent(
         """
-        from echomq_teach import inspect, jobs, start_node
+        from echomq_teach import snapshots, jobs, start_node
         conn = start_node().connector()
         jid = jobs.enqueue(conn, "k", "from a kernel")
         c = jobs.claim(conn, "k", 30000)
         assert jobs.complete(conn, "k", c.id, c.attempts) == "ok"
-        print(conn.last(1)[0].line.split()[3], inspect.snapshot(conn, "k").completed)
+        print(conn.last(1)[0].line.split()[3], snapshots.snapshot(conn, "k").completed)
         """
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ECHOMQ_")}
@@ -408,7 +408,7 @@ def test_a_refresh_visits_only_its_queues_slot(shared, students, monkeypatch):
         conn = start_node().connector()
         jid = jobs.enqueue(conn, "refresh", "one of mine")
         before = _scans(admin)
-        snap = inspect.snapshot(conn, "refresh")
+        snap = snapshots.snapshot(conn, "refresh")
         assert list(snap.rows) == [jid]
         assert _scans(admin) - before == 1, "the refresh walked more than its queue's slot"
         before = _scans(admin)

@@ -16,7 +16,7 @@ import pytest
 import redis
 from conftest import refuses_anonymous
 
-from echomq_teach import inspect, jobs, keyspace, stalled
+from echomq_teach import jobs, keyspace, snapshots, stalled
 from echomq_teach.cluster import SLOTS, LocalCluster
 from echomq_teach.cluster_connector import ClusterConnector
 from echomq_teach.consumer import Pools
@@ -285,7 +285,7 @@ def test_a_pool_drains_queues_on_every_shard(cluster, request, wire):
         for q in names:
             assert reports[q].settled == n and reports[q].outcomes == {jobs.OK: n}
             assert reports[q].stopped_by == "idle"
-            snap = inspect.snapshot(conn, q)
+            snap = snapshots.snapshot(conn, q)
             assert snap.ids() == set() and snap.completed == n
             settled = conn.client.xrange(keyspace.queue_key(q, "stream:completions"))
             assert {fields["id"] for _, fields in settled} == ids[q]
@@ -350,7 +350,7 @@ def test_a_misbranded_queue_is_refused_host_side_and_by_the_module(cluster, requ
         assert node.execute_command("DEBUG", "DIGEST") == digest
         node.delete(keyspace.queue_key(bare, "pending"))
         assert node.execute_command("DEBUG", "DIGEST") == before
-        assert inspect.snapshot(c4, q).pending != []
+        assert snapshots.snapshot(c4, q).pending != []
     finally:
         node.close()
         c4.close()
@@ -487,7 +487,7 @@ def test_kill_a_primary_mid_run_promote_its_replica_and_restart_it(cluster, requ
         assert report.stopped_by == "idle"
         # the promoted replica is another process: another run_id serves the queue now
         assert conn.run_id(q) == run_ids[f"127.0.0.1:{replica.port}"] != run_ids[f"127.0.0.1:{primary.port}"]
-        snap = inspect.snapshot(conn, q)
+        snap = snapshots.snapshot(conn, q)
         assert snap.ids() == set()
         # every enqueue was on the replica before the kill (each WAIT answered 1), so no job is lost
         # from the sets; each is counted once on the new primary (a completion the old primary took

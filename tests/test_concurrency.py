@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from echomq_teach import inspect, jobs, keyspace
+from echomq_teach import jobs, keyspace, snapshots
 from echomq_teach.connector import connect
 from echomq_teach.consumer import Consumer
 
@@ -33,7 +33,7 @@ def drain(address: dict[str, Any], queue: str, out: Any) -> None:
 @pytest.mark.slow
 def test_four_processes_settle_each_job_exactly_once(node, conn, queue: str) -> None:
     enqueued = [jobs.enqueue(conn, queue, f"p{i}") for i in range(JOBS)]
-    assert len(inspect.snapshot(conn, queue).pending) == JOBS
+    assert len(snapshots.snapshot(conn, queue).pending) == JOBS
 
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
@@ -63,7 +63,7 @@ def test_four_processes_settle_each_job_exactly_once(node, conn, queue: str) -> 
     payload_of = {job_id: f"p{i}" for i, job_id in enumerate(enqueued)}
     assert all(fields["result"] == payload_of[fields["id"]] for _, fields in entries)
 
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.completed == JOBS
     assert conn.client.hget(keyspace.queue_key(queue, "metrics:completed"), "count") == str(JOBS)
     assert snap.sizes() == {"pending": 0, "active": 0, "schedule": 0, "dead": 0}

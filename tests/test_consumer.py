@@ -6,7 +6,7 @@ import threading
 
 from conftest import server_ms, wait_until_due
 
-from echomq_teach import Connector, inspect, jobs, keyspace
+from echomq_teach import Connector, jobs, keyspace, snapshots
 from echomq_teach.consumer import Consumer, Error, Metronome, Pool
 
 
@@ -28,7 +28,7 @@ def test_beat_claims_runs_and_completes(conn: Connector, queue: str) -> None:
     b = Consumer(conn, queue, upper).beat()
     assert b.claimed == jobs.Claimed(job_id, "hello", 1)
     assert b.outcome == jobs.OK and not b.idle
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.ids() == set() and snap.completed == 1
 
 
@@ -53,7 +53,7 @@ def test_default_retry_delay_is_1000_ms(conn: Connector, queue: str) -> None:
     b = c.beat()
     t1 = server_ms(conn)
     assert b.outcome == jobs.SCHEDULED and b.detail == "nope #1"
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert t0 + 1_000 <= snap.sets["schedule"][job_id] <= t1 + 1_000
     assert snap.rows[job_id]["last_error"] == "nope #1"
 
@@ -129,7 +129,7 @@ def test_no_recovery_leg_leaves_the_lapsed_lease(conn: Connector, queue: str) ->
     crashed = crashed_claim(conn, queue)
     b = Consumer(conn, queue, upper, recovery=None).beat()
     assert b.recovered == [] and b.idle
-    assert inspect.snapshot(conn, queue).where(crashed.id) == ["active"]
+    assert snapshots.snapshot(conn, queue).where(crashed.id) == ["active"]
 
 
 # -- record=True ------------------------------------------------------------------------------------------
@@ -177,7 +177,7 @@ def test_run_stops_at_max_jobs(conn: Connector, queue: str) -> None:
     report = Consumer(conn, queue, upper).run(max_jobs=3, timeout=30)
     assert report.stopped_by == "max_jobs" and report.settled == 3
     assert report.outcomes == {jobs.OK: 3}
-    assert len(inspect.snapshot(conn, queue).pending) == 2
+    assert len(snapshots.snapshot(conn, queue).pending) == 2
 
 
 def test_run_until_idle_drains_the_queue(conn: Connector, queue: str) -> None:
@@ -185,7 +185,7 @@ def test_run_until_idle_drains_the_queue(conn: Connector, queue: str) -> None:
         jobs.enqueue(conn, queue, str(i))
     report = Consumer(conn, queue, upper, idle_sleep_ms=1).run(timeout=30, until_idle=True)
     assert report.stopped_by == "idle" and report.settled == 10
-    assert inspect.snapshot(conn, queue).completed == 10
+    assert snapshots.snapshot(conn, queue).completed == 10
 
 
 def test_run_until_idle_waits_for_a_scheduled_retry(conn: Connector, queue: str) -> None:
@@ -245,7 +245,7 @@ def test_pool_drains_with_one_metronome_doing_recovery(conn: Connector, queue: s
     assert pool.metronome.recovered >= 1 and pool.metronome.promoted >= 1
     settled = [e["id"] for e in stream(conn, queue)]
     assert sorted(settled) == sorted([crashed.id, parked, *fresh])
-    assert inspect.snapshot(conn, queue).ids() == set()
+    assert snapshots.snapshot(conn, queue).ids() == set()
 
 
 def test_pool_run_until_idle(conn: Connector, queue: str) -> None:
@@ -272,7 +272,7 @@ def test_pool_passes_max_stalled_to_its_metronome(conn: Connector, queue: str) -
         assert pool.metronome.tick() == ([], [job_id])  # requeued, not buried
     finally:
         pool.close()
-    assert inspect.snapshot(conn, queue).where(job_id) == ["pending"]
+    assert snapshots.snapshot(conn, queue).where(job_id) == ["pending"]
 
 
 def test_an_exception_in_a_pool_thread_is_in_the_report(conn: Connector, queue: str) -> None:

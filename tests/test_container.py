@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from echomq_teach import container, inspect, jobs, keyspace, start_node
+from echomq_teach import container, jobs, keyspace, snapshots, start_node
 from echomq_teach.connector import make_client
 from echomq_teach.errors import NodeError
 
@@ -82,7 +82,7 @@ def run_lifecycle(conn, queue: str) -> None:
     assert c.attempts == 2
     time.sleep(0.01)
     assert jobs.reap(conn, queue) == [jid]
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.pending == [jid] and snap.rows[jid]["state"] == "pending" and snap.completed == 1
 
 

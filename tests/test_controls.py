@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import state, wait_until_due
 
-from echomq_teach import Connector, WrongState, inspect, jobs, keyspace, stalled
+from echomq_teach import Connector, WrongState, jobs, keyspace, snapshots, stalled
 
 
 def make_dead(conn: Connector, queue: str, payload: str = "w", reason: str = "fatal") -> str:
@@ -28,7 +28,7 @@ def test_pause_answers_empty_and_leaves_pending_untouched(conn: Connector, queue
     # the flag is read host-side in its own round trip, and the script is never sent
     assert [e.line for e in conn.trace] == [f"EXISTS emq:{{{queue}}}:paused"]
     assert state(conn, queue) == before
-    assert inspect.snapshot(conn, queue).sets["pending"] == {job_id: 0}
+    assert snapshots.snapshot(conn, queue).sets["pending"] == {job_id: 0}
 
 
 def test_pause_is_a_flag_key(conn: Connector, queue: str) -> None:
@@ -68,10 +68,10 @@ def test_pause_is_per_queue(conn: Connector, queue: str) -> None:
 def test_reprocess_returns_a_dead_job_to_pending_for_a_new_life(conn: Connector, queue: str) -> None:
     job_id = make_dead(conn, queue, reason="it broke")
     assert jobs.reprocess(conn, queue, job_id) == jobs.OK
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.where(job_id) == ["pending"]
     assert snap.rows[job_id]["state"] == "pending"
-    # D-5: attempts is the token's counter and is not reset (it was "0" before the fence held);
+    # D-5 in docs/decisions.md: attempts is the token's counter and is not reset (it was "0" before the fence held);
     # prior_attempts marks where this life starts, so the cap counts this life's claims afresh
     assert snap.rows[job_id]["attempts"] == "1" and snap.rows[job_id]["prior_attempts"] == "1"
     assert snap.rows[job_id]["last_error"] == "it broke"  # kept as the record of why it died
@@ -84,7 +84,7 @@ def test_reprocess_clears_the_stall_count(conn: Connector, queue: str) -> None:
         got = jobs.claim(conn, queue, 20)
         wait_until_due(conn, queue, "active")
         stalled.check(conn, queue, max_stalled=1)
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.where(got.id) == ["dead"] and snap.rows[got.id]["stalled"] == "2"
     jobs.reprocess(conn, queue, got.id)
     assert "stalled" not in jobs.row(conn, queue, got.id)
@@ -111,9 +111,9 @@ def test_remove_deletes_one_job_wherever_it_is(conn: Connector, queue: str, wher
             jobs.retry(conn, queue, job_id, got.attempts, "x", 60_000, 3)
         elif where == "dead":
             jobs.retry(conn, queue, job_id, got.attempts, "x", 1, 1)
-    assert inspect.snapshot(conn, queue).where(job_id) == [where]
+    assert snapshots.snapshot(conn, queue).where(job_id) == [where]
     assert jobs.remove(conn, queue, job_id) is True
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert job_id not in snap.ids()
     assert keep in snap.ids()
     assert jobs.remove(conn, queue, job_id) is False  # nothing left to remove
@@ -124,7 +124,7 @@ def test_remove_takes_a_parents_flow_keys(conn: Connector, queue: str) -> None:
     conn.client.set(keyspace.job_key(queue, job_id, "dependencies"), 2)
     conn.client.hset(keyspace.job_key(queue, job_id, "processed"), "JOBchild", "v")
     assert jobs.remove(conn, queue, job_id) is True
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.counters == {} and snap.flow_hashes == {} and snap.ids() == set()
 
 
@@ -135,7 +135,7 @@ def test_trim_dead_keeps_the_newest_n_and_deletes_the_rest(conn: Connector, queu
     deleted = jobs.trim_dead(conn, queue, 2)
     # oldest death first; deaths in one ms tie and fall back to id order, which is mint order here
     assert deleted == dead[:3]
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.dead == dead[3:]
     # trimming deletes, it does not archive: the rows are gone
     for job_id in dead[:3]:
@@ -147,7 +147,7 @@ def test_trim_dead_keeps_the_newest_n_and_deletes_the_rest(conn: Connector, queu
 def test_trim_dead_to_zero(conn: Connector, queue: str) -> None:
     dead = [make_dead(conn, queue) for _ in range(3)]
     assert sorted(jobs.trim_dead(conn, queue, 0)) == sorted(dead)
-    assert inspect.snapshot(conn, queue).ids() == set()
+    assert snapshots.snapshot(conn, queue).ids() == set()
 
 
 # -- the counted stall sweep ---------------------------------------------------------------------------
@@ -160,14 +160,14 @@ def test_stalled_check_counts_each_lapse_and_buries_past_max(conn: Connector, qu
         wait_until_due(conn, queue, "active")
         report = stalled.check(conn, queue, max_stalled)
         assert report == stalled.StallReport([job_id], [])
-        snap = inspect.snapshot(conn, queue)
+        snap = snapshots.snapshot(conn, queue)
         assert snap.where(job_id) == ["pending"]
         assert snap.rows[job_id]["stalled"] == str(lapse)
         assert snap.rows[job_id]["state"] == "pending"
     jobs.claim(conn, queue, 20)
     wait_until_due(conn, queue, "active")
     assert stalled.check(conn, queue, max_stalled) == stalled.StallReport([], [job_id])
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.where(job_id) == ["dead"]
     assert snap.rows[job_id]["state"] == "dead"
     assert snap.rows[job_id]["last_error"] == "stalled"
@@ -205,9 +205,9 @@ def test_drop_deletes_one_queue_whole_and_nothing_else(conn, queue):
         jobs.complete(conn, q, c.id, c.attempts, record=True)
     kept = {q: state(conn, q) for q in (other, queue)}
     assert jobs.drop(conn, glob) > 0
-    assert inspect.snapshot(conn, glob).state_only() == inspect.snapshot(conn, glob + "-never").state_only()
+    assert snapshots.snapshot(conn, glob).state_only() == snapshots.snapshot(conn, glob + "-never").state_only()
     assert {q: state(conn, q) for q in (other, queue)} == kept
     assert jobs.drop(conn, queue) >= 5  # pending, row, parent row, :dependencies, :processed, metric, stream
-    assert inspect.snapshot(conn, queue).total() == 0 and inspect.snapshot(conn, queue).rows == {}
+    assert snapshots.snapshot(conn, queue).total() == 0 and snapshots.snapshot(conn, queue).rows == {}
     assert conn.client.get("{emq}:version") == "echomq:4.0.0"
     assert jobs.drop(conn, queue) == 0

@@ -5,7 +5,8 @@ and ``solutions/``). For each course notebook the test opens it fresh, waits for
 kernel, clears the stored outputs, runs every cell, and waits (bounded) until every
 code cell has an execution count and the kernel is idle. Then it asserts that no cell
 raised and that the notebook's widgets were drawn by this run, clicks Step in 01's
-stepper, and saves a full-page screenshot to ``artifacts/course-NN.png`` (gitignored).
+stepper (after its Reset: the notebook leaves it at its last step), and saves a
+full-page screenshot to ``artifacts/course-NN.png`` (gitignored).
 Each notebook's kernel is shut down (DELETE /api/sessions) before the next one opens;
 Jupyter is stopped by its PID at the end.
 """
@@ -90,7 +91,10 @@ def _step_changes_the_set_view(panel) -> None:
     stepper = panel.locator(".jp-OutputArea-output").filter(has_text="The lifecycle stepper").first
     step = stepper.locator(".widget-button", has_text="Step ▸")
     view = stepper.locator(".emq-view")
-    expect(step).to_have_text("Step ▸ enqueue")  # the notebook's own cell reset it after its clicks
+    # the notebook's own cell left it at its last step, so a reader sees a finished walk; Reset starts over
+    expect(stepper.locator(".widget-button", has_text="done ✓")).to_be_visible()
+    stepper.locator(".widget-button", has_text="Reset").click()
+    expect(step).to_have_text("Step ▸ enqueue")
     pending = view.locator('.emq-set[data-set="pending"]')
     expect(pending).to_contain_text("empty")
     before = view.text_content()

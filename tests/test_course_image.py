@@ -165,6 +165,14 @@ def test_the_notebooks_are_served(lab):
     assert status == 200 and b"<title>JupyterLab</title>" in body, "JupyterLab's app assets are in the image"
 
 
+def test_the_news_question_is_off_in_the_image(lab):
+    # tools/jupyterlab/overrides.json is the image's default: JupyterLab asks nothing over the first notebook
+    status, body = lab.get("/lab/api/settings/@jupyterlab/apputils-extension:notification")
+    assert status == 200, body[:300]
+    props = json.loads(body)["schema"]["properties"]
+    assert props["fetchNews"]["default"] == "false" and props["checkForUpdates"]["default"] is False
+
+
 def test_start_here_runs_inside_the_container(lab):
     code, out, err = lab.exec(
         *("python3", "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "--stdout"),

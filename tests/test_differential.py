@@ -13,7 +13,7 @@ schedule) score to the same small constant on both nodes, so neither clock decid
 what is due. Unforced leases and delays are 30 s or more, far beyond one example.
 
 Across every sequence and both executors, no claim ever hands out a token one
-of its job's earlier claims had (D-5), reprocess or not.
+of its job's earlier claims had (D-5 in docs/decisions.md), reprocess or not.
 
 ``ECHOMQ_HYPOTHESIS_EXAMPLES`` asks for a longer run (default 200).
 """
@@ -110,7 +110,7 @@ class Story:
         if op[0] == "claim" and reply is not None:
             self.open.append(len(self.claims))
             self.claims.append(reply)
-            # D-5: a token is never handed out twice for one job while its row lives
+            # D-5 in docs/decisions.md: a token is never handed out twice for one job while its row lives
             seen = self.tokens.setdefault(reply.id, [])
             assert reply.attempts not in seen, f"token {reply.attempts} of {reply.id} again: {seen}"
             seen.append(reply.attempts)

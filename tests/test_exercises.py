@@ -1,9 +1,10 @@
-"""The exercises: every reference solution passes its check; an unsolved starter gets a helpful "not yet"."""
+"""The exercises: every reference solution passes its check; an unsolved starter gets a "not yet" that
+names what is missing and never the answer; hints come only on request, after a try."""
 
 from __future__ import annotations
 
 import importlib.util
-import inspect as pyinspect
+import inspect
 from pathlib import Path
 
 import pytest
@@ -22,12 +23,8 @@ def _solution(path: Path):
     spec = importlib.util.spec_from_file_location(f"solution_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    (fn,) = [f for _, f in pyinspect.getmembers(module, pyinspect.isfunction) if f.__module__ == module.__name__]
+    (fn,) = [f for _, f in inspect.getmembers(module, inspect.isfunction) if f.__module__ == module.__name__]
     return fn
-
-
-def _on_request(key: str) -> bool:
-    return exercises._REGISTRY[key].hint_on_request
 
 
 def _conns(key: str, conn, native_conn):
@@ -37,7 +34,9 @@ def _conns(key: str, conn, native_conn):
 def test_every_exercise_has_a_solution():
     assert sorted(_key(p) for p in SOLUTIONS) == sorted(exercises.titles())
     for major in ("01", "02", "03", "04", "05"):
-        assert sum(k.startswith(major) for k in exercises.titles()) >= 2, f"notebook {major} needs two exercises"
+        assert sum(k.startswith(major) for k in exercises.titles()) >= 3, f"notebook {major} needs three exercises"
+    for path in SOLUTIONS:
+        assert exercises._REGISTRY[_key(path)].solution == path.name  # the exercise names its solution's file
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
@@ -49,25 +48,27 @@ def test_reference_solution_passes(path, conn, native_conn):
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
-def test_unsolved_starter_fails_helpfully(path, conn, native_conn):
+def test_unsolved_starter_fails_without_the_answer(path, conn, native_conn):
     key = _key(path)
-    params = list(pyinspect.signature(_solution(path)).parameters)
+    params = list(inspect.signature(_solution(path)).parameters)
 
     # the notebook's starter: the same parameters, and a body that is not written yet
     def starter(*args):
         assert len(args) == len(params)
         raise NotImplementedError
 
+    exercises._TRIED.discard(key)
+    assert exercises.hint(key) == exercises.NO_HINT_YET  # no hint before a try
     verdict = exercises.check(key, starter, *_conns(key, conn, native_conn))
     assert not verdict.ok
     text = str(verdict)
     assert text.startswith(f"✗ {key}") and "NotImplementedError" in text
-    if _on_request(key):
-        # what a stored output shows: not the hint, which the learner asks for after a try
-        assert "Hint:" not in text and exercises.hint(key) not in text
-        assert exercises.hint(key).startswith("Hint:")
-    else:
-        assert "Hint:" in text
+    # what a stored output shows: where the hint is, not the hint
+    assert "Hint:" not in text and exercises._REGISTRY[key].hint not in text and f'exercises.hint("{key}")' in text
+    assert exercises.hint(key) == exercises.NO_HINT_YET  # the bare starter is not a try
+    tried = exercises.check(key, lambda *args: None, *_conns(key, conn, native_conn))
+    assert not tried.ok and f'exercises.hint("{key}")' in str(tried)
+    assert exercises.hint(key).startswith("Hint:")  # after a try that did not pass, on request
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
@@ -75,9 +76,9 @@ def test_do_nothing_answer_is_named_not_crashed(path, conn, native_conn):
     key = _key(path)
     verdict = exercises.check(key, lambda *args: None, *_conns(key, conn, native_conn))
     assert not verdict.ok
-    # a finding that says what is wrong, beyond the hint
+    # a finding that says what is not yet true, then the pointer to the hint
     assert len(verdict.findings) >= 2 and all(f.strip() for f in verdict.findings)
-    assert ("Hint:" in str(verdict)) is not _on_request(key)
+    assert "Hint:" not in str(verdict)
 
 
 def test_a_learner_bug_is_reported_with_its_line(conn):
@@ -86,6 +87,20 @@ def test_a_learner_bug_is_reported_with_its_line(conn):
 
     verdict = exercises.check("01.1", buggy, conn)
     assert not verdict.ok and "ZeroDivisionError" in str(verdict) and "line" in str(verdict)
+
+
+def test_a_wrong_prediction_is_told_what_the_run_gave(conn):
+    verdict = exercises.check(
+        "03.3", lambda c, q, j: {"where after each round": ["pending"] * 3, "stalled count at the end": 3}, conn
+    )
+    assert not verdict.ok
+    assert any("the run gave ['pending', 'pending', 'dead']" in f for f in verdict.findings), verdict.findings
+    assert not any("stalled count" in f for f in verdict.findings)  # the right part is not named wrong
+
+
+def test_a_hint_for_an_unknown_exercise_names_the_known_ones():
+    with pytest.raises(KeyError, match="01.1"):
+        exercises.hint("99.9")
 
 
 # -- review defect (issue 13 item 7): a check that itself fails is a finding, never a crash ----------------
@@ -100,7 +115,6 @@ def test_a_check_that_fails_on_what_the_learner_left_is_a_finding(conn):
     assert not verdict.ok
     text = str(verdict)
     assert "the check could not read your queue" in text and "WRONGTYPE" in text, text
-    assert "Hint:" in text
 
 
 def test_a_check_that_trips_on_a_half_written_row_is_a_finding(conn):

@@ -1,4 +1,4 @@
-"""D-5: a job's fencing token never repeats while its row lives, on both executors.
+"""D-5 in docs/decisions.md: a job's fencing token never repeats while its row lives, on both executors.
 
 The token is the row's ``attempts`` after the claim's HINCRBY (the ``@claim2``
 body is the page's own). A reprocess therefore keeps ``attempts`` and records
@@ -13,7 +13,7 @@ import time
 import pytest
 from native_support import force
 
-from echomq_teach import inspect, jobs, stalled
+from echomq_teach import jobs, snapshots, stalled
 
 LEASE = 30_000
 
@@ -38,7 +38,7 @@ def test_the_reprocess_zombie_is_stale(c, queue):
     assert cc.id == job_id and cc.attempts == 3  # a new token, not token 1 again
     assert jobs.complete(c, queue, job_id, a.attempts, "zombie") == jobs.STALE
     assert jobs.complete(c, queue, job_id, b.attempts, "zombie") == jobs.STALE
-    assert inspect.snapshot(c, queue).where(job_id) == ["active"]
+    assert snapshots.snapshot(c, queue).where(job_id) == ["active"]
     assert jobs.complete(c, queue, job_id, cc.attempts, "done") == jobs.OK
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from echomq_teach import Connector, ids, inspect, jobs
+from echomq_teach import Connector, ids, jobs, snapshots
 
 
 def test_claim_order_is_enqueue_order(conn: Connector, queue: str) -> None:
@@ -24,7 +24,7 @@ def test_ids_minted_in_one_millisecond_claim_in_mint_order(conn: Connector, queu
     shuffled = minted[1::2] + minted[::2]
     for job_id in reversed(shuffled):
         jobs.enqueue(conn, queue, job_id, job_id=job_id)
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert set(snap.sets["pending"].values()) == {0}
     assert snap.pending == minted  # ZRANGE of score-0 members is lexicographic: mint order
     claimed = [jobs.claim(conn, queue, 30_000).id for _ in minted]
@@ -40,5 +40,5 @@ def test_fifo_survives_a_retry_round(conn: Connector, queue: str) -> None:
     for _ in range(200):
         if jobs.promote(conn, queue):
             break
-    assert inspect.snapshot(conn, queue).pending == [first, *later]
+    assert snapshots.snapshot(conn, queue).pending == [first, *later]
     assert jobs.claim(conn, queue, 30_000).id == first

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import state
 
-from echomq_teach import Connector, inspect, jobs, keyspace
+from echomq_teach import Connector, jobs, keyspace, snapshots
 
 GHOST = "JOB0000000000g"  # sorts before every minted id, so it is the head
 
@@ -16,7 +16,7 @@ def add_ghost(conn: Connector, queue: str, set_name: str = "pending", score: int
 def test_ghost_head_is_consumed_and_answers_none(conn: Connector, queue: str) -> None:
     add_ghost(conn, queue)
     assert jobs.claim(conn, queue, 30_000) is None
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.ids() == set()  # gone from pending, not in active, no row
     assert conn.client.exists(keyspace.job_key(queue, GHOST)) == 0
     assert snap.completed == 0
@@ -25,7 +25,7 @@ def test_ghost_head_is_consumed_and_answers_none(conn: Connector, queue: str) ->
 def test_ghost_answers_none_even_with_real_jobs_behind_it(conn: Connector, queue: str) -> None:
     real = jobs.enqueue(conn, queue, "real")
     add_ghost(conn, queue)
-    assert inspect.snapshot(conn, queue).pending == [GHOST, real]
+    assert snapshots.snapshot(conn, queue).pending == [GHOST, real]
     before = state(conn, queue)
     # the claim pops the ghost and stops there: one claim, one pop
     assert jobs.claim(conn, queue, 30_000) is None
@@ -46,7 +46,7 @@ def test_ghost_claim_mints_no_row_fields(conn: Connector, queue: str) -> None:
 def test_promote_of_a_ghost_leaves_nothing_in_pending(conn: Connector, queue: str) -> None:
     add_ghost(conn, queue, "schedule", 0)
     assert jobs.promote(conn, queue) == [GHOST]
-    assert inspect.snapshot(conn, queue).ids() == set()
+    assert snapshots.snapshot(conn, queue).ids() == set()
 
 
 def test_stalled_check_of_a_ghost_leaves_nothing(conn: Connector, queue: str) -> None:
@@ -54,4 +54,4 @@ def test_stalled_check_of_a_ghost_leaves_nothing(conn: Connector, queue: str) ->
 
     add_ghost(conn, queue, "active", 0)
     assert stalled.check(conn, queue) == stalled.StallReport([], [])
-    assert inspect.snapshot(conn, queue).ids() == set()
+    assert snapshots.snapshot(conn, queue).ids() == set()

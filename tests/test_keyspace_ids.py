@@ -1,4 +1,4 @@
-"""The keyspace (every key of a queue shares its hashtag) and the ids (D-2)."""
+"""The keyspace (every key of a queue shares its hashtag) and the ids (D-2 in docs/decisions.md)."""
 
 from __future__ import annotations
 

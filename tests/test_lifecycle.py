@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from conftest import server_ms, state, wait_until_due
 
-from echomq_teach import Connector, inspect, jobs, keyspace
+from echomq_teach import Connector, jobs, keyspace, snapshots
 
 
-def only_in(snap: inspect.Snapshot, job_id: str) -> list[str]:
+def only_in(snap: snapshots.Snapshot, job_id: str) -> list[str]:
     return snap.where(job_id)
 
 
@@ -16,7 +16,7 @@ def test_enqueue_writes_the_row_and_pending_at_score_zero(conn: Connector, queue
     conn.clear_trace()
     job_id = jobs.enqueue(conn, queue, "hello")
     assert [e.script for e in conn.trace] == ["@enqueue"]  # one script, one round trip
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.rows[job_id] == {"state": "pending", "attempts": "0", "payload": "hello"}
     assert snap.sets["pending"] == {job_id: 0}
     assert only_in(snap, job_id) == ["pending"]
@@ -24,7 +24,7 @@ def test_enqueue_writes_the_row_and_pending_at_score_zero(conn: Connector, queue
 
 def test_enqueue_with_a_given_id(conn: Connector, queue: str) -> None:
     assert jobs.enqueue(conn, queue, "p", job_id="JOB0KHTOWnGLuC") == "JOB0KHTOWnGLuC"
-    assert inspect.snapshot(conn, queue).pending == ["JOB0KHTOWnGLuC"]
+    assert snapshots.snapshot(conn, queue).pending == ["JOB0KHTOWnGLuC"]
 
 
 def test_claim_end_state(conn: Connector, queue: str) -> None:
@@ -34,7 +34,7 @@ def test_claim_end_state(conn: Connector, queue: str) -> None:
     got = jobs.claim(conn, queue, lease)
     t1 = server_ms(conn)
     assert got == jobs.Claimed(job_id, "work", 1)
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.rows[job_id]["state"] == "active"
     assert snap.rows[job_id]["attempts"] == "1"
     assert only_in(snap, job_id) == ["active"]
@@ -54,15 +54,15 @@ def test_complete_end_state(conn: Connector, queue: str) -> None:
     job_id = jobs.enqueue(conn, queue, "work")
     got = jobs.claim(conn, queue, 30_000)
     assert got is not None
-    before = inspect.snapshot(conn, queue)
+    before = snapshots.snapshot(conn, queue)
     assert jobs.complete(conn, queue, job_id, got.attempts, "done") == jobs.OK
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     # a completed row is deleted, and the metric counts it
     assert job_id not in snap.rows
     assert snap.ids() == set()
     assert snap.completed == before.completed + 1
     assert snap.stream_len == 0  # nothing recorded unless asked
-    kinds = {c.kind for c in inspect.diff(before, snap)}
+    kinds = {c.kind for c in snapshots.diff(before, snap)}
     assert kinds == {"moved", "removed", "metric"}
 
 
@@ -98,7 +98,7 @@ def test_retry_below_cap_parks_on_schedule(conn: Connector, queue: str) -> None:
     t0 = server_ms(conn)
     assert jobs.retry(conn, queue, job_id, got.attempts, "boom", 5_000, 3) == jobs.SCHEDULED
     t1 = server_ms(conn)
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert only_in(snap, job_id) == ["schedule"]
     assert snap.rows[job_id]["state"] == "scheduled"
     assert snap.rows[job_id]["last_error"] == "boom"
@@ -122,7 +122,7 @@ def test_promote_returns_a_due_job_to_pending(conn: Connector, queue: str) -> No
     jobs.retry(conn, queue, job_id, got.attempts, "boom", 1, 3)
     wait_until_due(conn, queue, "schedule")
     assert jobs.promote(conn, queue) == [job_id]
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.sets["pending"] == {job_id: 0}
     assert snap.rows[job_id]["state"] == "pending"
     assert snap.rows[job_id]["attempts"] == "1"  # promote does not touch the token
@@ -145,7 +145,7 @@ def test_retry_at_cap_buries_in_dead(conn: Connector, queue: str) -> None:
     t0 = server_ms(conn)
     assert jobs.retry(conn, queue, job_id, got.attempts, "fatal", 1_000, 1) == jobs.DEAD
     t1 = server_ms(conn)
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert only_in(snap, job_id) == ["dead"]
     assert snap.rows[job_id] == {"state": "dead", "attempts": "1", "payload": "work", "last_error": "fatal"}
     assert t0 <= snap.sets["dead"][job_id] <= t1  # the score is the time of death
@@ -167,19 +167,19 @@ def test_retry_with_record_records_only_a_death(conn: Connector, queue: str) -> 
 
 def test_snapshot_diff_names_the_claim(conn: Connector, queue: str) -> None:
     job_id = jobs.enqueue(conn, queue, "work")
-    before = inspect.snapshot(conn, queue)
+    before = snapshots.snapshot(conn, queue)
     jobs.claim(conn, queue, 30_000)
-    after = inspect.snapshot(conn, queue)
-    words = [str(c) for c in inspect.diff(before, after)]
+    after = snapshots.snapshot(conn, queue)
+    words = [str(c) for c in snapshots.diff(before, after)]
     assert f"{job_id}: pending → active" in words
     assert f"{job_id}.attempts: 0 → 1" in words
     assert f"{job_id}.state: pending → active" in words
-    assert inspect.diff(after, inspect.snapshot(conn, queue)) == []
+    assert snapshots.diff(after, snapshots.snapshot(conn, queue)) == []
 
 
 def test_snapshot_is_read_only_and_complete(conn: Connector, queue: str) -> None:
     jobs.enqueue(conn, queue, "a")
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert set(snap.sets) == set(keyspace.SETS)
     assert snap.sizes() == {"pending": 1, "active": 0, "schedule": 0, "dead": 0}
     assert abs(snap.now_ms - server_ms(conn)) < 60_000  # the server's clock, not an epoch of its own

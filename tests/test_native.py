@@ -20,7 +20,7 @@ import redis
 from conftest import state
 from native_support import assert_same_end_state, digest, force, run_id
 
-from echomq_teach import WireError, WrongState, flows, inspect, jobs, keyspace, native, stalled
+from echomq_teach import WireError, WrongState, flows, jobs, keyspace, native, snapshots, stalled
 from echomq_teach.connector import Connector, connect
 from echomq_teach.keyspace import base, job_key, queue_key
 from echomq_teach.node import LocalNode
@@ -74,7 +74,7 @@ def stale_tokens(c: Connector, q: str) -> list[Any]:
     ]
     force(c.client, q, "active", "S", 7)
     out.append(jobs.reap(c, q))
-    # reaped: state pending, so the old token is refused by both executors (D-3)
+    # reaped: state pending, so the old token is refused by both executors (D-3 in docs/decisions.md)
     out += [jobs.complete(c, q, "S", got.attempts), jobs.retry(c, q, "S", got.attempts, "late")]
     again = jobs.claim(c, q, LEASE)
     out += [again, jobs.complete(c, q, "S", got.attempts), jobs.complete(c, q, "S", again.attempts)]
@@ -112,7 +112,7 @@ def test_ordinary_path_replies_are_what_the_course_shows(conn, native_conn, queu
     assert replies[7] == jobs.Claimed("J2", "c", 1) and replies[8] is None
     replies = both(conn, native_conn, queue + "-fork", failure_fork)
     assert replies[1] == jobs.SCHEDULED and replies[2] == ["F"] and replies[4] == jobs.DEAD
-    snap = inspect.snapshot(native_conn, queue + "-fork")
+    snap = snapshots.snapshot(native_conn, queue + "-fork")
     assert snap.rows["F"]["last_error"] == "last" and snap.where("F") == ["dead"]
 
 
@@ -215,7 +215,7 @@ def test_native_sweep_applies_the_parent_policy_as_the_script_does(conn, native_
 def test_native_sweep_policy_outcomes(native_conn, queue, name, parent_state, deps, unsuccessful):
     # what the equality above compares, spelled out, so it cannot pass by both executors doing nothing
     replies = FLOW_STALLS[name](native_conn, queue)
-    snap = inspect.snapshot(native_conn, queue)
+    snap = snapshots.snapshot(native_conn, queue)
     # a released parent went to pending, and the scenario's last claim took it
     assert snap.state("P") == ("active" if parent_state == "released" else parent_state)
     assert (replies[2] is not None and replies[2].id == "P") is (parent_state == "released")
@@ -562,7 +562,7 @@ def test_lease_epoch_goes_when_its_lease_ends(native_conn, queue):
     assert jobs.retry(c, queue, "D", claims["D"].attempts, "fatal", 1_000, 1) == jobs.DEAD
     force(c.client, queue, "active", "S", 2)
     assert stalled.check(c, queue, 3) == stalled.StallReport(["S"], [])  # EMQ.STALLED.CHECK
-    rows = inspect.snapshot(c, queue).rows
+    rows = snapshots.snapshot(c, queue).rows
     assert {i: "lease_epoch" in r for i, r in rows.items()} == dict.fromkeys("RFSD", False)
 
 
@@ -579,7 +579,7 @@ def test_the_scripts_end_a_native_lease_epoch_too(native_conn, queue):
     force(c.client, queue, "active", b.id, 1)
     keys = [queue_key(queue, s) for s in ("active", "pending", "dead")] + [base(queue)]
     assert c.eval("stalled_check", keys, [3]) == [[b.id], []]
-    rows = inspect.snapshot(c, queue).rows
+    rows = snapshots.snapshot(c, queue).rows
     assert {j: "lease_epoch" in rows[j] for j in (a.id, b.id)} == {a.id: False, b.id: False}
     assert rows[flow.parent_id]["state"] == "awaiting_children"
 

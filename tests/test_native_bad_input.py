@@ -16,7 +16,7 @@ import pytest
 import redis
 from native_support import digest, force
 
-from echomq_teach import flows, inspect, jobs, keyspace
+from echomq_teach import flows, jobs, keyspace, snapshots
 from echomq_teach.connector import Connector
 from echomq_teach.keyspace import base, job_key, queue_key
 from echomq_teach.node import LocalNode
@@ -359,7 +359,7 @@ CASES: dict[str, Case] = {
 def snapshot_state(c: Connector, q: str) -> Any:
     """The queue's snapshot without the clock, or None where a spoiled key stops @snapshot itself."""
     try:
-        return inspect.snapshot(c, q).state_only()
+        return snapshots.snapshot(c, q).state_only()
     except (redis.exceptions.ResponseError, ValueError):
         return None  # DEBUG DIGEST still guards these cases
 
@@ -394,7 +394,7 @@ def test_the_busy_queue_is_busy(bad_node, queue):
     # the catalogue's "nothing written" means something only if each command had work to do
     c = bad_node.connector()
     x = busy_queue(c, queue)
-    snap = inspect.snapshot(c, queue)
+    snap = snapshots.snapshot(c, queue)
     assert snap.pending == ["P"] and snap.dead == ["D"] and sorted(snap.active) == ["A", "L"]
     assert snap.schedule == ["S"]
     d0 = digest(c.client)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from native_support import force
 
-from echomq_teach import inspect, jobs, stalled
+from echomq_teach import jobs, snapshots, stalled
 from echomq_teach.keyspace import base, job_key, queue_key
 from echomq_teach.node import LocalNode
 
@@ -41,7 +41,7 @@ def test_a_lease_from_before_the_restart_is_exempt_and_one_after_is_counted(dura
     n.restart()
     assert n.run_id != old_run_id
     c = n.connector()
-    snap = inspect.snapshot(c, Q)
+    snap = snapshots.snapshot(c, Q)
     assert snap.active == ["A0", "A1"]  # the AOF kept the leases and their epochs
     after = [jobs.claim(c, Q, LEASE), jobs.claim(c, Q, LEASE)]  # B0, B1
     assert [g.id for g in after] == ["B0", "B1"]
@@ -54,7 +54,7 @@ def test_a_lease_from_before_the_restart_is_exempt_and_one_after_is_counted(dura
     assert c.last()[0].line.startswith("EMQ.STALLED.CHECK 4 ")
     # the pre-restart leases are exempt, even A1 at its cap; B1's counted stall buries it
     assert report == stalled.StallReport(["A0", "A1", "B0"], ["B1"])
-    snap = inspect.snapshot(c, Q)
+    snap = snapshots.snapshot(c, Q)
     assert "stalled" not in snap.rows["A0"] and snap.rows["A1"]["stalled"] == "1"  # unchanged
     assert snap.rows["B0"]["stalled"] == "1" and snap.rows["B1"]["stalled"] == "2"
     assert snap.pending == ["A0", "A1", "B0"] and snap.dead == ["B1"]

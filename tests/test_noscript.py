@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import redis
 
-from echomq_teach import Connector, inspect, jobs, scripts
+from echomq_teach import Connector, jobs, scripts, snapshots
 
 
 def test_claim_survives_script_flush_and_the_trace_shows_the_retry(conn: Connector, queue: str, node) -> None:
@@ -66,12 +66,12 @@ def test_a_second_connector_also_recovers(conn: Connector, queue: str, node) -> 
         jobs.enqueue(other, queue, "z")
         assert [e.error for e in other.trace] == [False]
         # flush again after the fork has loaded @snapshot: it hits NOSCRIPT, reloads and answers
-        inspect.snapshot(other, queue)
+        snapshots.snapshot(other, queue)
         raw = node.client()
         raw.script_flush()
         raw.close()
         other.clear_trace()
-        assert len(inspect.snapshot(other, queue).pending) == 3
+        assert len(snapshots.snapshot(other, queue).pending) == 3
         assert [e.error for e in other.trace] == [True, False, False]
     finally:
         other.close()

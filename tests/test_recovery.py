@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import state, wait_until_due
 
-from echomq_teach import Connector, inspect, jobs
+from echomq_teach import Connector, jobs, snapshots
 
 LEASE_MS = 25  # tiny leases keep the lapse tests fast
 
@@ -25,18 +25,18 @@ def test_failure_fork_retry_schedule_promote_claim_dead(conn: Connector, queue: 
     first = jobs.claim(conn, queue, 30_000)
     assert first == jobs.Claimed(job_id, "flaky", 1)
     assert jobs.retry(conn, queue, job_id, first.attempts, "first failure", 1, cap) == jobs.SCHEDULED
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.where(job_id) == ["schedule"] and snap.state(job_id) == "scheduled"
     # the schedule is a visibility fence: nothing to claim until a promote
     assert jobs.claim(conn, queue, 30_000) is None
     wait_until_due(conn, queue, "schedule")
     assert jobs.claim(conn, queue, 30_000) is None  # due, but nothing moves on its own
     assert jobs.promote(conn, queue) == [job_id]
-    assert inspect.snapshot(conn, queue).where(job_id) == ["pending"]
+    assert snapshots.snapshot(conn, queue).where(job_id) == ["pending"]
     second = jobs.claim(conn, queue, 30_000)
     assert second == jobs.Claimed(job_id, "flaky", 2)  # the next claim increments the token again
     assert jobs.retry(conn, queue, job_id, second.attempts, "final failure", 1, cap) == jobs.DEAD
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.where(job_id) == ["dead"]
     row = snap.rows[job_id]
     assert row["state"] == "dead"
@@ -60,15 +60,15 @@ def test_default_cap_is_three_attempts(conn: Connector, queue: str) -> None:
 # -- recovery -----------------------------------------------------------------------------------------
 def test_lapsed_lease_stays_in_active_until_reap(conn: Connector, queue: str) -> None:
     got = lapsed_claim(conn, queue)
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.relative("active", got.id) < 0  # the clock has passed the deadline
     assert snap.where(got.id) == ["active"] and snap.state(got.id) == "active"
     # nothing moves on its own: a promote or a claim does not recover it
     assert jobs.promote(conn, queue) == []
     assert jobs.claim(conn, queue, 30_000) is None
-    assert inspect.snapshot(conn, queue).where(got.id) == ["active"]
+    assert snapshots.snapshot(conn, queue).where(got.id) == ["active"]
     assert jobs.reap(conn, queue) == [got.id]
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.sets["pending"] == {got.id: 0}
     assert snap.rows[got.id]["state"] == "pending"
     assert snap.rows[got.id]["attempts"] == "1"  # reap leaves the token; the next claim moves it
@@ -91,7 +91,7 @@ def test_reap_moves_at_most_100_per_call(conn: Connector, queue: str) -> None:
     wait_until_due(conn, queue, "active")
     first = jobs.reap(conn, queue)
     assert len(first) == 100
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert len(snap.pending) == 100 and len(snap.active) == total - 100
     # earliest deadline first; claims ran in id order, so (deadline, id) order is claim order
     assert first == [c.id for c in claimed[:100]]
@@ -118,18 +118,18 @@ def test_late_completion_after_reap_before_any_claim_is_stale(conn: Connector, q
     crashed = lapsed_claim(conn, queue)
     jobs.reap(conn, queue)
     before = state(conn, queue)
-    # the token still matches, but the row is pending again: D-3 refuses it
+    # the token still matches, but the row is pending again: D-3 in docs/decisions.md refuses it
     assert jobs.complete(conn, queue, crashed.id, crashed.attempts) == jobs.STALE
     assert state(conn, queue) == before
 
 
 def test_lapsed_but_unreaped_lease_may_still_complete(conn: Connector, queue: str) -> None:
-    # D-3: the fence is the token and the active state, not the clock
+    # D-3 in docs/decisions.md: the fence is the token and the active state, not the clock
     crashed = lapsed_claim(conn, queue)
-    before = inspect.snapshot(conn, queue)
+    before = snapshots.snapshot(conn, queue)
     assert before.relative("active", crashed.id) < 0
     assert jobs.complete(conn, queue, crashed.id, crashed.attempts, "just in time") == jobs.OK
-    after = inspect.snapshot(conn, queue)
+    after = snapshots.snapshot(conn, queue)
     assert after.ids() == set()
     assert after.completed == before.completed + 1
     assert jobs.reap(conn, queue) == []  # nothing left to recover
@@ -138,7 +138,7 @@ def test_lapsed_but_unreaped_lease_may_still_complete(conn: Connector, queue: st
 def test_lapsed_but_unreaped_lease_may_still_retry(conn: Connector, queue: str) -> None:
     crashed = lapsed_claim(conn, queue)
     assert jobs.retry(conn, queue, crashed.id, crashed.attempts, "slow failure", 60_000, 3) == jobs.SCHEDULED
-    assert inspect.snapshot(conn, queue).where(crashed.id) == ["schedule"]
+    assert snapshots.snapshot(conn, queue).where(crashed.id) == ["schedule"]
 
 
 def test_reap_of_a_removed_row_leaves_no_ghost(conn: Connector, queue: str) -> None:
@@ -146,5 +146,5 @@ def test_reap_of_a_removed_row_leaves_no_ghost(conn: Connector, queue: str) -> N
     # the row goes but the active entry stays (a teaching edge: the reap must not mint a ghost in pending)
     conn.client.delete(f"emq:{{{queue}}}:job:{crashed.id}")
     assert jobs.reap(conn, queue) == [crashed.id]
-    snap = inspect.snapshot(conn, queue)
+    snap = snapshots.snapshot(conn, queue)
     assert snap.ids() == set()

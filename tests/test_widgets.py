@@ -15,12 +15,12 @@ from echomq_widgets.model import ms, when
 from echomq_widgets.render import setview_html
 from echomq_widgets.steps import Lifecycle, Settings, path_steps
 
-from echomq_teach import flows, inspect, jobs
+from echomq_teach import flows, jobs, snapshots
 from echomq_teach.consumer import Consumer, Error
 
 
 def snap(conn, queue):
-    return inspect.snapshot(conn, queue)
+    return snapshots.snapshot(conn, queue)
 
 
 def scripts_sent(conn):
@@ -169,10 +169,32 @@ def test_stepper_keeps_snapshots_out_of_the_learners_trace(conn):
     assert scripts_sent(conn) == ["@enqueue", "@claim2"]
 
 
-def test_stepper_repr_is_stable_for_nbval(conn):
+def test_stepper_fallback_says_what_it_shows(conn):
+    # the text/plain a reader without a kernel sees (and nbval compares): the step and the set sizes, no ids
     st = LifecycleStepper(conn, path="failure")
-    assert repr(st) == "LifecycleStepper(path='failure', steps=6)"
-    assert "JOB" not in st._repr_mimebundle_()["text/plain"]
+    assert repr(st) == "Lifecycle stepper, failure path, step 0 of 6: pending 0, active 0, schedule 0, dead 0"
+    st.step_button.click()
+    st.step_button.click()
+    text = st._repr_mimebundle_()["text/plain"]
+    assert text == "Lifecycle stepper, failure path, step 2 of 6 (claim): pending 0, active 1, schedule 0, dead 0"
+    assert "JOB" not in text and len(text) <= 110
+
+
+def test_every_widget_fallback_is_short_and_says_what_it_shows(conn, native_conn):
+    view = SetView(conn, "fallback-view")
+    assert repr(view) == "Set view of queue fallback-view: pending 0, active 0, schedule 0, dead 0"
+    fc = FlowComposer(conn, children=2)
+    assert repr(fc).startswith("Flow composer: no flow landed yet")
+    fc.land_button.click()
+    fc.complete_button.click()
+    assert repr(fc) == "Flow composer: :dependencies 2 → 1; the parent is awaiting_children"
+    ev = ExecutorView(conn, native_conn, "claim")
+    assert repr(ev) == (
+        "Executor view, claim on both executors: documented differences command, field, score; undocumented 0"
+    )
+    for w in (view, fc, ev):
+        text = w._repr_mimebundle_()["text/plain"]
+        assert len(text) <= 110 and "JOB" not in text and "…" not in text
 
 
 # -- the failure fork ----------------------------------------------------------------------------------------
@@ -362,7 +384,8 @@ def test_counter_plot_records_per_step(conn):
     assert plot.series.sizes["pending"] == [1, 0, 0]
     assert plot.series.sizes["active"] == [0, 1, 0]
     assert plot.image.value[:4] == b"\x89PNG"
-    assert repr(plot) == "CounterPlot(x='step')"
+    assert repr(plot) == "Counter plot over steps: pending 1 → 0, active 0 → 0, schedule 0 → 0, dead 0 → 0"
+    assert repr(CounterPlot()) == "Counter plot of pending, active, schedule, dead: no points yet"
     st.close()
 
 

@@ -1,25 +1,29 @@
 """Builds the course notebooks from their sources and stores their outputs.
 
-Each notebook is written as ``notebooks/src/NN-name.py`` in the percent format
-(``# %% [markdown]`` and ``# %%`` cells), which diffs and reviews like code.
-This script turns each source into ``notebooks/NN-name.ipynb`` with clean
-metadata (the ``python3`` kernelspec, nothing else), executes it on a fresh
+Each notebook is written as ``notebooks/src/NN-name.py`` in jupytext's percent
+format (``# %% [markdown]`` and ``# %%`` cells, cell metadata such as
+``# %% tags=["nbval-ignore-output"]``), which diffs and reviews like code.
+jupytext reads the source; this script gives the notebook clean metadata (the
+``python3`` kernelspec, nothing else), stable cell ids, executes it on a fresh
 kernel so the outputs are stored and the course reads without running, and
 fails loudly if any cell raises.
 
     python tools/nbbuild.py            # every notebook
     python tools/nbbuild.py 02 05      # the ones whose names start so
     python tools/nbbuild.py --check    # only confirm each .ipynb matches its source
+
+``--check`` compares, cell by cell, the type, the source, the metadata and the
+id, and the notebook's metadata; every code cell must have run (stored outputs).
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
 
+import jupytext
 import nbformat
 from nbclient import NotebookClient
 
@@ -27,57 +31,55 @@ ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "notebooks" / "src"
 OUT = ROOT / "notebooks"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-_CELL = re.compile(r"^# %%(?P<md> \[markdown\])?(?P<tags>.*)$")
+METADATA = {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}}
+#: notebook metadata a build adds beside METADATA: the widget state, so stored widgets render without a kernel
+BUILT_KEYS = {"widgets"}
 
 
-def parse(text: str) -> list[nbformat.NotebookNode]:
-    """Percent-format source → notebook cells. ``# %% tags=a,b`` sets cell tags."""
-    cells: list[nbformat.NotebookNode] = []
-    kind, tags, lines = None, [], []
-
-    def flush() -> None:
-        if kind is None:
-            return
-        body = "\n".join(lines).strip("\n")
-        if kind == "markdown":
-            body = "\n".join(ln[2:] if ln.startswith("# ") else ln.lstrip("#") for ln in body.splitlines())
-            cell = nbformat.v4.new_markdown_cell(body)
-        else:
-            cell = nbformat.v4.new_code_cell(body)
-        if tags:
-            cell.metadata["tags"] = tags
-        cell.pop("id", None)
-        cells.append(cell)
-
-    for line in text.splitlines():
-        m = _CELL.match(line)
-        if m:
-            flush()
-            kind = "markdown" if m.group("md") else "code"
-            t = m.group("tags").strip()
-            tags = t.removeprefix("tags=").split(",") if t.startswith("tags=") else []
-            lines = []
-        elif kind is not None:
-            lines.append(line)
-    flush()
-    return cells
+def read_source(src: Path) -> nbformat.NotebookNode:
+    """The percent-format source as a notebook: jupytext's cells, our metadata and stable ids."""
+    nb = jupytext.read(src, fmt="py:percent")
+    nb.metadata = nbformat.from_dict(METADATA)
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"{src.stem[:2]}-{i:03d}"  # stable ids keep diffs small
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
 
 
 def build(src: Path, execute: bool = True) -> Path:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata = {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}}
-    nb.cells = parse(src.read_text(encoding="utf-8"))
-    for i, cell in enumerate(nb.cells):
-        cell["id"] = f"{src.stem[:2]}-{i:03d}"  # stable ids keep diffs small
+    nb = read_source(src)
     if execute:
-        client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(OUT)}})
+        # no timing metadata: a cell's metadata is its source's, and --check compares it
+        client = NotebookClient(
+            nb, timeout=300, kernel_name="python3", record_timing=False, resources={"metadata": {"path": str(OUT)}}
+        )
         client.execute()
         # the widget state stays in the metadata, so the stored widgets render without a kernel
         # (nbviewer, JupyterLab before a run); nbval does not compare it
-        nb.metadata["kernelspec"] = KERNELSPEC
-        nb.metadata["language_info"] = {"name": "python"}
+        nb.metadata.update(METADATA)
+        for key in set(nb.metadata) - set(METADATA) - BUILT_KEYS:
+            del nb.metadata[key]
     out = OUT / (src.stem + ".ipynb")
     nbformat.write(nb, out)
+    return out
+
+
+def differences(src: Path, stored: nbformat.NotebookNode) -> list[str]:
+    """What differs between a source and its stored notebook: types, sources, metadata, ids; unrun cells."""
+    want = read_source(src)
+    out = []
+    meta = {k: v for k, v in stored.metadata.items() if k not in BUILT_KEYS}
+    if meta != want.metadata:
+        out.append(f"notebook metadata {sorted(meta)} differs from {sorted(want.metadata)}")
+    if len(stored.cells) != len(want.cells):
+        out.append(f"{len(stored.cells)} cells stored, {len(want.cells)} in the source")
+    for i, (have, cell) in enumerate(zip(stored.cells, want.cells)):
+        for what in ("cell_type", "source", "metadata", "id"):
+            if have.get(what) != cell.get(what):
+                out.append(f"cell {i}: its {what} differs")
+        if have.cell_type == "code" and have.get("execution_count") is None:
+            out.append(f"cell {i}: never ran, so it stores no output")
     return out
 
 
@@ -93,10 +95,11 @@ def main() -> int:
     bad = 0
     for src in srcs:
         if args.check:
-            stored = nbformat.read(OUT / (src.stem + ".ipynb"), as_version=4)
-            want = [c.source for c in parse(src.read_text(encoding="utf-8"))]
-            if [c.source for c in stored.cells] != want:
-                print(f"{src.stem}.ipynb differs from its source: run tools/nbbuild.py {src.stem[:2]}")
+            path = OUT / (src.stem + ".ipynb")
+            found = differences(src, nbformat.read(path, as_version=4)) if path.exists() else ["not built"]
+            if found:
+                print(f"{path.name} differs from its source (run tools/nbbuild.py {src.stem[:2]}):")
+                print("\n".join(f"  {f}" for f in found[:8]))
                 bad += 1
             continue
         t0 = time.monotonic()

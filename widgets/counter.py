@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
-from echomq_teach import inspect
+from echomq_teach import snapshots
 from echomq_teach.connector import Connector
-from echomq_teach.inspect import Snapshot
 from echomq_teach.keyspace import SETS
 from echomq_teach.node import Node
+from echomq_teach.snapshots import Snapshot
 
 from .model import as_connector, reader_for
 from .plots import draw_sizes, new_figure, png
+from .render import fallback
 
 if TYPE_CHECKING:
     from .composer import FlowComposer
@@ -99,7 +100,14 @@ class CounterPlot(widgets.VBox):
         self.draw()
 
     def __repr__(self) -> str:
-        return f"CounterPlot(x={self.x!r})"
+        # the text/plain fallback (a reader without a kernel, and nbval compares it): no ids, no clocks,
+        # and no sample count (how many samples a timed watch takes varies from run to run)
+        s = self.series
+        if not len(s):
+            return fallback(f"Counter plot of {', '.join(s.sets)}: no points yet")
+        axis = "server seconds" if self.x == "time" else "steps"
+        ends = ", ".join(f"{name} {v[0]} → {v[-1]}" for name, v in s.sizes.items())
+        return fallback(f"Counter plot over {axis}: {ends}")
 
     # -- recording ----------------------------------------------------------------------------------------
     def record(self, snap: Snapshot, label: str | None = None, *, draw: bool = True) -> None:
@@ -111,7 +119,7 @@ class CounterPlot(widgets.VBox):
     def sample(self, label: str | None = None, *, draw: bool = True) -> Snapshot:
         """Read a snapshot of the plot's queue now and record it."""
         reader, queue = self._source()
-        snap = inspect.snapshot(reader, queue)
+        snap = snapshots.snapshot(reader, queue)
         self.record(snap, label, draw=draw)
         return snap
 

@@ -7,13 +7,13 @@ from collections.abc import Callable
 import ipywidgets as widgets
 
 from echomq_teach.connector import Connector
-from echomq_teach.inspect import Snapshot
 from echomq_teach.keyspace import SETS
 from echomq_teach.node import Node
+from echomq_teach.snapshots import Snapshot
 
 from .compare import SCENARIOS, Comparison, Difference, ExecutorRun, Side
 from .model import as_connector, when
-from .render import esc, ordered_fields, short, trace_html, wrap
+from .render import esc, fallback, ordered_fields, short, trace_html, wrap
 
 TITLE = "One transition, two executors"
 
@@ -102,7 +102,16 @@ class ExecutorView(widgets.VBox):
             self.run()
 
     def __repr__(self) -> str:
-        return f"ExecutorView(step={self.step_input.value!r})"
+        # the text/plain fallback (a reader without a kernel, and nbval compares it): no ids, no clocks
+        c = self.model.last
+        if c is None:
+            return fallback(f"Executor view: {self.step_input.value} not run yet")
+        kinds = sorted({d.kind for d in c.differences if d.documented})
+        undoc = len(c.undocumented)
+        return fallback(
+            f"Executor view, {self.step_input.value} on both executors: documented differences "
+            f"{', '.join(kinds) or 'none'}; undocumented {undoc}"
+        )
 
     @property
     def comparison(self) -> Comparison | None:

@@ -10,10 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from echomq_teach import flows, inspect, jobs
+from echomq_teach import flows, jobs, snapshots
 from echomq_teach.connector import Connector
 from echomq_teach.flows import POLICIES, Flow
-from echomq_teach.inspect import Snapshot
+from echomq_teach.snapshots import Snapshot
 
 from .model import Call, drop_queue, fresh_queue, reader_for, run_call
 
@@ -86,7 +86,7 @@ class FlowRun:
         return out
 
     def snapshot(self) -> Snapshot:
-        return inspect.snapshot(self.reader, self.queue)
+        return snapshots.snapshot(self.reader, self.queue)
 
     def tally(self, snap: Snapshot) -> Tally:
         t = Tally()

@@ -13,11 +13,11 @@ from typing import Any
 
 import redis
 
-from echomq_teach import inspect, jobs
+from echomq_teach import jobs, snapshots
 from echomq_teach.connector import Connector, TraceEntry
-from echomq_teach.inspect import Change, Snapshot
 from echomq_teach.keyspace import queue_key
 from echomq_teach.node import Node
+from echomq_teach.snapshots import Change, Snapshot
 
 WAIT_LIMIT_S = 10.0  # a wait for the server clock never hangs a kernel
 
@@ -94,7 +94,7 @@ def run_call(
     conn: Connector, reader: Connector, queue: str, fn: Callable[[], Any], before: Snapshot | None = None
 ) -> Call:
     """Run ``fn`` (one real call on ``conn``) between two snapshots read through ``reader``."""
-    before = before if before is not None else inspect.snapshot(reader, queue)
+    before = before if before is not None else snapshots.snapshot(reader, queue)
     mark = TraceMark(conn)
     reply: Any = None
     error: Exception | None = None
@@ -102,8 +102,8 @@ def run_call(
         reply = fn()
     except Exception as exc:  # noqa: BLE001 - shown to the learner, and kept on the Call
         error = exc
-    after = inspect.snapshot(reader, queue)
-    return Call(reply, mark.since(), before, after, inspect.diff(before, after), error)
+    after = snapshots.snapshot(reader, queue)
+    return Call(reply, mark.since(), before, after, snapshots.diff(before, after), error)
 
 
 # -- waiting on the server clock (never on the host's) -------------------------------------------
@@ -149,7 +149,7 @@ def drop_queue(reader: Connector, queue: str) -> None:
     its node has stopped, and a cleanup must never raise there.
     """
     try:
-        snap = inspect.snapshot(reader, queue)
+        snap = snapshots.snapshot(reader, queue)
         for job_id in snap.ids() | {k.split(":")[0] for k in snap.counters}:
             jobs.remove(reader, queue, job_id)
         reader.client.delete(queue_key(queue, "metrics:completed"), queue_key(queue, "stream:completions"))

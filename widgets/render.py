@@ -9,8 +9,8 @@ import html
 from collections.abc import Iterable, Sequence
 
 from echomq_teach.connector import TraceEntry
-from echomq_teach.inspect import Change, Snapshot
 from echomq_teach.keyspace import SETS, base
+from echomq_teach.snapshots import Change, Snapshot
 
 from .model import when
 
@@ -345,3 +345,15 @@ def steps_html(names: Sequence[str], done: int) -> str:
 
 def badge(state: str) -> str:
     return f'<span class="emq-badge emq-b-{esc(state.split()[0])}">{esc(state)}</span>'
+
+
+def sizes_text(snap: Snapshot | None) -> str:
+    """The four set sizes on one short line, for a widget's text/plain fallback: no ids, no clocks."""
+    if snap is None:
+        return "nothing read yet"
+    return ", ".join(f"{name} {n}" for name, n in snap.sizes().items())
+
+
+def fallback(text: str) -> str:
+    """A widget's text/plain, which ipywidgets cuts at 110 characters: kept within them."""
+    return text if len(text) <= 110 else text[:109] + "…"

@@ -7,13 +7,13 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from echomq_teach import inspect
+from echomq_teach import snapshots
 from echomq_teach.connector import Connector
-from echomq_teach.inspect import Change, Snapshot
 from echomq_teach.node import Node
+from echomq_teach.snapshots import Change, Snapshot
 
 from .model import as_connector, reader_for
-from .render import setview_html, setview_text
+from .render import fallback, setview_html, setview_text, sizes_text
 
 
 class SetView(widgets.VBox):
@@ -52,13 +52,13 @@ class SetView(widgets.VBox):
             self.refresh()
 
     def __repr__(self) -> str:
-        # nbval compares the text/plain repr: keep it free of ids and clocks
-        return "SetView()"
+        # the text/plain fallback (a reader without a kernel, and nbval compares it): no ids, no clocks
+        return fallback(f"Set view of queue {self.queue}: {sizes_text(self.snapshot)}")
 
     # -- drawing ---------------------------------------------------------------------------------------
     def refresh(self) -> Snapshot:
         """Read a snapshot now and draw it, marking the diff from the last one drawn."""
-        snap = inspect.snapshot(self.reader, self.queue)
+        snap = snapshots.snapshot(self.reader, self.queue)
         self.show(snap, before=self.snapshot)
         return snap
 
@@ -67,7 +67,7 @@ class SetView(widgets.VBox):
         if before is not None and before.queue != after.queue:
             before = None  # another queue: nothing to compare with
         self.before, self.snapshot = before, after
-        self.changes = list(changes) if changes is not None else (inspect.diff(before, after) if before else [])
+        self.changes = list(changes) if changes is not None else (snapshots.diff(before, after) if before else [])
         self.html.value = setview_html(
             after, before, self.changes, rows=self.rows, row_order=self.row_order, title=self.title, names=self.names
         )
@@ -79,11 +79,11 @@ class SetView(widgets.VBox):
 
     def run(self, fn: Callable[[], Any]) -> Any:
         """Call ``fn`` (one real call), then draw what it changed; answers its reply."""
-        before = inspect.snapshot(self.reader, self.queue)
+        before = snapshots.snapshot(self.reader, self.queue)
         try:
             return fn()
         finally:
-            after = inspect.snapshot(self.reader, self.queue)
+            after = snapshots.snapshot(self.reader, self.queue)
             self.show(after, before)
 
     # -- reading ---------------------------------------------------------------------------------------

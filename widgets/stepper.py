@@ -7,12 +7,12 @@ from collections.abc import Callable
 import ipywidgets as widgets
 
 from echomq_teach.connector import Connector
-from echomq_teach.inspect import Snapshot
 from echomq_teach.keyspace import base
 from echomq_teach.node import Node
+from echomq_teach.snapshots import Snapshot
 
 from .model import as_connector
-from .render import caption_html, esc, steps_html, trace_html, wrap
+from .render import caption_html, esc, fallback, sizes_text, steps_html, trace_html, wrap
 from .setview import SetView
 from .steps import PATHS, Lifecycle, Outcome, Settings
 
@@ -86,8 +86,10 @@ class LifecycleStepper(widgets.VBox):
         self._draw(None)
 
     def __repr__(self) -> str:
-        # nbval compares the text/plain repr: no ids, no clocks
-        return f"LifecycleStepper(path={self.model.path!r}, steps={len(self.model.steps)})"
+        # the text/plain fallback (a reader without a kernel, and nbval compares it): no ids, no clocks
+        m = self.model
+        at = f"step {m.index} of {len(m.steps)}" + (f" ({m.steps[m.index - 1].name})" if m.index else "")
+        return fallback(f"Lifecycle stepper, {m.path} path, {at}: {sizes_text(self.set_view.snapshot)}")
 
     # -- what the notebook reads -------------------------------------------------------------------------
     @property

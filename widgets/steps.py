@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from echomq_teach import inspect, jobs
+from echomq_teach import jobs, snapshots
 from echomq_teach.connector import Connector
-from echomq_teach.inspect import Snapshot
+from echomq_teach.snapshots import Snapshot
 
 from .model import Call, drop_queue, fresh_queue, movement, ms, reader_for, row_words, run_call, wait_due, wait_lapsed
 
@@ -350,7 +350,7 @@ class Lifecycle:
         return self.run.job_id
 
     def snapshot(self) -> Snapshot:
-        return inspect.snapshot(self.reader, self.queue)
+        return snapshots.snapshot(self.reader, self.queue)
 
     # -- moves -----------------------------------------------------------------------------------------
     def step(self) -> Outcome:

@@ -4,7 +4,7 @@ One fold, in this order:
 
 1. ``read``   — ``XRANGE stream (<cursor> + COUNT n``: the next slice after the floor's cursor;
 2. ``write``  — the slice's rows, its cursor (and with a remote its planned object) in one
-   SQLite transaction (D-6); a crash inside it rolls the whole slice back;
+   SQLite transaction (D-6 in docs/decisions.md); a crash inside it rolls the whole slice back;
 3. ``commit`` — the transaction is on disk;
 4. ``upload`` — with a remote, the slice's object is stored, then marked in the index;
 5. ``trim``   — ``@floor_trim``: ``XTRIM stream MINID <first id not durable>``.

@@ -4,7 +4,7 @@ Three tables: ``settles`` (one row per archived stream entry, keyed by the
 stream and the stream id), ``cursors`` (per stream: the last archived id and
 the highest driver token seen) and ``objects`` (with a remote: the sealed
 slices and whether each is uploaded). A fold's rows, its cursor and its
-object go in ONE transaction (D-6), so the floor never holds a slice without
+object go in ONE transaction (D-6 in docs/decisions.md), so the floor never holds a slice without
 its cursor or a cursor without its slice.
 
 WAL mode lets the reads run while a driver writes. ``synchronous=FULL`` makes

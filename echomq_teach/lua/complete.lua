@@ -9,7 +9,7 @@ local p = ARGV[3]
 local bad = refuse_count('@complete', 6) or refuse_positive('token', ARGV[2]) or refuse_record(ARGV[6])
 if bad then return bad end
 if #KEYS ~= 2 and #KEYS ~= 5 then return redis.error_reply('EMQARG @complete takes 2 keys, or 5 for a flow child') end
--- the token fence (D-3): the claim count must still be this token and the row still active
+-- the token fence (D-3 in docs/decisions.md): the claim count must still be this token and the row still active
 local row = redis.call('HMGET', KEYS[2], 'attempts', 'state')
 if row[1] ~= ARGV[2] or row[2] ~= 'active' then return 0 end
 -- a child whose parent an operator removed settles as a plain job: a release would write a ghost parent

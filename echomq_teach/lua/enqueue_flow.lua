@@ -7,7 +7,7 @@ local n = #KEYS - 5
 if n < 1 or (#ARGV ~= 2 + 2 * n and #ARGV ~= 2 + 3 * n) then
   return redis.error_reply('EMQARG a flow needs at least one child, an id and payload per child key, then a policy for each or none')
 end
--- every check before the first write, so a refused land writes nothing (D-2: never overwrite)
+-- every check before the first write, so a refused land writes nothing (D-2 in docs/decisions.md: never overwrite)
 local policies = {}
 for i = 1, n do
   local policy = ARGV[2 + 2 * n + i] or 'fail'

@@ -2,6 +2,6 @@
 -- KEYS: [1] the flag emq:{q}:paused
 -- ARGV: none
 -- reply: 1 when this call paused it, 0 when it was paused already
--- present = paused (D-1): the value is only a marker
+-- present = paused (D-1 in docs/decisions.md): the value is only a marker
 if redis.call('SET', KEYS[1], '1', 'NX') then return 1 end
 return 0

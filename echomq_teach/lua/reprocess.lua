@@ -11,7 +11,7 @@ local bad = refuse_type(KEYS[2], 'zset')
 if bad then return bad end
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], 0, ARGV[1])
--- attempts runs on, so the next claim's token is one no earlier claim had (D-5); prior_attempts
+-- attempts runs on, so the next claim's token is one no earlier claim had (D-5 in docs/decisions.md); prior_attempts
 -- marks where this life starts, and @retry counts only the claims after it against the cap.
 -- last_error stays as a record of why it died
 redis.call('HSET', KEYS[3], 'state', 'pending', 'prior_attempts', att)

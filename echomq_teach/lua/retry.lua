@@ -13,7 +13,7 @@ if bad then return bad end
 if #KEYS ~= 4 and #KEYS ~= 7 then return redis.error_reply('EMQARG @retry takes 4 keys, or 7 for a flow child') end
 local row = redis.call('HMGET', KEYS[4], 'attempts', 'state', 'prior_attempts')
 if row[1] ~= ARGV[2] or row[2] ~= 'active' then return 0 end
--- attempts runs on across a reprocess, so a token never repeats (D-5); the cap counts this life's
+-- attempts runs on across a reprocess, so a token never repeats (D-5 in docs/decisions.md); the cap counts this life's
 -- claims only: attempts minus prior_attempts, where the reprocess started this life
 local prior = tonumber(row[3] or '0')
 if not prior then return redis.error_reply('EMQSTATE ' .. KEYS[4] .. ' prior_attempts is not an integer') end

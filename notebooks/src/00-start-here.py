@@ -17,25 +17,59 @@
 # 3. Know the map of the course, and where to get help.
 
 # %% [markdown]
+# ## Before you start
+#
+# **What you need to know.** Python: functions, dicts, lists, `try`/`except`. What a key-value store
+# is; no Valkey or Redis beforehand — the course shows every command it sends. No Elixir: the course
+# page it follows is written in Elixir, and each name is given in Python beside it.
+#
+# **What the machine needs.** `valkey-server` 8 (the kit starts it), and from notebook 04 on a C
+# compiler (the kit compiles its native module the first time). `bash tools/course.sh` installs what
+# is missing on Debian; `start_node()` below says what to install elsewhere.
+#
 # ## How the course moves
 #
-# | notebook | what it teaches |
-# | --- | --- |
-# | `01-lifecycle` | the four sets and the row; every state and every transition |
-# | `02-claim-and-lease` | `claim/3` and `@claim2` line by line; the lease, the fencing token, the ghost guard, pause |
-# | `03-completion-and-recovery` | complete and its fence; the retry fork; reap; a consumer at work |
-# | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` |
-# | `05-flows` | a parent and its children; the counter that ticks to zero |
-# | `06-workshop` | the whole machine, end to end: trace a job, compose a flow |
+# | notebook | what it teaches | time |
+# | --- | --- | --- |
+# | `00-start-here` | your node, the connector and its trace, the words and values used throughout | 20 min |
+# | `01-lifecycle` | the four sets and the row; every state and every way into it | 45 min |
+# | `02-claim-and-lease` | `@claim2` line by line; the lease, the fencing token, the ghost guard, pause | 45 min |
+# | `03-completion-and-recovery` | the fence; the retry fork; reap, the counted sweep, who calls them | 60 min |
+# | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | 45 min |
+# | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 45 min |
+# | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | 30 min |
+# | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 45 min |
+# | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 45 min |
 #
 # Each notebook opens with its goals and closes with a recap. In between: prose, real calls with
 # their traces, the scripts themselves (read from the kit's `lua/` folder, never retyped), a widget
-# to step through, and exercises. An exercise gives you a function to fill in and a **check** that
-# reads your node and says in plain words what is right or still wrong. Reference solutions live in
-# `notebooks/solutions/` — try first, peek after.
+# to step through, and exercises. Most exercises ask you to **predict** what the queue will do, to
+# **diagnose** a queue left in a strange state, or to **repair** it. Each gives you a function to
+# fill in and a **check** that runs it on a fresh queue of your node and says what is not yet true.
+# After a try that did not pass, `exercises.hint("01.3")` (with the exercise's number) gives a hint.
+# Each exercise names the file of its reference solution in `notebooks/solutions/` — try first.
 #
 # The course page speaks Elixir (`EchoMQ.Jobs.claim/3`); the kit speaks Python
 # (`jobs.claim(conn, queue, lease_ms)`). Where the names differ, both are given.
+
+# %% [markdown]
+# ## Words used throughout
+#
+# - **mint** — make a new job id, host-side: `JOB`, the millisecond clock, a counter. One process's
+#   ids sort in the order it made them.
+# - **lease** — the time a claim gives a worker. The job's score in `active` is the lease's deadline,
+#   on the server's clock.
+# - **token** — the row's `attempts` after a claim: the number a worker hands back to complete or retry.
+# - **fence** — the check at the top of `@complete` and `@retry`: the token must match and the row must
+#   be `active`, or the call is *stale* and writes nothing.
+# - **ghost** — an id in pending with no row. A claim pops it and answers empty, minting nothing.
+# - **sweep** — a client's call that moves what is due: `promote` (schedule → pending), `reap` (lapsed
+#   leases → pending), the counted stall sweep. Nothing moves unless a client calls one.
+# - **wire** — which executor a connector speaks: wire 4 sends scripts only; wire 6 sends the native
+#   `EMQ.*` commands where they exist.
+# - **brand** — the key `{emq}:version` (`echomq:4.0.0` or `echomq:6.0.0`) that keeps each wire on a
+#   node of its own.
+# - **fan-in** — the branch of `@complete` that counts a flow child done and releases its parent at zero.
 
 # %% [markdown]
 # ## Your node
@@ -119,6 +153,8 @@ assert other_wire and other_wire.startswith("EMQWIRE")
 # Put one job in, take it out. Do not worry about the details yet — notebook 01 takes them apart.
 
 # %%
+jobs.drop(conn, "hello")  # a classroom node keeps what an earlier run left: start the queue empty
+conn.clear_trace()
 job_id = jobs.enqueue(conn, "hello", "my first payload")
 claimed = jobs.claim(conn, "hello", 30_000)
 print(claimed)
@@ -143,6 +179,40 @@ from echomq_teach import keyspace
 assert jobs.complete(conn, "hello", claimed.id, claimed.attempts) == jobs.OK
 assert raw.exists(keyspace.job_key("hello", job_id)) == 0  # a completed row is deleted
 print("completed; the row is gone")
+
+# %% [markdown]
+# ## Elixir answers, Python values
+#
+# The course's Elixir functions answer tuples and atoms; the kit's Python functions answer plain values
+# instead. One table for the whole course:
+#
+# | Elixir | Python |
+# | --- | --- |
+# | `{:ok, id}` from `enqueue/5` | the id, a `str` |
+# | `:empty` from `claim/3` | `None` |
+# | `{:ok, {id, payload, att}}` from `claim/3` | `Claimed(id, payload, attempts)` |
+# | `:ok` from `complete/5` | `"ok"` (`jobs.OK`) |
+# | `{:error, :stale}` | `"stale"` (`jobs.STALE`) |
+# | `{:ok, :scheduled}` / `{:ok, :dead}` from `retry/7` | `"scheduled"` / `"dead"` (`jobs.SCHEDULED`, `jobs.DEAD`) |
+# | `{:ok, ids}` from `promote/3`, `reap/2` | a `list` of ids |
+# | a refused argument | `BadInput` raised **before** anything is sent |
+#
+# Each row, on your node: the queue is empty again, so a claim answers `None`, the finished job's
+# completion is stale, and a lease of 0 never leaves Python.
+
+# %%
+assert isinstance(job_id, str) and isinstance(claimed, jobs.Claimed)
+assert jobs.claim(conn, "hello", 30_000) is None  # :empty — nothing is pending
+assert jobs.complete(conn, "hello", job_id, 1) == jobs.STALE  # that row is gone: {:error, :stale}
+last_sent = conn.trace[-1]
+try:
+    jobs.claim(conn, "hello", 0)
+    refused = None
+except jobs.BadInput as exc:
+    refused = exc
+    print("BadInput:", exc)
+assert refused is not None and conn.trace[-1] is last_sent  # refused before anything was sent
+print("None, stale, BadInput: as the table says")
 
 # %% [markdown]
 # ## When something is missing
@@ -193,5 +263,7 @@ print("node stopped" if node.owned else "the classroom's shared node stays up")
 # - Your kernel owns a real Valkey 8 node on `127.0.0.1`, with a password, stopped with the kernel.
 # - Every call goes through a connector that keeps a trace written as you would type it.
 # - A job went in through `@enqueue`, came out through `@claim2`, and its row was deleted on completion.
+# - The words above (lease, token, fence, ghost, sweep, wire, brand, mint, fan-in) and the value table
+#   are used from here on; come back to them when a notebook uses one.
 #
 # Next: **01-lifecycle** — the four sets, the row, and every transition between them.

@@ -8,10 +8,13 @@
 # 1. Name the four sets, what each score means, and the fields of the row.
 # 2. See every state a row can be in, and which transition puts it there.
 # 3. Walk the happy path (enqueue → claim → complete) with real calls, and step it in a widget.
-# 4. Read the table that maps the course's Elixir answers to the kit's Python values.
+# 4. Know what "oldest first" promises, and what it does not.
+#
+# (The words used here — mint, lease, token, sweep — and the table of Elixir answers and Python values
+# are in `00-start-here.ipynb`.)
 
 # %%
-from echomq_teach import inspect, jobs, keyspace, scripts, start_node
+from echomq_teach import jobs, keyspace, scripts, snapshots, start_node
 
 node = start_node()
 conn = node.connector()
@@ -28,7 +31,7 @@ conn.clear_trace()  # the trace starts with the notebook's own calls
 #
 # | key | type | holds |
 # | --- | --- | --- |
-# | `emq:{q}:pending` | sorted set | claimable ids, every score 0: the lowest id is the oldest mint |
+# | `emq:{q}:pending` | sorted set | claimable ids, every score 0: the lowest id is claimed first |
 # | `emq:{q}:active` | sorted set | claimed ids; the score **is** the lease deadline (server ms) |
 # | `emq:{q}:schedule` | sorted set | ids parked until the score (run-at ms): the retry's visibility fence |
 # | `emq:{q}:dead` | sorted set | ids that spent their attempts; the score is the time of death |
@@ -47,21 +50,157 @@ every_key = [keyspace.queue_key(Q, name) for name in keyspace.SETS] + [keyspace.
 assert len({key_slot(k.encode()) for k in every_key}) == 1
 
 # %% [markdown]
+# ### Why sorted sets, when every pending score is 0?
+#
+# A list would pop its head just as well. But the queue needs more than a pop from one end:
+#
+# - **A member is there at most once.** Adding an id a set already holds changes its score and adds
+#   no second entry, so a job cannot sit in pending twice, whatever a retry or a sweep does twice.
+# - **Any member comes out by name**, cheaply (`ZREM`, logarithmic): a completion takes one id out of
+#   active, a reprocess one out of dead. A list finds a member by walking it (`LREM`).
+# - **One structure for all four sets.** In active, schedule and dead the score is a time, and the
+#   sweeps read the due part by score (`ZRANGEBYSCORE`). Pending uses the same type with every score 0;
+#   at equal scores the set orders members by their bytes — so the id itself is the order.
+#
+# On a scratch key, the first point:
+
+# %%
+scratch = node.client()
+as_list, as_set = keyspace.queue_key("scratch", "as-list"), keyspace.queue_key("scratch", "as-set")
+scratch.delete(as_list, as_set)
+for _ in range(2):  # the same id added twice, as a careless sweep might
+    scratch.rpush(as_list, "JOB0KHTOWnGLuC")
+    scratch.zadd(as_set, {"JOB0KHTOWnGLuC": 0})
+print("a list holds it", scratch.llen(as_list), "times; a sorted set", scratch.zcard(as_set), "time")
+assert (scratch.llen(as_list), scratch.zcard(as_set)) == (2, 1)
+scratch.delete(as_list, as_set)
+scratch.close()
+
+# %% [markdown]
 # ## The states
 #
-# A row's `state` field always says where the job is. Each state has one set — except
-# `awaiting_children`, a flow's parent held out of every set until its children are done (notebook 05).
+# A row's `state` field says where the job is, after every transition that ran to its end (notebook
+# 04 shows a script that fails half-way and leaves a row marked `active` in no set). Each state has
+# one set — except `awaiting_children`, a flow's parent held out of every set until its children are
+# done (notebook 05).
 #
-# | state | set | put there by |
-# | --- | --- | --- |
-# | `pending` | pending | enqueue, promote, reap, reprocess |
-# | `active` | active | claim |
-# | `scheduled` | schedule | retry below the cap |
-# | `dead` | dead | retry at the cap, the stall sweep |
-# | `awaiting_children` | none | a flow's land |
+# Every way into each state, and the notebook that teaches it:
+#
+# | state | set | put there by | taught in |
+# | --- | --- | --- | --- |
+# | `pending` | pending | enqueue | 01 |
+# | `pending` | pending | a flow's land, for each child | 05 |
+# | `pending` | pending | the fan-in release of a parent: its last child completes | 05 |
+# | `pending` | pending | the fan-in release of a parent: a child dies under `ignore` or `remove` | 05 |
+# | `pending` | pending | promote, from schedule once the run-at has come | 03 |
+# | `pending` | pending | reap, from active once the lease has lapsed | 03 |
+# | `pending` | pending | the stall sweep below its cap, from active | 03, 04 |
+# | `pending` | pending | reprocess, from dead | 03 |
+# | `active` | active | claim (`@claim2`, or `EMQ.CLAIM`) | 02, 04 |
+# | `scheduled` | schedule | retry below the cap (`@retry`, or `EMQ.FAIL`) | 03 |
+# | `dead` | dead | retry at the cap | 03 |
+# | `dead` | dead | the stall sweep over its cap | 03 |
+# | `dead` | dead | a child dies under `fail`: its parent | 05 |
+# | `awaiting_children` | none | a flow's land, for the parent | 05 |
 #
 # A completed job has no state at all: **its row is deleted**, and the metric
-# `emq:{q}:metrics:completed` counts it.
+# `emq:{q}:metrics:completed` counts it. `remove` and `trim_dead` delete a row too, without counting.
+#
+# The cell below takes one job down each of these ways on a queue of its own and checks where it
+# landed. Skim it now; each move is taught in the notebook named in the table.
+
+# %%
+import time
+
+from echomq_teach import flows, stalled
+
+tour = node.connector()  # its own trace: the walk's trace below stays clean
+landed: dict[str, tuple[str | None, list[str]]] = {}
+
+
+def way_in(way: str) -> str:
+    """A queue of its own for one way in, emptied first."""
+    q = f"way-{len(landed)}"
+    jobs.drop(tour, q)
+    landed[way] = (None, [])
+    return q
+
+
+def lands(way: str, q: str, job_id: str) -> None:
+    s = snapshots.snapshot(tour, q)
+    landed[way] = (s.state(job_id), s.where(job_id))
+
+
+def claimed(q: str, lease_ms: int = 30_000) -> jobs.Claimed:
+    jobs.enqueue(tour, q, "a job")
+    return jobs.claim(tour, q, lease_ms)
+
+
+q = way_in("enqueue")
+lands("enqueue", q, jobs.enqueue(tour, q, "a job"))
+q = way_in("claim")
+lands("claim", q, claimed(q).id)
+q = way_in("retry below the cap")
+c = claimed(q)
+jobs.retry(tour, q, c.id, c.attempts, "once", delay_ms=60_000, max_attempts=2)
+lands("retry below the cap", q, c.id)
+q = way_in("promote")
+c = claimed(q)
+jobs.retry(tour, q, c.id, c.attempts, "once", delay_ms=1, max_attempts=2)
+time.sleep(0.01)
+jobs.promote(tour, q)
+lands("promote", q, c.id)
+q = way_in("retry at the cap")
+c = claimed(q)
+jobs.retry(tour, q, c.id, c.attempts, "hopeless", max_attempts=1)
+lands("retry at the cap", q, c.id)
+jobs.reprocess(tour, q, c.id)
+lands("reprocess", q, c.id)
+q = way_in("reap")
+c = claimed(q, 20)
+time.sleep(0.03)
+jobs.reap(tour, q)
+lands("reap", q, c.id)
+q = way_in("stall sweep, below its cap")
+c = claimed(q, 20)
+time.sleep(0.03)
+stalled.check(tour, q, max_stalled=1)
+lands("stall sweep, below its cap", q, c.id)
+c = jobs.claim(tour, q, 20)  # the same job stalls a second time: over a cap of 1
+time.sleep(0.03)
+stalled.check(tour, q, max_stalled=1)
+lands("stall sweep, over its cap", q, c.id)
+q = way_in("flow land: the parent")
+flow = flows.add(tour, q, "parent", ["child"])
+lands("flow land: the parent", q, flow.parent_id)
+lands("flow land: a child", q, flow.child_ids[0])
+c = jobs.claim(tour, q, 30_000)
+jobs.complete(tour, q, c.id, c.attempts, "done")
+lands("fan-in release: the last child completes", q, flow.parent_id)
+for policy in ("ignore", "remove", "fail"):
+    way = f"a child dies under {policy}: the parent"
+    q = way_in(way)
+    flow = flows.add(tour, q, "parent", ["child"], policy=policy)
+    c = jobs.claim(tour, q, 30_000)
+    jobs.retry(tour, q, c.id, c.attempts, "broken", max_attempts=1)
+    lands(way, q, flow.parent_id)
+for way, (state, where) in landed.items():
+    print(f"{way:<42} → state {state:<18} set {'/'.join(where) or 'none'}")
+
+# %%
+expected = {
+    "enqueue": "pending", "claim": "active", "retry below the cap": "scheduled", "promote": "pending",
+    "retry at the cap": "dead", "reprocess": "pending", "reap": "pending",
+    "stall sweep, below its cap": "pending", "stall sweep, over its cap": "dead",
+    "flow land: the parent": "awaiting_children", "flow land: a child": "pending",
+    "fan-in release: the last child completes": "pending", "a child dies under ignore: the parent": "pending",
+    "a child dies under remove: the parent": "pending", "a child dies under fail: the parent": "dead",
+}
+assert {way: state for way, (state, _) in landed.items()} == expected
+# the row's state always names its set, except a held parent, which is in none
+set_of = {"pending": "pending", "active": "active", "scheduled": "schedule", "dead": "dead", "awaiting_children": None}
+assert all(where == ([set_of[state]] if set_of[state] else []) for state, where in landed.values())
+tour.close()
 
 # %% [markdown]
 # ## The happy path, by hand
@@ -76,7 +215,7 @@ print(scripts.show("enqueue"))
 
 # %%
 job_id = jobs.enqueue(conn, Q, '{"to": "ada", "body": "hello"}')
-s = inspect.snapshot(conn, Q)
+s = snapshots.snapshot(conn, Q)
 print(s.render())
 assert s.where(job_id) == ["pending"] and s.sets["pending"][job_id] == 0
 assert s.rows[job_id]["state"] == "pending" and s.rows[job_id]["attempts"] == "0"
@@ -84,9 +223,9 @@ assert s.rows[job_id]["state"] == "pending" and s.rows[job_id]["attempts"] == "0
 # %% [markdown]
 # The id sits in pending at score 0. Ids are minted as `JOB` plus eleven base62 characters — the
 # millisecond clock, then a counter — so with every score equal, the set's order by member is the
-# order of minting: the oldest job is always the head. Five quick mints, most of them inside one
-# millisecond, on a queue of their own (and a connector of their own, so the walk's trace below
-# stays clean):
+# order of minting **within one minting process**: the head is that process's oldest mint. Five
+# quick mints, most of them inside one millisecond, on a queue of their own (and a connector of their
+# own, so the walk's trace below stays clean):
 
 # %%
 from echomq_teach import ids
@@ -100,8 +239,25 @@ print("JOB + 11 base62 characters each:", all(ids.is_job_id(i) for i in batch + 
 print("pending hands them out in mint order:", in_pending == batch)
 assert all(ids.is_job_id(i) and len(i) == len("JOB") + 11 for i in batch + [job_id])
 assert batch == sorted(batch) and in_pending == batch
-for minted_id in batch:
-    jobs.remove(side, "mint-order", minted_id)
+
+# %% [markdown]
+# "Oldest mint" is not "oldest enqueued", and not "waiting longest". Three things break the order:
+#
+# - **a second producer**: another process (or machine) mints from its own clock; if that clock is
+#   behind, its ids sort before yours though it enqueued later;
+# - **a custom id**: `jobs.enqueue(conn, q, payload, job_id="A-rush")` is compared byte by byte like
+#   any other, and `"A"` sorts before `"JOB…"`;
+# - **a job sent back** by reap, promote, a stall sweep or reprocess returns at score 0 with its
+#   *old* id, so it goes ahead of every job minted after it.
+#
+# One of them, on the same queue: a custom id enqueued after the five mints is claimed first.
+
+# %%
+rush = jobs.enqueue(side, "mint-order", "enqueued last", job_id="A-rush")
+first_out = jobs.claim(side, "mint-order", 30_000)
+print("enqueued last, claimed first:", first_out.id)
+assert first_out.id == rush and side.call("ZRANGE", keyspace.queue_key("mint-order", "pending"), 0, 0) == [batch[0]]
+jobs.drop(side, "mint-order")
 side.close()
 
 # %% [markdown]
@@ -112,11 +268,11 @@ side.close()
 # `lease_ms`. Notebook 02 reads the script line by line; here we watch what it does.
 
 # %%
-before = inspect.snapshot(conn, Q)
+before = snapshots.snapshot(conn, Q)
 claimed = jobs.claim(conn, Q, 30_000)
-after = inspect.snapshot(conn, Q)
+after = snapshots.snapshot(conn, Q)
 print(claimed)
-for change in inspect.diff(before, after):
+for change in snapshots.diff(before, after):
     print(" ·", change)
 assert after.where(job_id) == ["active"]
 assert after.rows[job_id]["state"] == "active" and claimed.attempts == 1
@@ -130,11 +286,11 @@ assert 29_000 < after.relative("active", job_id) <= 30_000
 # entry, deletes the row and counts the completion.
 
 # %%
-before = inspect.snapshot(conn, Q)
+before = snapshots.snapshot(conn, Q)
 outcome = jobs.complete(conn, Q, claimed.id, claimed.attempts, "sent")
-after = inspect.snapshot(conn, Q)
+after = snapshots.snapshot(conn, Q)
 print(outcome)
-for change in inspect.diff(before, after):
+for change in snapshots.diff(before, after):
     print(" ·", change)
 assert outcome == jobs.OK and not after.where(job_id) and job_id not in after.rows
 assert after.completed == before.completed + 1
@@ -157,25 +313,21 @@ assert [e.script or e.args[0] for e in walk] == ["@enqueue", "EXISTS", "@claim2"
 # The **lifecycle stepper** runs the same walk one real call per click. Each step shows a caption
 # in the course's style, the command that was sent, the reply, and the four sets with what changed
 # highlighted. *Back* replays from a reset, on a fresh queue.
+#
+# Its buttons are ordinary calls too. Below, the code presses *Step* three times and checks that the
+# job walked pending → active → gone exactly as above; then it presses *Back* once (a fresh queue,
+# replayed up to the claim) and *Step* again. So the stepper shows its last step: press **Reset** and
+# walk it yourself.
 
 # %%
 from echomq_widgets import LifecycleStepper
 
 stepper = LifecycleStepper(conn, "walk", path="happy")
-stepper
-
-# %% [markdown]
-# The stepper's buttons are ordinary calls too. Here the code presses *Step* three times and checks
-# that the job walked pending → active → gone exactly as above; then it presses *Back* once (a fresh
-# queue, replayed up to the claim) and resets the stepper for you.
-
-# %%
 seen, places = [], []
 for _ in range(3):
     stepper.step_button.click()
     seen.append(stepper.outcome.headline)
     places.append(stepper.set_view.snapshot.where(stepper.job_id))
-print("\n".join(seen))
 assert [h.split(" — ")[0] for h in seen] == ["enqueue", "claim", "complete"]
 assert places == [["pending"], ["active"], []]
 assert stepper.set_view.snapshot.total() == 0 and stepper.set_view.snapshot.completed == 1
@@ -183,52 +335,28 @@ first_queue = stepper.queue
 stepper.back_button.click()  # Back: a fresh queue, replayed up to the claim
 assert stepper.index == 2 and stepper.queue != first_queue
 assert stepper.set_view.snapshot.where(stepper.job_id) == ["active"]
-stepper.reset_button.click()
-assert stepper.index == 0
-
-# %% [markdown]
-# ## Elixir answers, Python values
-#
-# The course's Elixir functions answer tuples and atoms. The kit's Python functions answer plain
-# values instead — one table for the whole course:
-#
-# | Elixir | Python |
-# | --- | --- |
-# | `{:ok, id}` from `enqueue/5` | the id, a `str` |
-# | `:empty` from `claim/3` | `None` |
-# | `{:ok, {id, payload, att}}` from `claim/3` | `Claimed(id, payload, attempts)` |
-# | `:ok` from `complete/5` | `"ok"` (`jobs.OK`) |
-# | `{:error, :stale}` | `"stale"` (`jobs.STALE`) |
-# | `{:ok, :scheduled}` / `{:ok, :dead}` from `retry/7` | `"scheduled"` / `"dead"` |
-# | `{:ok, ids}` from `promote/3`, `reap/2` | a `list` of ids |
-# | a refused argument | `BadInput` raised **before** anything is sent |
-
-# %%
-assert jobs.claim(conn, Q, 30_000) is None  # :empty — nothing is pending
-assert jobs.complete(conn, Q, job_id, 1) == jobs.STALE  # that row is gone: {:error, :stale}
-last_sent = conn.trace[-1]
-try:
-    jobs.claim(conn, Q, 0)
-    refused = None
-except jobs.BadInput as exc:
-    refused = exc
-    print("BadInput:", exc)
-assert refused is not None and conn.trace[-1] is last_sent  # refused before anything was sent
+stepper.step_button.click()
+assert stepper.index == 3 and stepper.step_button.description == "done ✓"
+stepper
 
 # %% [markdown]
 # ## Exercises
 #
+# Each check runs your function on a fresh queue of your node and says what is not yet true. After a
+# try that did not pass, `exercises.hint("01.1")` (and so on) gives a hint. The reference solutions
+# are in `solutions/`, one file per exercise — try first.
+#
 # ### 01.1 · Fill the queue
 #
-# Enqueue three jobs with the payloads `"a"`, `"b"` and `"c"`, in that order. The check reads your
-# node: three ids in pending, rows in state pending, payloads in id order.
+# Enqueue three jobs with the payloads `"a"`, `"b"` and `"c"` so that the claims will hand them out
+# in that order. *Solution: `solutions/01_1_fill_the_queue.py`.*
 
 # %%
 from echomq_teach import exercises
 
 
 def fill_the_queue(conn, queue):
-    # your code here: three calls to jobs.enqueue
+    # your code here
     raise NotImplementedError
 
 
@@ -237,15 +365,52 @@ print(exercises.check("01.1", fill_the_queue, conn))
 # %% [markdown]
 # ### 01.2 · Walk the happy path
 #
-# The check puts one job in pending and hands you its id. Take it through claim and complete.
+# The check puts one job in pending and hands you its id. Take it through claim and complete, so its
+# row is gone and the completion is counted. *Solution: `solutions/01_2_happy_path.py`.*
 
 # %%
 def happy_path(conn, queue, job_id):
-    # your code here: claim it, then complete it with the token the claim gave you
+    # your code here
     raise NotImplementedError
 
 
 print(exercises.check("01.2", happy_path, conn))
+
+# %% [markdown]
+# ### 01.3 · Predict the claim order
+#
+# The check fills a queue in this order: a job that is claimed and whose worker crashes (its lease
+# lapses); two jobs minted by this process; a job with the caller's id `"A-rush"`, one with the id
+# `"zz-late"`; and, last, a job from another producer whose clock is 5 seconds behind. Then a reap
+# returns the crashed job to pending. Your function gets `labels`, a dict from a label to each id.
+#
+# **Predict, do not claim**: return the labels in the order the next six claims will hand the jobs
+# out. The check then claims them and compares. *Solution: `solutions/01_3_predict_the_order.py`.*
+
+# %%
+def predict_the_order(conn, queue, labels):
+    # your prediction here: a list of the six labels, first claimed first
+    raise NotImplementedError
+
+
+print(exercises.check("01.3", predict_the_order, conn))
+
+# %% [markdown]
+# ### 01.4 · Which transition put it there?
+#
+# The check walks nine jobs down different ways into their sets and hands you their ids, not what it
+# did. Read the queue (`snapshots.snapshot(conn, queue)`: the sets, and each row's fields) and return a
+# dict from each id to the transition that put the job where it is, one of `"enqueue"`, `"claim"`,
+# `"retry"`, `"retry at the cap"`, `"reap"`, `"promote"`, `"stall sweep"`, `"flow land"`.
+# *Solution: `solutions/01_4_which_transition.py`.*
+
+# %%
+def which_transition(conn, queue, job_ids):
+    # your code here
+    raise NotImplementedError
+
+
+print(exercises.check("01.4", which_transition, conn))
 
 # %% [markdown]
 # ## Recap
@@ -254,6 +419,9 @@ print(exercises.check("01.2", happy_path, conn))
 #   (score = run-at), dead (score = time of death).
 # - The row's `state` names the set; a completed row is deleted and counted.
 # - The happy path is three atomic scripts: `@enqueue`, `@claim2`, `@complete`.
+# - Every way into each set is one of those scripts or a sweep, a flow's land, its fan-in or a
+#   child's death.
+# - Pending hands out the smallest id: the oldest mint of one process, not the job that waited longest.
 #
 # Next: **02-claim-and-lease** — the claim, line by line.
 

@@ -1,8 +1,16 @@
 # %% [markdown]
 # # The Queue · 02 — claim and the lease
 #
-# The claim is the heart of the queue: one atomic step that hands a job to exactly one worker,
-# for a limited time, with a number that later proves who may finish it.
+# The claim is the heart of the queue: one atomic step that hands a job to one worker, for a limited
+# time, with a number that later proves who may finish it.
+#
+# What that promises, exactly: **one holder per lease.** While a lease runs, no other claim can take
+# the job. It does not promise that the job's handler runs once: a worker whose lease lapses may still
+# be running when a sweep hands the job to another, so a handler may run more than once
+# (*at-least-once*). What runs once is the **settle**: only the holder of the current token completes.
+# And `@complete` checks the token and the state, not the deadline, so a late worker still completes
+# when no sweep ran first. This notebook shows each of these; `07-when-things-fail.ipynb` takes them to
+# races and crashes.
 #
 # **Goals**
 #
@@ -10,18 +18,19 @@
 # 2. See that the lease deadline comes from the **server's** clock.
 # 3. Use `attempts` as a fencing token.
 # 4. Feed the ghost guard, and watch a paused queue answer empty.
+# 5. Tell at-least-once handler runs from exactly-once settles.
 
 # %%
-import inspect as source
+import inspect  # the standard library's: it reads a function's source
 
-from echomq_teach import inspect, jobs, keyspace, scripts, start_node
+from echomq_teach import jobs, keyspace, scripts, snapshots, start_node
 
 node = start_node()
 conn = node.connector()
 raw = node.client()
 Q = "lease"
 # a classroom node keeps what an earlier run left: start this notebook's queues empty
-for q in (Q, "fence", "ghosts", "paused"):
+for q in (Q, "fence", "ghosts", "paused", "twice"):
     jobs.drop(conn, q)
 conn.clear_trace()  # the trace starts with the notebook's own calls
 
@@ -34,7 +43,7 @@ conn.clear_trace()  # the trace starts with the notebook's own calls
 # `@claim2` with three keys and one argument. Here is the kit's code, read from the module itself:
 
 # %%
-print(source.getsource(jobs.claim))
+print(inspect.getsource(jobs.claim))
 
 # %% [markdown]
 # The three keys are the pending set, the active set and the **base** `emq:{q}:`; the one argument
@@ -59,7 +68,9 @@ assert conn.last()[0].reply == []
 # ## The script: `@claim2`
 #
 # The whole claim is this one file. It runs atomically: no other command on the node runs between
-# its first line and its last.
+# its first line and its last. This body is the course page's own, line for line, as is the handle
+# above; most other scripts in `lua/` are the kit's, written to what the page describes in prose
+# (which is which: [`docs/decisions.md`](../docs/decisions.md), "What is the page's, and what is the kit's").
 
 # %%
 claim2 = scripts.load("claim2")
@@ -77,6 +88,27 @@ for n, line in enumerate(claim2.source.splitlines(), 1):
 # - **`HINCRBY attempts 1`**: the *new* attempts is the fencing token.
 # - **`TIME`**: the server's clock, in milliseconds — never the caller's.
 # - **`ZADD active now+lease`**: the active score *is* the lease deadline.
+
+# %% [markdown]
+# ### A key the script builds itself
+#
+# The id is known only after the pop, so the caller cannot declare the row's key: it names three keys
+# — pending, active and the base `emq:{q}:` — and the script appends `job:<id>` to the base. Declared
+# keys are what the server (and a cluster, and an ACL) is told the script touches; the row is not
+# among them. It is still safe, because the base carries the queue's hashtag `{q}`: every key built
+# from it hashes to the same cluster slot as the declared ones, so the row lives wherever the script
+# runs. The server's own account of the claim's keys, and the slots:
+
+# %%
+from redis.crc import key_slot
+
+claim_keys = [keyspace.queue_key(Q, k) for k in ("pending", "active", "")]
+declared = raw.command_getkeys("EVALSHA", claim2.sha, 3, *claim_keys, 30000)
+row_key = keyspace.job_key(Q, "JOB0KHTOWnGLuC")  # what the script builds after the pop
+print("declared:", declared)
+print("built:   ", row_key)
+assert declared == claim_keys
+assert {key_slot(k.encode()) for k in declared + [row_key]} == {key_slot(keyspace.base(Q).encode())}
 
 # %% [markdown]
 # ## Oldest first
@@ -138,9 +170,9 @@ print("reaped:", reaped == [job])
 assert reaped == [job]
 second = jobs.claim(conn, Q2, 30_000)
 print("tokens:", first.attempts, "then", second.attempts)
-before = inspect.snapshot(conn, Q2)
+before = snapshots.snapshot(conn, Q2)
 late = jobs.complete(conn, Q2, job, first.attempts)
-assert inspect.snapshot(conn, Q2).state_only() == before.state_only()  # stale: nothing written
+assert snapshots.snapshot(conn, Q2).state_only() == before.state_only()  # stale: nothing written
 print("the first worker's late completion:", late)
 on_time = jobs.complete(conn, Q2, job, second.attempts)
 print("the second worker's completion:", on_time)
@@ -149,23 +181,69 @@ assert (first.attempts, second.attempts, late, on_time) == (1, 2, jobs.STALE, jo
 # %% [markdown]
 # Nothing else guards the job: there is no lock to take and no heartbeat to keep renewing. The
 # second claim raised the token, and `@complete` compared the first worker's number with it.
+#
+# ## At least once, and exactly once
+#
+# *Exactly once* would mean: whatever crashes, each job's handler runs one time and its effect is
+# recorded one time. The queue cannot promise the first half. A handler runs in a worker, outside
+# the node: when its lease lapses, the node cannot tell a dead worker from a slow one, and a sweep
+# hands the job on. If the first worker was only slow, the handler has now run twice. What the queue
+# can promise is the second half: **one settle per job** — the fence lets exactly one completion
+# through. So: *at-least-once handler runs, exactly-once settles*. A handler whose effects must not
+# repeat (a payment, an e-mail) makes them idempotent itself, for example keyed by the job's id.
+#
+# Two workers, one job, counted:
+
+# %%
+Q5 = "twice"
+jobs.drop(conn, Q5)
+job = jobs.enqueue(conn, Q5, "charge the card")
+handler_runs = 0
+slow = jobs.claim(conn, Q5, 50)
+handler_runs += 1  # the slow worker starts its handler ...
+time.sleep(0.08)  # ... and is still running when its lease lapses
+jobs.reap(conn, Q5)  # a sweep cannot tell slow from dead: back to pending
+fast = jobs.claim(conn, Q5, 30_000)
+handler_runs += 1  # a second worker runs the handler too
+settles = [jobs.complete(conn, Q5, job, fast.attempts, "charged"), jobs.complete(conn, Q5, job, slow.attempts, "ok")]
+s = snapshots.snapshot(conn, Q5)
+print("handler runs:", handler_runs, "· settles:", settles, "· completions counted:", s.completed)
+assert handler_runs == 2 and settles == [jobs.OK, jobs.STALE] and s.completed == 1
+
+# %% [markdown]
+# And the fence reads no clock. A worker whose lease lapsed, but whose job no sweep has touched yet,
+# still holds the current token and an `active` row, so its completion passes:
+
+# %%
+late_job = jobs.enqueue(conn, Q5, "finished just past the deadline")
+late_claim = jobs.claim(conn, Q5, 30)
+time.sleep(0.05)
+lapsed = snapshots.snapshot(conn, Q5).relative("active", late_job) < 0
+late_ok = jobs.complete(conn, Q5, late_job, late_claim.attempts)
+print("lease lapsed:", lapsed, "· no sweep ran · the late completion:", late_ok)
+assert lapsed and late_ok == jobs.OK
 
 # %% [markdown]
 # ## The ghost guard
 #
 # A ghost is an id in pending with no row — left behind, say, by a hand-typed `ZADD`, or by a row
 # deleted by hand (`DEL`) while its id stayed in pending. The claim pops it, finds no row, and
-# answers empty **without minting one**.
+# answers empty **without minting one** — even when a real job waits right behind it. The claim does
+# not go on to the next id: it answers empty, and the *next* claim takes the real job.
 
 # %%
 Q3 = "ghosts"
-raw.zadd(keyspace.queue_key(Q3, "pending"), {"JOBghost000000": 0})
-before = inspect.snapshot(conn, Q3)
+real = jobs.enqueue(conn, Q3, "waiting behind a ghost")
+raw.zadd(keyspace.queue_key(Q3, "pending"), {"JOB00000ghost0": 0})  # sorts before every minted id
+before = snapshots.snapshot(conn, Q3)
 ghost_claim = jobs.claim(conn, Q3, 30_000)
-after = inspect.snapshot(conn, Q3)
+after = snapshots.snapshot(conn, Q3)
 print("claim answered:", ghost_claim)
-print("pending before:", before.pending, "after:", after.pending, "rows after:", after.rows)
-assert ghost_claim is None and after.pending == [] and after.rows == {}
+print("pending before:", before.pending, "after:", after.pending, "· rows after:", sorted(after.rows))
+assert ghost_claim is None and after.pending == [real] and sorted(after.rows) == [real]
+next_claim = jobs.claim(conn, Q3, 30_000)
+print("the next claim:", next_claim.id == real)
+assert next_claim.id == real
 
 # %% [markdown]
 # ## Pause
@@ -183,7 +261,7 @@ sent = [e.line for e in conn.last(5)]
 print("claim answered:", held)
 print("sent:", sent)
 assert held is None and sent == [f"EXISTS {keyspace.queue_key(Q4, 'paused')}"]
-assert inspect.snapshot(conn, Q4).pending == [waiting]
+assert snapshots.snapshot(conn, Q4).pending == [waiting]
 
 # %%
 jobs.resume(conn, Q4)
@@ -207,9 +285,13 @@ view
 # %% [markdown]
 # ## Exercises
 #
+# Each check runs your function on a fresh queue and says what is not yet true; after a try that did
+# not pass, `exercises.hint("02.1")` (and so on) gives a hint. Solutions: `solutions/`, one per file.
+#
 # ### 02.1 · A five-second lease
 #
 # One job waits in pending. Claim it with a lease of five seconds and return what the claim answered.
+# *Solution: `solutions/02_1_five_second_lease.py`.*
 
 # %%
 from echomq_teach import exercises
@@ -226,7 +308,7 @@ print(exercises.check("02.1", five_second_lease, conn))
 # ### 02.2 · Claim from a paused queue
 #
 # Pause the queue, then try to claim, and return what the claim answered. The check wants the job
-# still in pending, untouched.
+# still in pending, untouched. *Solution: `solutions/02_2_paused_claim.py`.*
 
 # %%
 def paused_claim(conn, queue, job_id):
@@ -239,8 +321,9 @@ print(exercises.check("02.2", paused_claim, conn))
 # %% [markdown]
 # ### 02.3 · Feed the ghost guard
 #
-# Put a ghost in an empty queue's pending set with a plain `conn.call("ZADD", …)`, then claim and
-# return the answer. The check wants an empty answer, an empty pending set and no row minted.
+# Make a ghost in an empty queue's pending set with a plain `conn.call(…)`, then claim and return the
+# answer. The check wants an empty answer, an empty pending set and no row minted.
+# *Solution: `solutions/02_3_feed_the_ghost.py`.*
 
 # %%
 def feed_the_ghost(conn, queue):
@@ -251,12 +334,53 @@ def feed_the_ghost(conn, queue):
 print(exercises.check("02.3", feed_the_ghost, conn))
 
 # %% [markdown]
+# ### 02.4 · Late, but not too late
+#
+# **Predict** four completions, each `"ok"` or `"stale"` (`jobs.OK`, `jobs.STALE`). In each, a worker
+# claimed a job with a 30 ms lease and came back after 50 ms to complete it:
+#
+# 1. `"lease lapsed, no sweep yet: the first worker completes"`
+# 2. `"lease lapsed, a reap ran: the first worker completes"`
+# 3. `"reaped and claimed again: the first worker completes"`
+# 4. `"reaped and claimed again: the second worker completes"`
+#
+# Return a dict from those four strings to your predictions; the check runs each on the node.
+# *Solution: `solutions/02_4_late_worker.py`.*
+
+# %%
+def late_worker(conn, queue):
+    # your predictions here
+    raise NotImplementedError
+
+
+print(exercises.check("02.4", late_worker, conn))
+
+# %% [markdown]
+# ### 02.5 · Empty, yet not empty
+#
+# A colleague says: "there is a job in pending, I can see it with `ZRANGE`, and every claim answers
+# `None`". The check builds that queue and hands you the real job's id. **Diagnose** why the claims
+# come back empty, **repair** the queue without deleting or re-enqueueing the real job, and return
+# the claim that finally hands it out. *Solution: `solutions/02_5_empty_yet_not.py`.*
+
+# %%
+def empty_yet_not(conn, queue, job_id):
+    # your code here
+    raise NotImplementedError
+
+
+print(exercises.check("02.5", empty_yet_not, conn))
+
+# %% [markdown]
 # ## Recap
 #
 # - `claim/3` refuses a bad lease, reads the pause flag host-side, then sends `@claim2`.
 # - `@claim2` pops the oldest id, guards against ghosts, moves the token, and stamps the deadline
 #   from the server's `TIME`.
-# - The lease lives in the active score, the fencing token in `attempts`.
+# - The lease lives in the active score, the fencing token in `attempts`: one holder per lease, a
+#   handler that may run more than once, one settle per job — and a late worker that completes when
+#   no sweep ran first.
+# - The row key is built inside the script from the declared base, in the same slot.
 #
 # Next: **03-completion-and-recovery** — what the token is for.
 

@@ -8,20 +8,23 @@
 #
 # 1. Complete a job, and watch the token fence refuse a completion that is not the current one.
 # 2. Walk the failure fork: retry → schedule → promote → claim → dead, with `last_error`.
-# 3. Recover a vanished worker's job with a reap — a client sweep, nothing automatic.
-# 4. Run a consumer that does all of this in a loop, and plot the sets while it works.
+# 3. Recover a vanished worker's job with a reap — a client sweep, nothing automatic — or with the
+#    counted stall sweep, which buries a job that keeps stalling.
+# 4. Run a consumer that does all of this in a loop, and plot the sets while it works; see who calls
+#    promote and the sweeps in a pool.
+# 5. See what a full node answers.
 
 # %%
 import time
 from pathlib import Path
 
-from echomq_teach import inspect, jobs, scripts, start_node
+from echomq_teach import jobs, scripts, snapshots, start_node
 
 node = start_node()
 conn = node.connector()
 Q = "recovery"
 # a classroom node keeps what an earlier run left: start this notebook's queues empty
-for q in (Q, "fork", "morgue", "crash", "many", "work"):
+for q in (Q, "fork", "morgue", "crash", "many", "stalls", "work", "pool"):
     jobs.drop(conn, q)
 conn.clear_trace()  # the trace starts with the notebook's own calls
 
@@ -39,9 +42,9 @@ print(scripts.show("complete"))
 # %%
 job = jobs.enqueue(conn, Q, "finish me")
 c = jobs.claim(conn, Q, 30_000)
-before = inspect.snapshot(conn, Q)
+before = snapshots.snapshot(conn, Q)
 wrong = jobs.complete(conn, Q, job, c.attempts + 1)  # a token nobody was given
-unchanged = inspect.snapshot(conn, Q).state_only() == before.state_only()
+unchanged = snapshots.snapshot(conn, Q).state_only() == before.state_only()
 right = jobs.complete(conn, Q, job, c.attempts)
 again = jobs.complete(conn, Q, job, c.attempts)  # a redelivered completion
 print("wrong token:", wrong, "· state unchanged:", unchanged)
@@ -76,7 +79,7 @@ job = jobs.enqueue(conn, Q2, "flaky")
 first = jobs.claim(conn, Q2, 30_000)
 reason = "timeout talking to the mailer"
 outcome = jobs.retry(conn, Q2, job, first.attempts, reason, delay_ms=300, max_attempts=2)
-s = inspect.snapshot(conn, Q2)
+s = snapshots.snapshot(conn, Q2)
 print(outcome, "·", s.where(job), "· row state", s.state(job),
       "· last_error", s.rows[job]["last_error"])
 assert outcome == jobs.SCHEDULED and s.where(job) == ["schedule"]
@@ -91,10 +94,10 @@ assert 0 < s.relative("schedule", job) <= 300
 # %%
 early = jobs.promote(conn, Q2)
 print("promote before the run-at:", early)
-assert early == [] and inspect.snapshot(conn, Q2).where(job) == ["schedule"]
+assert early == [] and snapshots.snapshot(conn, Q2).where(job) == ["schedule"]
 time.sleep(0.35)
 print("promote after the run-at: ", jobs.promote(conn, Q2) == [job])
-s = inspect.snapshot(conn, Q2)
+s = snapshots.snapshot(conn, Q2)
 assert s.where(job) == ["pending"] and s.state(job) == "pending"
 
 # %% [markdown]
@@ -103,7 +106,7 @@ assert s.where(job) == ["pending"] and s.state(job) == "pending"
 # %%
 second = jobs.claim(conn, Q2, 30_000)
 outcome = jobs.retry(conn, Q2, job, second.attempts, "mailer still down", delay_ms=300, max_attempts=2)
-s = inspect.snapshot(conn, Q2)
+s = snapshots.snapshot(conn, Q2)
 print(outcome, "·", s.where(job), "· attempts", s.rows[job]["attempts"],
       "· last_error", s.rows[job]["last_error"])
 assert (outcome, s.where(job), s.rows[job]["attempts"]) == (jobs.DEAD, ["dead"], "2")
@@ -118,7 +121,7 @@ assert s.rows[job]["last_error"] == "mailer still down"
 
 # %%
 jobs.reprocess(conn, Q2, job)
-s = inspect.snapshot(conn, Q2)
+s = snapshots.snapshot(conn, Q2)
 print("after reprocess:", s.where(job), "· attempts", s.rows[job]["attempts"],
       "· prior_attempts", s.rows[job]["prior_attempts"])
 assert s.where(job) == ["pending"] and s.rows[job]["attempts"] == s.rows[job]["prior_attempts"] == "2"
@@ -136,12 +139,12 @@ for i in range(3):
     assert jobs.retry(conn, Q6, c.id, c.attempts, "no luck", max_attempts=1) == jobs.DEAD
     buried.append(c.id)
 trimmed = jobs.trim_dead(conn, Q6, keep=1)
-s = inspect.snapshot(conn, Q6)
+s = snapshots.snapshot(conn, Q6)
 print("trim_dead(keep=1) deleted the two oldest deaths:", trimmed == buried[:2], "· dead now:", len(s.dead))
 assert trimmed == buried[:2] and s.dead == buried[2:]
 assert not set(trimmed) & set(s.rows)  # their rows went with them
 assert jobs.remove(conn, Q6, buried[2]) is True
-s = inspect.snapshot(conn, Q6)
+s = snapshots.snapshot(conn, Q6)
 print("remove took the last one: sets", s.sizes(), "· rows", len(s.rows))
 assert s.total() == 0 and not s.rows
 
@@ -162,13 +165,13 @@ Q3 = "crash"
 job = jobs.enqueue(conn, Q3, "the worker dies holding this")
 crashed = jobs.claim(conn, Q3, 50)
 time.sleep(0.1)
-s = inspect.snapshot(conn, Q3)
+s = snapshots.snapshot(conn, Q3)
 print("lease lapsed:", s.relative("active", job) < 0, "· still in", s.where(job))
 assert s.where(job) == ["active"] and s.relative("active", job) < 0
 
 # %%
 reaped = jobs.reap(conn, Q3)
-s = inspect.snapshot(conn, Q3)
+s = snapshots.snapshot(conn, Q3)
 print("reaped:", reaped == [job], "· now in", s.where(job),
       "· attempts unchanged:", s.rows[job]["attempts"])
 assert s.where(job) == ["pending"] and s.rows[job]["attempts"] == "1"
@@ -202,14 +205,53 @@ print("three sweeps moved:", sweeps)
 assert sweeps == [100, 50, 0]
 
 # %% [markdown]
+# ## The counted sweep — `Stalled.check/3` → `@stalled_check`
+#
+# A reap forgives every lapse. A job whose handler kills its worker every time (a poison message)
+# would be reaped and claimed again forever. The **counted stall sweep** — in Python
+# `stalled.check(conn, queue, max_stalled)` — does what reap does, and counts: each lapsed lease adds
+# one to the row's `stalled` field, and a job that stalls **more than** `max_stalled` times is buried
+# in dead with `last_error` "stalled". It too returns at most 100 lapsed leases per call, and it too
+# runs only when a client calls it. A consumer picks its recovery leg: `reap` (the default) or
+# `stalled` (`Consumer(…, recovery="stalled", max_stalled=…)`).
+
+# %%
+from echomq_teach import stalled
+
+print(scripts.show("stalled_check"))
+
+# %% [markdown]
+# A job whose workers keep dying, with a cap of one stall:
+
+# %%
+Q7 = "stalls"
+poison = jobs.enqueue(conn, Q7, "kills every worker that takes it")
+rounds = []
+for _ in range(2):
+    jobs.claim(conn, Q7, 20)  # the worker dies holding it
+    time.sleep(0.03)
+    report = stalled.check(conn, Q7, max_stalled=1)
+    s = snapshots.snapshot(conn, Q7)
+    rounds.append((s.where(poison), s.rows[poison].get("stalled")))
+    print("requeued", len(report.requeued), "· buried", len(report.dead), "· now in", s.where(poison),
+          "· stalled", s.rows[poison].get("stalled"))
+assert rounds == [(["pending"], "1"), (["dead"], "2")]
+assert snapshots.snapshot(conn, Q7).rows[poison]["last_error"] == "stalled"
+
+# %% [markdown]
+# On a native node the sweep has a twin, `EMQ.STALLED.CHECK`, which also exempts a lease granted
+# before the server restarted: notebook 04 shows it. `reap/2` has no native twin.
+
+# %% [markdown]
 # ## A consumer at work
 #
 # A **Consumer** is the client loop that makes all of this happen. Each beat it promotes, reaps (its
 # recovery leg), claims, runs your handler, and completes — or retries with its fixed
 # `retry_delay_ms` (1 000 ms by default) when the handler raises or returns `Error(reason)`.
 #
-# Below, a handler fails every third job once. The counter plot samples the four sets as the
-# consumer drains 30 jobs.
+# Below, a handler fails every third job once and takes about 20 ms on each job, as real work would.
+# The counter plot samples the four sets every 50 ms as the consumer drains 30 jobs: pending falls,
+# active holds the one job in hand, schedule holds the failed ones until their retry is due.
 
 # %%
 from echomq_teach.consumer import Consumer, Error
@@ -219,6 +261,7 @@ failed_once: set[str] = set()
 
 
 def handler(job):
+    time.sleep(0.02)  # the work
     n = int(job.payload.split()[-1])
     if n % 3 == 0 and job.id not in failed_once:
         failed_once.add(job.id)
@@ -254,7 +297,7 @@ print("one beat:", " → ".join(legs), "·", first_beat.outcome)
 assert legs == ["@promote", "@reap", "EXISTS", "@claim2", "HGET", "@complete"] and first_beat.outcome == jobs.OK
 second_beat = one.beat()
 legs = [e.script or e.args[0] for e in beat_conn.last(6)]
-s = inspect.snapshot(beat_conn, "one-beat")
+s = snapshots.snapshot(beat_conn, "one-beat")
 crashed_id = second_beat.claimed.id
 print("next beat:", " → ".join(legs), "·", second_beat.outcome, "·", s.rows[crashed_id]["last_error"])
 assert legs[-1] == "@retry" and second_beat.outcome == jobs.SCHEDULED
@@ -268,28 +311,124 @@ import threading
 
 from echomq_widgets import CounterPlot
 
-plot = CounterPlot(x="time", title="the work queue while one consumer drains it")
+plot = CounterPlot(conn, Q5, x="time", title="the work queue while one consumer drains it", redraw_every=1.0)
+plot.sample()  # the queue before the consumer starts: 30 pending
 runs = []
 worker = threading.Thread(target=lambda: runs.append(consumer.run(timeout=20, until_idle=True)))
 worker.start()
-plot.watch(conn, Q5, seconds=20, interval=0.05, until=lambda: not worker.is_alive())
+plot.watch(seconds=20, interval=0.05, until=lambda: not worker.is_alive())
 worker.join()
 report = runs[0]
-print(report.stopped_by, report.outcomes)
+print(report.stopped_by, dict(sorted(report.outcomes.items())))
 plot
 
 # %%
-s = inspect.snapshot(conn, Q5)
+s = snapshots.snapshot(conn, Q5)
 assert report.outcomes == {"ok": 30, "scheduled": 10} and s.total() == 0 and s.completed == 30
-print("all 30 settled; 10 of them after one retry")
+sizes = plot.series.sizes
+assert len(plot.series) >= 10 and sizes["pending"][0] == 30 and sizes["pending"][-1] == 0
+assert len(set(sizes["pending"])) >= 5 and max(sizes["active"]) == 1 and max(sizes["schedule"]) >= 1
+print("all 30 settled; 10 of them after one retry; pending fell over many samples, one job active at a time")
+
+# %% [markdown]
+# ## Who sweeps? A pool and its metronome
+#
+# Nothing on the node calls promote, reap or the stall sweep; a client does. The course page names
+# three such clients: a standalone Consumer's loop (above: every beat), the **Metronome**, and the
+# **Pump**. The kit has the first two. A **Pool** runs several consumers of one queue on threads, and
+# those consumers do *not* sweep (`recovery=None`, `promote=False`): one Metronome per queue calls
+# promote and the recovery leg on a fixed tick for the whole pool, so three workers do not sweep three
+# times. (The page's Pump, a third caller of promote in the course's Elixir, has no counterpart in
+# the kit.)
+#
+# Each consumer and the metronome has a connector of its own, so their traces say who sent what:
+
+# %%
+from echomq_teach import consumer as consumers
+from echomq_teach.consumer import Pool
+
+assert not hasattr(consumers, "Pump")  # the page's Pump has no counterpart in the kit
+
+Q8 = "pool"
+for i in range(12):
+    jobs.enqueue(conn, Q8, f"job {i}")
+pool_failed: set[str] = set()
+
+
+def flaky(job):
+    time.sleep(0.01)
+    if job.payload.endswith(("3", "7")) and job.id not in pool_failed:
+        pool_failed.add(job.id)
+        return Error("fails once")
+    return "done"
+
+
+pool = Pool(conn, Q8, flaky, size=3, metronome_ms=50, retry_delay_ms=100)
+assert all(c.recovery is None and not c.promote for c in pool.consumers)  # the pool's consumers never sweep
+assert Consumer(conn, Q8, flaky).recovery == "reap"  # a standalone consumer's recovery leg, by default
+pool_report = pool.run(timeout=20, until_idle=True)
+sent_by = {f"consumer {i}": {e.script for e in c.conn.trace if e.script} for i, c in enumerate(pool.consumers)}
+sent_by["metronome"] = {e.script for e in pool.metronome.conn.trace if e.script}
+print("the consumers sent:", sorted(set().union(*(s for w, s in sent_by.items() if w != "metronome"))))
+print("the metronome sent:", sorted(sent_by["metronome"]))
+print(dict(sorted(pool_report.outcomes.items())), "· the metronome promoted", pool.metronome.promoted)
+assert pool_report.outcomes == {"ok": 12, "scheduled": 2} and pool.metronome.promoted == 2
+assert all("@promote" not in s and "@reap" not in s for who, s in sent_by.items() if who != "metronome")
+assert {"@promote", "@reap"} <= set(sent_by["metronome"])
+pool.close()
+
+# %% [markdown]
+# ## A full node
+#
+# Memory is the queue's only store, and a node has a ceiling: `maxmemory`. With the policy
+# `noeviction` (a policy that evicts could drop a job's row, or a whole set) a full node refuses
+# writes with `OOM` and still answers reads. A script that writes is refused at its first write that would grow memory;
+# everything before that line was only reads, so `@enqueue` writes nothing. A node of this notebook's
+# own, filled with large payloads:
+
+# %%
+import redis
+
+full = start_node(provider="local")  # a ceiling on a shared node would hit everyone: a node of our own
+f_conn, f_raw = full.connector(), full.client()
+for i in range(3):
+    jobs.enqueue(f_conn, "full", f"job {i}")
+f_raw.config_set("maxmemory-policy", "noeviction")
+f_raw.config_set("maxmemory", int(f_raw.info("memory")["used_memory"]) + 300_000)  # a little headroom
+refused = None
+while refused is None:
+    before = snapshots.snapshot(f_conn, "full")
+    try:
+        jobs.enqueue(f_conn, "full", "x" * 10_000)
+    except redis.exceptions.OutOfMemoryError as exc:
+        refused = str(exc).split(" script:")[0]
+after = snapshots.snapshot(f_conn, "full")
+print("the node answered:", refused)
+print("nothing written by the refused enqueue:", after.state_only() == before.state_only())
+assert refused.startswith("command not allowed when used memory > 'maxmemory'")
+assert after.state_only() == before.state_only() and len(after.pending) >= 3
+f_raw.config_set("maxmemory", 0)  # 0: no ceiling
+assert jobs.enqueue(f_conn, "full", "x" * 10_000) in snapshots.snapshot(f_conn, "full").pending
+print("with the ceiling lifted, the same enqueue passes")
+f_conn.close()
+f_raw.close()
+full.stop()
+
+# %% [markdown]
+# A full node is a state to watch for, not a failure the queue recovers from on its own: the
+# completions that delete rows free memory, and an operator trims dead jobs or raises the ceiling.
 
 # %% [markdown]
 # ## Exercises
 #
+# Each check runs your function on a fresh queue and says what is not yet true; after a try that did
+# not pass, `exercises.hint("03.1")` (and so on) gives a hint. Solutions: `solutions/`, one per file.
+#
 # ### 03.1 · Into the morgue
 #
-# One job waits in pending. Send it to dead with a cap of 2 attempts: claim, retry, promote once it
-# is due, claim, retry. The check wants it in dead with attempts 2 and a `last_error`.
+# One job waits in pending. Send it to dead with a cap of 2 attempts, using only the calls of this
+# notebook. The check wants it in dead with attempts 2 and a `last_error`.
+# *Solution: `solutions/03_1_into_the_morgue.py`.*
 
 # %%
 from echomq_teach import exercises
@@ -305,8 +444,9 @@ print(exercises.check("03.1", into_the_morgue, conn))
 # %% [markdown]
 # ### 03.2 · Recover a crashed worker's job
 #
-# The check claims a job with a 50 ms lease and walks away (the worker "crashed"). Bring the job back
-# and complete it properly.
+# The check claims a job with a 50 ms lease and walks away (the worker "crashed"); you get the id and
+# the crashed worker's token. Bring the job back and complete it properly.
+# *Solution: `solutions/03_2_recover.py`.*
 
 # %%
 def recover(conn, queue, job_id, old_token):
@@ -317,12 +457,51 @@ def recover(conn, queue, job_id, old_token):
 print(exercises.check("03.2", recover, conn))
 
 # %% [markdown]
+# ### 03.3 · Predict the counted sweep
+#
+# One job waits in pending. The check will run three rounds; in each, a worker claims whatever is at
+# the head with a 20 ms lease and dies, and `stalled.check(conn, queue, max_stalled=2)` runs once the
+# lease has lapsed. **Predict**, without running anything: where is the job after each round
+# (`"pending"`, `"active"`, `"dead"` or `"nowhere"`), and what is its `stalled` count at the end?
+# Return `{"where after each round": [...], "stalled count at the end": n}`.
+# *Solution: `solutions/03_3_predict_the_sweep.py`.*
+
+# %%
+def predict_the_sweep(conn, queue, job_id):
+    # your prediction here
+    raise NotImplementedError
+
+
+print(exercises.check("03.3", predict_the_sweep, conn))
+
+# %% [markdown]
+# ### 03.4 · Two stuck jobs
+#
+# "Our consumer ran with `recovery=None` and `promote=False`, and now two jobs never come back." The
+# check builds that queue and hands you the two ids. **Diagnose** where each one is stuck, free both
+# (back to pending, not completed) with the right call each, and return a dict from each id to the
+# call that freed it (`"promote"`, `"reap"` or `"stall sweep"`).
+# *Solution: `solutions/03_4_unstick.py`.*
+
+# %%
+def unstick(conn, queue, stuck):
+    # your code here
+    raise NotImplementedError
+
+
+print(exercises.check("03.4", unstick, conn))
+
+# %% [markdown]
 # ## Recap
 #
 # - `@complete` is fenced: the token must match and the row must be active, or it is stale and
 #   writes nothing.
 # - `@retry` parks below the cap (schedule at now + delay) and buries at the cap (dead, `last_error`).
-# - Nothing moves on its own: promote and reap are client calls — a consumer makes them every beat.
+# - Nothing moves on its own: promote, reap and the counted stall sweep are client calls — a
+#   standalone consumer makes them every beat; in a pool, the metronome makes them for all.
+# - The counted sweep buries a job that stalls more than `max_stalled` times.
+# - A full node (`maxmemory`, `noeviction`) refuses writes with `OOM`, and a refused `@enqueue` writes
+#   nothing.
 #
 # Next: **04-two-executors** — the same claim, as one native command.
 

@@ -10,12 +10,13 @@
 # 1. Start a scripted node and a native node, and see each one's wire brand.
 # 2. Send one claim both ways and compare the replies and the end states.
 # 3. Show each of the four differences with a cell of its own.
-# 4. Meet `EMQWIRE`, and the stall sweep's exemption for a lease taken before a restart.
+# 4. See a ghost at the head answered alike by both.
+# 5. Meet `EMQWIRE`, and the stall sweep's exemption for a lease taken before a restart.
 
 # %%
 import time
 
-from echomq_teach import WireError, inspect, jobs, keyspace, stalled, start_node
+from echomq_teach import WireError, jobs, keyspace, snapshots, stalled, start_node
 
 scripted = start_node()
 native = start_node(native=True)
@@ -24,7 +25,7 @@ n_conn = native.connector()  # wire 6
 s_raw, n_raw = scripted.client(), native.client()
 # a classroom node keeps what an earlier run left: start this notebook's queues empty
 for c in (s_conn, n_conn):
-    for q in ("twins", "paused", "half-done", "clock"):
+    for q in ("twins", "paused", "half-done", "clock", "ghost"):
         jobs.drop(c, q)
     c.clear_trace()  # the trace starts with the notebook's own calls
 print("scripted:", s_conn.wire, s_raw.get("{emq}:version"))
@@ -32,6 +33,11 @@ print("native:  ", n_conn.wire, n_raw.get("{emq}:version"))
 assert (s_raw.get("{emq}:version"), n_raw.get("{emq}:version")) == ("echomq:4.0.0", "echomq:6.0.0")
 
 # %% [markdown]
+# Which body is whose: `@claim2` is the course page's own script, line for line. The C module
+# `trafikey` is the kit's own: the page shows only its command line and its reply, and says how it
+# differs (the four differences below). [`docs/decisions.md`](../docs/decisions.md) lists which parts are
+# the page's and which the kit's.
+#
 # The native node loaded the module when it started (a `loadmodule` line in its config file); the
 # scripted one has none. For a node of your own, the kit compiled `native/` with the system C
 # compiler on first use and cached the `.so` under a name that carries a hash of the sources (on a
@@ -73,7 +79,7 @@ assert n_conn.last()[0].line == f"EMQ.CLAIM 3 {typed_keys} 30000"
 # And the end states? The same sets and the same row — but for one field:
 
 # %%
-s_snap, n_snap = inspect.snapshot(s_conn, Q), inspect.snapshot(n_conn, Q)
+s_snap, n_snap = snapshots.snapshot(s_conn, Q), snapshots.snapshot(n_conn, Q)
 s_row, n_row = s_snap.rows[same_id], n_snap.rows[same_id]
 print("scripted row:", s_row)
 print("native row:  ", n_row)
@@ -100,8 +106,8 @@ jobs.pause(n_conn, Q1)
 keys = [keyspace.queue_key(Q1, "pending"), keyspace.queue_key(Q1, "active"), keyspace.queue_key(Q1, "")]
 raw_reply = n_conn.call("EMQ.CLAIM", 3, *keys, 30_000)
 print("raw EMQ.CLAIM on a paused queue:", raw_reply)
-print("pending untouched:", inspect.snapshot(n_conn, Q1).pending == [waiting])
-assert raw_reply == [] and inspect.snapshot(n_conn, Q1).pending == [waiting]
+print("pending untouched:", snapshots.snapshot(n_conn, Q1).pending == [waiting])
+assert raw_reply == [] and snapshots.snapshot(n_conn, Q1).pending == [waiting]
 
 # %% [markdown]
 # The kit's `claim/3` on a wire 6 connector still makes its own pause read first, and so never
@@ -127,15 +133,15 @@ Q2 = "half-done"
 for conn in (s_conn, n_conn):
     jobs.enqueue(conn, Q2, "fragile", job_id="JOB0halfdone01")
 keys = [keyspace.queue_key(Q2, "pending"), keyspace.queue_key(Q2, "active"), keyspace.queue_key(Q2, "")]
-before = inspect.snapshot(s_conn, Q2)
+before = snapshots.snapshot(s_conn, Q2)
 script_error = None
 try:
     s_conn.call("EVALSHA", scripts.load("claim2").sha, 3, *keys, "soon")
 except Exception as exc:  # noqa: BLE001
     script_error = str(exc).split(" script:")[0]  # the rest names the script's sha
 print("script error:", script_error)
-after = inspect.snapshot(s_conn, Q2)
-for change in inspect.diff(before, after):
+after = snapshots.snapshot(s_conn, Q2)
+for change in snapshots.diff(before, after):
     print(" ·", change)
 assert script_error and "arithmetic on a nil value" in script_error
 assert after.where("JOB0halfdone01") == [] and after.rows["JOB0halfdone01"]["state"] == "active"
@@ -148,7 +154,7 @@ assert after.rows["JOB0halfdone01"]["attempts"] == "1"  # the token moved, for a
 # nothing:
 
 # %%
-before = inspect.snapshot(n_conn, Q2)
+before = snapshots.snapshot(n_conn, Q2)
 refusal = None
 try:
     n_conn.call("EMQ.CLAIM", 3, *keys, "soon")
@@ -156,7 +162,7 @@ except Exception as exc:  # noqa: BLE001
     refusal = str(exc)
 print("native refusal:", refusal)
 assert refusal and refusal.startswith("EMQARG")
-assert inspect.snapshot(n_conn, Q2).state_only() == before.state_only()
+assert snapshots.snapshot(n_conn, Q2).state_only() == before.state_only()
 
 # %% [markdown]
 # (This is why `jobs.claim` refuses a bad lease in Python before anything is sent: on the script path
@@ -196,6 +202,28 @@ print("lease_epoch == run_id:", n_row["lease_epoch"] == n_raw.info("server")["ru
 assert n_row["lease_epoch"] == n_raw.info("server")["run_id"]
 
 # %% [markdown]
+# ## A ghost at the head, on both
+#
+# The ordinary path has one more case the two answer alike: a ghost (an id in pending with no row) at
+# the head, with a real job waiting behind it. Both executors pop the ghost and answer the empty
+# array, minting nothing; neither goes on to the real job. The next claim takes it.
+
+# %%
+Q5 = "ghost"
+ghost_rows = []
+for conn in (s_conn, n_conn):
+    real = jobs.enqueue(conn, Q5, "behind the ghost", job_id="JOB0KHTOWnGLuD")
+    conn.call("ZADD", keyspace.queue_key(Q5, "pending"), 0, "JOB00000ghost0")
+    first_claim = jobs.claim(conn, Q5, 30_000)
+    s = snapshots.snapshot(conn, Q5)
+    next_claim = jobs.claim(conn, Q5, 30_000)
+    ghost_rows.append((conn.last()[0].line.split()[0], first_claim, s.pending, sorted(s.rows), next_claim.id))
+    print(f"{ghost_rows[-1][0]:<9} first claim: {first_claim} · pending after it: {s.pending}",
+          f"· next claim: {next_claim.id}")
+assert [r[1:] for r in ghost_rows] == [(None, [real], [real], real)] * 2
+assert [r[0] for r in ghost_rows] == ["EVALSHA", "EMQ.CLAIM"]
+
+# %% [markdown]
 # ## `EMQWIRE`: each executor keeps its own node
 #
 # Every `EMQ.*` command first reads `{emq}:version`: `echomq:6.0.0` passes; anything else is refused.
@@ -214,20 +242,33 @@ for node, wire in ((scripted, 6), (native, 4)):
 assert refused == [6, 4]
 
 # %% [markdown]
-# And on a node whose brand is missing, the command itself refuses. (Deleting a brand is not
-# something to try on a shared node, so this cell starts a private one of its own.)
+# The connector is one guard; the command is the other. On a node whose brand is missing, or foreign
+# (another wire's, or another program's), `EMQ.CLAIM` itself refuses, whoever sends it, and writes
+# nothing. (Changing a brand is not something to try on a shared node, so this cell starts a private
+# one of its own.)
 
 # %%
 private = start_node(native=True, provider="local")
-p_conn = private.connector()
-private.client().delete("{emq}:version")
-try:
-    p_conn.call("EMQ.CLAIM", 3, *keys, 30_000)
-except Exception as exc:  # noqa: BLE001
-    wire_error = str(exc)
-print(wire_error)
-assert wire_error.startswith("EMQWIRE")
+p_conn, p_raw = private.connector(), private.client()
+jobs.enqueue(p_conn, "branded", "held by the brand")
+p_keys = [keyspace.queue_key("branded", k) for k in ("pending", "active", "")]
+wire_errors = {}
+for brand in (None, "echomq:4.0.0", "somebody-else:1.0"):
+    if brand is None:
+        p_raw.delete(keyspace.VERSION_KEY)
+    else:
+        p_raw.set(keyspace.VERSION_KEY, brand)
+    before = snapshots.snapshot(p_conn, "branded")
+    try:
+        p_conn.call("EMQ.CLAIM", 3, *p_keys, 30_000)
+        wire_errors[brand] = None
+    except Exception as exc:  # noqa: BLE001
+        wire_errors[brand] = str(exc)
+    assert snapshots.snapshot(p_conn, "branded").state_only() == before.state_only()  # nothing written
+    print(f"brand {brand!s:<18} →", wire_errors[brand])
+assert all(e and e.startswith("EMQWIRE") for e in wire_errors.values())
 p_conn.close()
+p_raw.close()
 private.stop()
 
 # %% [markdown]
@@ -247,14 +288,14 @@ assert no_module and no_module.startswith("EMQWIRE") and "trafikey" in no_module
 plain.stop()
 
 # %% [markdown]
-# ## The stall sweep and a restart
+# ## The stall sweep's native twin, and a restart
 #
-# `Stalled.check/3` (in Python `stalled.check(conn, queue, max_stalled)`) is the counted sweep: each
-# lapsed lease adds one to the row's `stalled` count, and a job that stalls more than `max_stalled`
-# times is buried with `last_error` "stalled". Its native twin `EMQ.STALLED.CHECK` exempts a lease
-# whose `lease_epoch` is not the current run id — one granted before the server restarted, whose
-# worker never had a fair chance to finish. Such a job goes back to pending **uncounted**. (The
-# plain `reap/2` has no native twin: on a wire 6 connector `jobs.reap` still sends `@reap`.)
+# Notebook 03 showed the counted sweep, `Stalled.check/3` (`stalled.check(conn, queue, max_stalled)`):
+# each lapsed lease adds one to the row's `stalled` count, and more than `max_stalled` stalls bury the
+# job. Its native twin `EMQ.STALLED.CHECK` does the same, with one exemption: a lease whose
+# `lease_epoch` is not the current run id — one granted before the server restarted, whose worker
+# never had a fair chance to finish — goes back to pending **uncounted**. (The plain `reap/2` has no
+# native twin: on a wire 6 connector `jobs.reap` still sends `@reap`.)
 #
 # A durable node keeps its data across a restart (the job claimed before it is still in active
 # afterwards), while the run id changes:
@@ -270,11 +311,17 @@ old_run_id = durable.run_id
 durable.restart()
 d_conn = durable.connector()
 print("run id changed:", durable.run_id != old_run_id)
-assert durable.run_id != old_run_id and inspect.snapshot(d_conn, Q4).where(before_restart) == ["active"]
+assert durable.run_id != old_run_id and snapshots.snapshot(d_conn, Q4).where(before_restart) == ["active"]
+
+# %% [markdown]
+# Now a second job is claimed under the new run id, both leases lapse, and one native sweep runs.
+# Both go back to pending; only the lease granted after the restart is counted:
+
+# %%
 jobs.claim(d_conn, Q4, 100)
 time.sleep(0.15)  # both leases lapse
 report = stalled.check(d_conn, Q4, max_stalled=1)
-rows = inspect.snapshot(d_conn, Q4).rows
+rows = snapshots.snapshot(d_conn, Q4).rows
 print("requeued:", sorted(report.requeued) == sorted([before_restart, after_restart]))
 assert sorted(report.requeued) == sorted([before_restart, after_restart]) and report.dead == []
 assert d_conn.last(2)[0].line.startswith("EMQ.STALLED.CHECK 4 ")
@@ -282,12 +329,17 @@ print("stalled count — before the restart:", rows[before_restart].get("stalled
       "· after:", rows[after_restart].get("stalled", "0"))
 assert rows[before_restart].get("stalled") is None and rows[after_restart]["stalled"] == "1"
 
+# %% [markdown]
+# Both are claimed again, now under this run id: each lapse counts, and for the job that had already
+# stalled once, a second stall is one too many under `max_stalled=1`:
+
+# %%
 # both claimed again, now under this run id: each lapse counts, and a second stall is one too many
 for _ in range(2):
     jobs.claim(d_conn, Q4, 100)
 time.sleep(0.15)
 report = stalled.check(d_conn, Q4, max_stalled=1)
-rows = inspect.snapshot(d_conn, Q4).rows
+rows = snapshots.snapshot(d_conn, Q4).rows
 print("second sweep — requeued:", report.requeued == [before_restart], "· buried:", report.dead == [after_restart],
       "· last_error:", rows[after_restart]["last_error"])
 assert report == ([before_restart], [after_restart]) and rows[after_restart]["last_error"] == "stalled"
@@ -311,10 +363,13 @@ executors
 # %% [markdown]
 # ## Exercises
 #
+# Each check runs your function on fresh queues and says what is not yet true; after a try that did
+# not pass, `exercises.hint("04.1")` (and so on) gives a hint. Solutions: `solutions/`, one per file.
+#
 # ### 04.1 · Same claim, two executors
 #
 # One job with the same id waits on each node. Claim it on both, and return the two claims as a
-# pair `(scripted_claim, native_claim)`.
+# pair `(scripted_claim, native_claim)`. *Solution: `solutions/04_1_claim_both.py`.*
 
 # %%
 from echomq_teach import exercises
@@ -332,6 +387,7 @@ print(exercises.check("04.1", claim_both, s_conn, n_conn))
 #
 # Return a dict `{"scripted": …, "native": …}` with what `{emq}:version` says on each node —
 # read it through the connectors (`conn.call("GET", …)`), so it shows in their traces.
+# *Solution: `solutions/04_2_read_brands.py`.*
 
 # %%
 def read_brands(s_conn, n_conn, queue):
@@ -342,13 +398,38 @@ def read_brands(s_conn, n_conn, queue):
 print(exercises.check("04.2", read_brands, s_conn, n_conn))
 
 # %% [markdown]
+# ### 04.3 · Where the two part ways
+#
+# **Predict**, for each executor, what a *raw* claim answers — `@claim2` sent by `EVALSHA` on the
+# scripted node, `EMQ.CLAIM` on the native one, neither through the kit's `claim/3` — as `"claimed"`,
+# `"empty"` or `"error"`:
+#
+# 1. `"a raw call on a paused queue"` (one job pending);
+# 2. `"a ghost at the head, a real job behind it"`;
+# 3. `"a lease of 'soon'"` (one job pending);
+#
+# and 4. `"after the lease of 'soon', where the job is"`: `"pending"`, `"active"` or `"nowhere"`.
+# Return a dict from those four strings to pairs `(scripted, native)`; the check runs each on both
+# nodes. *Solution: `solutions/04_3_part_ways.py`.*
+
+# %%
+def part_ways(s_conn, n_conn, queue):
+    # your predictions here
+    raise NotImplementedError
+
+
+print(exercises.check("04.3", part_ways, s_conn, n_conn))
+
+# %% [markdown]
 # ## Recap
 #
 # - `EMQ.CLAIM` takes `@claim2`'s keys and argument in the same places and answers the same reply.
 # - Four differences: the pause read inside; all checks before the first write; the cached command
-#   time instead of `TIME`; and `lease_epoch` on the row.
-# - The brand fences each executor to its own node (`EMQWIRE`), and the native stall sweep exempts a
-#   lease granted before a restart.
+#   time instead of `TIME`; and `lease_epoch` on the row. A ghost at the head is answered alike: popped,
+#   empty, and the next claim takes the job behind it.
+# - The brand fences each executor to its own node (`EMQWIRE`): the connectors check it, and the
+#   command itself refuses a missing or foreign brand. The native stall sweep exempts a lease granted
+#   before a restart.
 #
 # Next: **05-flows** — a parent, its children, and a counter.
 

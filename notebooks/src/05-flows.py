@@ -9,20 +9,21 @@
 #
 # 1. Land a flow in one atomic `@enqueue_flow`, and see where each part goes.
 # 2. Read the fan-in branch inside `@complete`, and watch the counter tick to zero.
-# 3. See that a redelivered or stale completion never counts twice.
+# 3. See the two layers that keep a completion from counting twice: the token fence, and the
+#    once-only branch.
 # 4. Choose what a dying child does to its parent: the four policies.
 # 5. Read the children's results from the parent's handler.
 
 # %%
 import time
 
-from echomq_teach import flows, inspect, jobs, keyspace, scripts, start_node
+from echomq_teach import flows, jobs, keyspace, scripts, snapshots, start_node
 
 node = start_node()
 conn = node.connector()
 Q = "flows"
 # a classroom node keeps what an earlier run left: start this notebook's queues empty
-for q in (Q, "once", "policy-fail", "policy-ignore", "policy-remove", "policy-wait"):
+for q in (Q, "once", "guard", "policy-fail", "policy-ignore", "policy-remove", "policy-wait"):
     jobs.drop(conn, q)
 conn.clear_trace()  # the trace starts with the notebook's own calls
 
@@ -39,12 +40,25 @@ print(scripts.show("enqueue_flow"))
 
 # %%
 flow = flows.add(conn, Q, "send the digest", ["render page 1", "render page 2", "render page 3"])
-s = inspect.snapshot(conn, Q)
+s = snapshots.snapshot(conn, Q)
 print(s.render())
 parent = flow.parent_id
 assert s.state(parent) == "awaiting_children" and s.where(parent) == []
 assert all(s.where(c) == ["pending"] for c in flow.child_ids)
 assert flows.dependencies(conn, Q, parent) == 3
+
+# %% [markdown]
+# A flow lands on **one queue**: `flows.add` takes one queue, and every key the land wrote — the
+# children's rows and pending entries, the parent's row and its counter — carries that queue's
+# hashtag, so one atomic script can write them all and one cluster slot holds them:
+
+# %%
+from redis.crc import key_slot
+
+land_entry = next(e for e in conn.last(12) if e.script == "@enqueue_flow")
+land_keys = land_entry.args[3 : 3 + int(land_entry.args[2])]  # EVALSHA sha numkeys key…
+print(len(land_keys), "keys declared by the land, in", len({key_slot(k.encode()) for k in land_keys}), "slot")
+assert all(k.startswith(keyspace.base(Q)) for k in land_keys) and len({key_slot(k.encode()) for k in land_keys}) == 1
 
 # %% [markdown]
 # The land also wrote each child's `parent` field, so a child completed the moment it lands still
@@ -67,8 +81,10 @@ assert land.args[-3:] == ["fail"] * 3 and not any(e.args[0] == "HSET" for e in s
 # ## The fan-in, inside `@complete`
 #
 # Before it sends anything, `complete/5` looks at the job's row (`HGET … parent`, host-side). A flow
-# child names its parent there, so the call adds the parent's three keys to the script's KEYS.
-# Inside the script, this branch runs:
+# child names its parent there, so the call adds the parent's three keys to the script's KEYS: the
+# **five-key form** of `@complete` (a plain job's completion declares two). This branch is the course
+# page's own excerpt; the token fence at the top of the script is the kit's
+# (D-3 in [`docs/decisions.md`](../docs/decisions.md)). Inside the script, this branch runs:
 
 # %%
 source = scripts.load("complete").source.splitlines()
@@ -85,10 +101,13 @@ for child in flow.child_ids:
     c = jobs.claim(conn, Q, 30_000)
     assert c.id == child  # children come out oldest first
     jobs.complete(conn, Q, c.id, c.attempts, f"{c.payload}: done")
+    sent = conn.last()[0]
+    assert sent.script == "@complete" and int(sent.args[2]) == 5  # five keys: the child's two, the parent's three
     ticks.append(flows.dependencies(conn, Q, parent))
-    print(f":dependencies = {ticks[-1]}  parent {inspect.snapshot(conn, Q).state(parent)}")
+    print(f":dependencies = {ticks[-1]}  parent {snapshots.snapshot(conn, Q).state(parent)}")
+print("the last child's completion:", sent.line[:110], "…")
 assert ticks == [3, 2, 1, 0]
-assert inspect.snapshot(conn, Q).where(parent) == ["pending"]
+assert snapshots.snapshot(conn, Q).where(parent) == ["pending"]
 
 # %% [markdown]
 # At zero the parent went to pending. When a worker claims it, its handler can look at what the
@@ -102,21 +121,39 @@ assert inspect.snapshot(conn, Q).where(parent) == ["pending"]
 
 # %%
 p = jobs.claim(conn, Q, 30_000)
-before = inspect.snapshot(conn, Q)
+before = snapshots.snapshot(conn, Q)
 values = flows.children_values(conn, Q, p.id)
 assert flows.dependencies(conn, Q, p.id) == 0 and flows.ignored_failures(conn, Q, p.id) == {}
-assert inspect.snapshot(conn, Q).state_only() == before.state_only()  # three reads, nothing written
+assert snapshots.snapshot(conn, Q).state_only() == before.state_only()  # three reads, nothing written
 summary = f"{p.payload}: {len(values)} pages → " + "; ".join(values[c] for c in flow.child_ids)
 print(summary)
 assert p.id == parent and len(values) == 3
 assert jobs.complete(conn, Q, p.id, p.attempts, summary) == jobs.OK
 
 # %% [markdown]
-# ## Never twice
+# `dependencies/3` answers 0 when the counter is absent, not an error: for an id that never was a
+# parent, and for a parent whose counter has gone (after its completion the three keys expire in an
+# hour, `flows.FLOW_KEYS_TTL_S`):
+
+# %%
+deps_key = keyspace.job_key(Q, parent) + ":dependencies"
+print("after the parent completed, its counter expires within the hour:", 0 < conn.call("TTL", deps_key) <= 3600)
+assert 0 < conn.call("TTL", deps_key) <= flows.FLOW_KEYS_TTL_S
+conn.call("DEL", deps_key)  # as the expiry will
+assert conn.call("GET", deps_key) is None
+print("absent counter →", flows.dependencies(conn, Q, parent), "· never a parent →",
+      flows.dependencies(conn, Q, "JOBneverparent"))
+assert flows.dependencies(conn, Q, parent) == 0 and flows.dependencies(conn, Q, "JOBneverparent") == 0
+
+# %% [markdown]
+# ## Never twice: two layers
 #
-# Only a completion that really took the child out of active reaches the `DECR`. So the counter
-# cannot be hit twice for one child: not by the same completion delivered again (the same token),
-# and not by a worker whose token is old (its lease lapsed, a reap ran and someone else claimed).
+# A completion that must not count reaches one of two guards.
+#
+# **The token fence**, at the top of `@complete`: the row's `attempts` must equal the token and its
+# state must be `active`, or the script answers 0 (stale) and writes nothing — no `DECR`, no
+# `:processed`. A worker whose lease lapsed and was reaped (state `pending`, then a new claim and a new
+# token) is stopped here; so is the same completion delivered twice (the first one deleted the row).
 
 # %%
 Q2 = "once"
@@ -137,6 +174,40 @@ print(":dependencies =", flows.dependencies(conn, Q2, f2.parent_id), "·",
       ":processed =", flows.children_values(conn, Q2, f2.parent_id))
 assert flows.dependencies(conn, Q2, f2.parent_id) == 1
 assert flows.children_values(conn, Q2, f2.parent_id) == {a.id: "on time"}
+
+# %% [markdown]
+# Both refusals above came from the fence: the once-only branch never ran. **The once-only branch**
+# is the second layer, for a completion that passes the fence although the child is no longer in
+# active. The fan-in runs only when this completion's `ZREM` took the child out of active
+# (`was_active == 1`). One way to get there is notebook 04's half-done claim: a raw `@claim2` with a
+# lease that is not a number pops the child, moves its token and marks the row `active`, then fails
+# before it adds the child to active. The row says active with the current token, so the fence passes;
+# the set says otherwise, so the branch does not count it:
+
+# %%
+Q3 = "guard"
+f3 = flows.add(conn, Q3, "parent", ["orphaned by a half-done claim", "fine"])
+half = f3.child_ids[0]
+keys = [keyspace.queue_key(Q3, "pending"), keyspace.queue_key(Q3, "active"), keyspace.queue_key(Q3, "")]
+try:
+    conn.call("EVALSHA", scripts.load("claim2").sha, 3, *keys, "soon")  # bypasses claim/3's lease check
+except Exception:  # noqa: BLE001 - the script fails after its first writes
+    pass
+row = snapshots.snapshot(conn, Q3).rows[half]
+in_active = snapshots.snapshot(conn, Q3).where(half)
+print("the row:", row["state"], "with token", row["attempts"], "· in active:", in_active == ["active"])
+assert (row["state"], row["attempts"], in_active) == ("active", "1", [])
+passed = jobs.complete(conn, Q3, half, 1, "done")
+print("the completion passes the fence:", passed, "· :dependencies still", flows.dependencies(conn, Q3, f3.parent_id),
+      "· :processed", flows.children_values(conn, Q3, f3.parent_id))
+assert passed == jobs.OK and flows.dependencies(conn, Q3, f3.parent_id) == 2
+assert flows.children_values(conn, Q3, f3.parent_id) == {}
+
+# %% [markdown]
+# The guard did its job — a child that was not active is not counted — and the price is visible: that
+# child's row is gone, the counter will never reach 0, and the parent waits until an operator repairs
+# it. The queue does not promise more than that on a faulty path; `07-when-things-fail.ipynb` walks
+# through such crash points.
 
 # %% [markdown]
 # ## When a child dies: the four policies
@@ -164,7 +235,7 @@ for policy in flows.POLICIES:
     ok = jobs.claim(conn, q, 30_000)
     if ok is not None:
         jobs.complete(conn, q, ok.id, ok.attempts, "fine")
-    s = inspect.snapshot(conn, q)
+    s = snapshots.snapshot(conn, q)
     parents[policy] = f.parent_id
     outcomes[policy] = (s.state(f.parent_id), flows.ignored_failures(conn, q, f.parent_id))
     errors[policy] = s.rows[f.parent_id].get("last_error")
@@ -183,11 +254,11 @@ assert [errors[pol] for pol in ("ignore", "remove", "wait")] == [None, None, Non
 
 # %%
 q = "policy-wait"
-dead_child = inspect.snapshot(conn, q).dead[0]
+dead_child = snapshots.snapshot(conn, q).dead[0]
 jobs.reprocess(conn, q, dead_child)
 again = jobs.claim(conn, q, 30_000)
 jobs.complete(conn, q, again.id, again.attempts, "second time lucky")
-released = inspect.snapshot(conn, q)
+released = snapshots.snapshot(conn, q)
 print("after the reprocessed child completes, the parent is", released.state(parents["wait"]))
 assert released.where(parents["wait"]) == ["pending"]
 
@@ -196,8 +267,9 @@ assert released.where(parents["wait"]) == ["pending"]
 #
 # The module registers four commands and none of them lands a flow, so `flows.add` sends
 # `@enqueue_flow` even on a wire 6 connector. `EMQ.COMPLETE` and `EMQ.FAIL` both turn a flow child
-# away before they write anything. So on a wire 6 connector `jobs.complete` sends the `@complete`
-# script for a flow child:
+# away before they write anything — a row that carries `parent`, and the flow's key layout itself
+# (the five keys, or a parent id), whatever the row says. So on a wire 6 connector `jobs.complete`
+# sends the `@complete` script for a flow child:
 
 # %%
 native = start_node(native=True)
@@ -210,7 +282,7 @@ assert module_commands == ["emq.claim", "emq.complete", "emq.fail", "emq.stalled
 child = jobs.claim(n_conn, Q, 30_000)
 keys = [keyspace.queue_key(Q, "active"), keyspace.job_key(Q, child.id)]
 argv = [child.id, child.attempts, keyspace.base(Q), "", "x", "0"]
-before = inspect.snapshot(n_conn, Q)
+before = snapshots.snapshot(n_conn, Q)
 refusals = []
 try:
     n_conn.call("EMQ.COMPLETE", 2, *keys, *argv)
@@ -225,7 +297,22 @@ except Exception as exc:  # noqa: BLE001
 print("raw EMQ.COMPLETE:", refusals[0])
 print("raw EMQ.FAIL:    ", refusals[1])
 assert refusals == ["EMQSTATE complete flow not native", "EMQSTATE fail flow not native"]
-assert inspect.snapshot(n_conn, Q).state_only() == before.state_only()
+assert snapshots.snapshot(n_conn, Q).state_only() == before.state_only()
+# the flow layout alone is refused too: a plain job (no parent field), sent with the five keys
+plain = jobs.enqueue(n_conn, Q, "a plain job")
+pc = jobs.claim(n_conn, Q, 30_000)  # the child claimed above is still active; pending held only this job
+assert pc.id == plain
+parent_keys = [keyspace.job_key(Q, nf.parent_id) + s for s in (":dependencies", ":processed", "")]
+five = [keyspace.queue_key(Q, "active"), keyspace.job_key(Q, plain), *parent_keys]
+before = snapshots.snapshot(n_conn, Q)
+try:
+    n_conn.call("EMQ.COMPLETE", 5, *five, plain, pc.attempts, keyspace.base(Q), nf.parent_id, "x", "0")
+    layout_refusal = None
+except Exception as exc:  # noqa: BLE001
+    layout_refusal = str(exc)
+print("raw EMQ.COMPLETE, a plain job in the flow layout:", layout_refusal)
+assert layout_refusal == "EMQSTATE complete flow not native"
+assert snapshots.snapshot(n_conn, Q).state_only() == before.state_only()
 assert jobs.complete(n_conn, Q, child.id, child.attempts, "done") == jobs.OK
 print("jobs.complete sent:", n_conn.last()[0].line.split()[0], n_conn.last()[0].script)
 assert n_conn.last()[0].script == "@complete"
@@ -236,34 +323,32 @@ native.stop()
 # ## Compose one yourself
 #
 # The flow composer lands a flow of N children, completes them one by one (or fails one under a
-# policy you choose), and plots the `:dependencies` counter ticking to zero.
+# policy you choose), and plots the `:dependencies` counter ticking to zero. Its buttons are real
+# calls, so code can press them too: below, it lands a flow of three and completes every child, so the
+# composer shows a finished run — the counter at 3, 2, 1, 0 and the parent released. Press
+# **land the flow** to start one of your own.
 
 # %%
 from echomq_widgets import FlowComposer
 
 composer = FlowComposer(conn, "compose", children=3)
-composer
-
-# %% [markdown]
-# Its buttons are real calls, so code can press them too: land a flow of three, complete every child,
-# and the counter reads 3, 2, 1, 0 — then land a fresh one for you to play with.
-
-# %%
 composer.land_button.click()
 for _ in range(3):
     composer.complete_button.click()
-print(composer.caption)
 assert composer.counter == [3, 2, 1, 0] and composer.parent_state == "pending"
-composer.land_button.click()
-assert composer.counter == [3]
+composer
 
 # %% [markdown]
 # ## Exercises
+#
+# Each check runs your function on a fresh queue and says what is not yet true; after a try that did
+# not pass, `exercises.hint("05.1")` (and so on) gives a hint. Solutions: `solutions/`, one per file.
 #
 # ### 05.1 · Land a flow of four
 #
 # Land a flow whose parent has the payload `"assemble"` and four children, and return what
 # `flows.add` answered. The check wants the parent held (awaiting_children) with `:dependencies` = 4.
+# *Solution: `solutions/05_1_land_four.py`.*
 
 # %%
 from echomq_teach import exercises
@@ -280,7 +365,8 @@ print(exercises.check("05.1", land_four, conn))
 # ### 05.2 · Release the parent
 #
 # The check lands a flow of three children and hands you the parent's id. Complete every child —
-# each with a result — then claim the parent and return `flows.children_values` for it.
+# each with a result — then claim the parent and return what its handler would read of its children.
+# *Solution: `solutions/05_2_release_the_parent.py`.*
 
 # %%
 def release_the_parent(conn, queue, parent_id):
@@ -291,12 +377,56 @@ def release_the_parent(conn, queue, parent_id):
 print(exercises.check("05.2", release_the_parent, conn))
 
 # %% [markdown]
+# ### 05.3 · Why does this parent never release?
+#
+# "Two of its three children finished an hour ago; the parent is still waiting." The check builds
+# that flow and hands you the parent's id. **Diagnose** which child holds it and why, **repair** it so
+# the parent is released with all three children's results, and return the id of the child that held
+# it. *Solution: `solutions/05_3_never_releases.py`.*
+
+# %%
+def never_releases(conn, queue, parent_id):
+    # your code here
+    raise NotImplementedError
+
+
+print(exercises.check("05.3", never_releases, conn))
+
+# %% [markdown]
+# ### 05.4 · Predict the counter
+#
+# A flow of three children `a`, `b`, `c`, each with the policy `ignore`. **Predict** `:dependencies`
+# after each of these steps, and the parent's state at the end:
+#
+# 1. `a` is claimed and completes;
+# 2. `a`'s completion is delivered again;
+# 3. `b` is claimed with a 20 ms lease, the lease lapses, a reap runs, another worker claims `b`, and
+#    then the *first* worker's completion arrives;
+# 4. the second worker's completion of `b` arrives;
+# 5. `c` is claimed and its retry at a cap of 1 buries it.
+#
+# Return `{"dependencies after each step": [...five numbers...], "the parent's state at the end": …}`.
+# *Solution: `solutions/05_4_predict_the_counter.py`.*
+
+# %%
+def predict_the_counter(conn, queue, parent_id):
+    # your prediction here
+    raise NotImplementedError
+
+
+print(exercises.check("05.4", predict_the_counter, conn))
+
+# %% [markdown]
 # ## Recap
 #
 # - `@enqueue_flow` lands a flow atomically: children pending, parent held, `:dependencies` = N.
-# - The fan-in lives in `@complete`'s once-only branch: DECR, record in `:processed`, release at zero.
+# - The fan-in lives in `@complete`'s once-only branch (the five-key form): DECR, record in
+#   `:processed`, release at zero. A flow lives on one queue.
+# - Two layers keep a completion from counting twice: the token fence refuses stale and redelivered
+#   completions; the once-only branch skips a child that passed the fence but was not in active.
 # - A dying child's `parent_policy` decides: fail, ignore, remove or wait.
-# - Flows run only as scripts; the native commands refuse a flow child.
+# - Flows run only as scripts; the native commands refuse a flow child and the flow key layout.
+# - `dependencies/3` answers 0 when the counter is absent.
 #
 # Next: **06-workshop** — the whole machine, end to end.
 

@@ -10,11 +10,12 @@
 # 1. Trace one job through its lifecycle, on all three paths, one real call per step.
 # 2. Run the claim as a script and as `EMQ.CLAIM`, and read the two replies.
 # 3. Compose a flow and see the fan-in let the parent go.
+# 4. Name the pattern behind it all, and where each piece is grounded.
 
 # %%
 import time
 
-from echomq_teach import flows, inspect, jobs, start_node
+from echomq_teach import flows, jobs, snapshots, start_node
 
 node = start_node()
 conn = node.connector()
@@ -32,13 +33,18 @@ conn.clear_trace()  # the trace starts with the notebook's own calls
 # one, a reap, and only happens when some client calls it.
 #
 # Choose a path in the stepper and press **Step**. Each press is one real call; you see its caption,
-# the command as sent, the server's reply, and the four sets with the changes marked.
+# the command as sent, the server's reply, and the four sets with the changes marked. The code below
+# walks the failure fork to its end first, so the stepper shows the job in dead; press **Reset**, or
+# pick another path, to walk one yourself.
 
 # %%
-from echomq_widgets import LifecycleStepper
+from echomq_widgets import LifecycleStepper, Settings
 
-trace = LifecycleStepper(conn, "workshop", path="happy")
+trace = LifecycleStepper(conn, "workshop", path="failure", settings=Settings(retry_delay_ms=20))
 assert trace.path_buttons.options == ("happy", "failure", "recovery") and trace.index == 0
+outcomes = trace.run_all()
+assert trace.set_view.snapshot.where(trace.job_id) == ["dead"] and trace.step_button.description == "done ✓"
+print(" → ".join(o.step.name for o in outcomes))
 trace
 
 # %% [markdown]
@@ -51,7 +57,7 @@ Q = "trace"
 job = jobs.enqueue(conn, Q, "happy")
 c = jobs.claim(conn, Q, 30_000)
 assert jobs.complete(conn, Q, c.id, c.attempts) == jobs.OK
-assert job not in inspect.snapshot(conn, Q).rows  # retired: the row is deleted
+assert job not in snapshots.snapshot(conn, Q).rows  # retired: the row is deleted
 
 # the failure fork: error → retry → promote → claim → final retry into dead
 job = jobs.enqueue(conn, Q, "fork")
@@ -61,7 +67,7 @@ time.sleep(0.08)
 assert jobs.promote(conn, Q) == [job]
 c = jobs.claim(conn, Q, 30_000)
 assert jobs.retry(conn, Q, c.id, c.attempts, "final error", delay_ms=50, max_attempts=2) == jobs.DEAD
-s = inspect.snapshot(conn, Q)
+s = snapshots.snapshot(conn, Q)
 assert s.where(job) == ["dead"]
 assert s.rows[job]["attempts"] == "2" and s.rows[job]["last_error"] == "final error"
 
@@ -69,7 +75,7 @@ assert s.rows[job]["attempts"] == "2" and s.rows[job]["last_error"] == "final er
 job = jobs.enqueue(conn, Q, "crash")
 crashed = jobs.claim(conn, Q, 50)
 time.sleep(0.08)
-assert inspect.snapshot(conn, Q).where(job) == ["active"]  # nothing moves on its own
+assert snapshots.snapshot(conn, Q).where(job) == ["active"]  # nothing moves on its own
 assert jobs.reap(conn, Q) == [job]
 rescued = jobs.claim(conn, Q, 30_000)
 assert jobs.complete(conn, Q, job, crashed.attempts) == jobs.STALE
@@ -78,8 +84,9 @@ print("happy path, failure fork and recovery: each ended where the course says")
 
 # %% [markdown]
 # Two numbers did all the work there: the active score, which is when the lease runs out, and
-# `attempts`, which is the token a completion must present. One bounds the time a worker has; the
-# other decides whose answer counts.
+# `attempts`, which is the token a completion must present. One times the work — one holder per
+# lease, and a sweep may hand a lapsed job to another worker, so a handler may run more than once; the
+# other decides whose answer counts — one settle per job.
 
 # %% [markdown]
 # ## The claim, natively
@@ -116,7 +123,9 @@ executors
 # `EchoMQ.Flows.add/3`): one `@enqueue_flow` call puts the children in pending, keeps the parent out
 # of every set in state `awaiting_children`, and sets its counter to the number of children. In the
 # composer, pick how many children, land the flow, and finish them one at a time; the plot follows
-# the counter down, and the parent goes to pending when it hits zero.
+# the counter down, and the parent goes to pending when it hits zero. The code lands one flow and
+# completes its children first, so the composer and the plot below show a finished run; press
+# **land the flow** for your own.
 
 # %%
 from echomq_widgets import CounterPlot, FlowComposer
@@ -124,14 +133,18 @@ from echomq_widgets import CounterPlot, FlowComposer
 composer = FlowComposer(conn, "workshop-flow", children=3)
 sizes = CounterPlot(title="the composer's queue: set sizes after each click")
 sizes.follow(composer)
+composer.land_button.click()
+for _ in range(3):
+    composer.complete_button.click()
+assert composer.counter == [3, 2, 1, 0] and composer.parent_state == "pending"
 composer
 
 # %% [markdown]
-# A second plot follows the same composer: the size of each set after every click. It stays empty
-# until you land a flow.
+# A second plot follows the same composer: the size of each set after every click — the children
+# leave pending one by one, and at the end the released parent is the one id in pending.
 
 # %%
-assert len(sizes.series) == 0
+assert sizes.series.labels == ["land", "c1", "c2", "c3"] and sizes.series.sizes["pending"] == [3, 2, 1, 1]
 sizes
 
 # %% [markdown]
@@ -145,17 +158,19 @@ for _ in flow.child_ids:
     c = jobs.claim(conn, Q, 30_000)
     jobs.complete(conn, Q, c.id, c.attempts, f"{c.payload} done")
     counter.append(flows.dependencies(conn, Q, flow.parent_id))
-print(" → ".join(map(str, counter)), "· parent", inspect.snapshot(conn, Q).state(flow.parent_id))
-assert counter == [3, 2, 1, 0] and inspect.snapshot(conn, Q).where(flow.parent_id) == ["pending"]
+print(" → ".join(map(str, counter)), "· parent", snapshots.snapshot(conn, Q).state(flow.parent_id))
+assert counter == [3, 2, 1, 0] and snapshots.snapshot(conn, Q).where(flow.parent_id) == ["pending"]
 
 # %% [markdown]
 # ## The durable floor
 #
 # The queue is no archive. A finished job's row is gone the moment it completes, and a dead job
 # waits only until someone reprocesses, removes or trims it. (The node your kernel started does not
-# even write to disk.) If you need a record that lasts, a consumer started with `record=True`
-# appends every finished job — completed or dead — to the stream `emq:{q}:stream:completions`,
-# inside the same script that settles it: one entry per settle, never two, never none.
+# even write to disk.) A consumer started with `record=True` appends every finished job — completed
+# or dead — to the stream `emq:{q}:stream:completions`, inside the same script that settles it: one
+# entry per settle, never two, never none. That stream is still memory: it goes with a node that
+# restarts without persistence, and trimming it deletes. Notebook 08 folds it into a durable floor
+# before it trims.
 
 # %%
 from echomq_teach import keyspace
@@ -179,16 +194,73 @@ assert jobs.complete(conn, Q, floor_ids[0], 1, "again", record=True) == jobs.STA
 assert conn.call("XLEN", stream) == 5
 
 # %% [markdown]
+# ## Pattern & implementation
+#
+# **The pattern.** Underneath the Queue are two ideas from the catalogue of patterns built on Redis
+# and Valkey. A *reliable queue* never loses a job to a crashed worker: the job is handed out and
+# marked in one atomic step, it stays visible to the system while a worker holds it, and if the worker
+# does not confirm within a time, the job becomes claimable again. *Flow control* — one job waiting on
+# others — is the same reliable queue used as a building block: each child is an ordinary reliable job,
+# and the parent waits on a count of them. In three words each: **confirm atomically, recover by
+# timeout, compose by counting.**
+#
+# **The implementation.** The Queue holds those ideas in four sorted sets and one row per job:
+#
+# - *confirm atomically* — every move is one script (or one native command) that the server runs
+#   whole: the claim pops and marks in one step, the completion checks the token, removes the job and
+#   retires its row in one step;
+# - *recover by timeout* — the active score is the lease deadline on the server's clock, and a sweep a
+#   client calls (reap, or the counted stall sweep) returns what is past it; the token fences the
+#   crashed worker's late answer;
+# - *compose by counting* — a flow is one atomic land and a counter; each child's once-only completion
+#   takes one off, and zero releases the parent.
+#
+# Each was shown on this node above; the cell below checks the three against the runs of this notebook.
+
+# %%
+# confirm atomically: the stale completion of the recovery path answered stale and wrote nothing,
+# and the happy path's completion took the job from active and deleted its row in one call
+assert jobs.complete(conn, "trace", job, crashed.attempts) == jobs.STALE
+# recover by timeout: the crashed worker's lease lapsed and one reap returned it, with no heartbeat
+assert rescued.attempts == crashed.attempts + 1
+# compose by counting: the flow's counter went 3, 2, 1, 0 and the parent was released
+assert counter == [3, 2, 1, 0]
+print("confirm atomically, recover by timeout, compose by counting: each held on this node")
+
+# %% [markdown]
+# ## References
+#
+# Where each piece is grounded, in the Valkey command reference and in this repository:
+#
+# - **`ZPOPMIN`** — the claim's pop: the member with the lowest score, and at equal scores (pending's
+#   0) the lowest member by its bytes, so the oldest mint.
+# - **`ZADD`** — the insert every transition ends with: pending at 0, active at the lease deadline,
+#   schedule at the run-at, dead at the time of death.
+# - **`ZRANGEBYSCORE`** — promote and the sweeps read the due or lapsed members by score.
+# - **`DECR`** — the fan-in's one-fewer on a parent's `:dependencies`.
+# - **`EVALSHA`** — how each script runs after it is loaded once; a node that forgot it answers
+#   `NOSCRIPT`, and the kit loads it again.
+# - **Modules** (`loadmodule`, the module API) — how `trafikey` registers `EMQ.CLAIM` and its siblings;
+#   our declarations of the API are described in [`docs/decisions.md`](../docs/decisions.md).
+# - **This course** — `01-lifecycle.ipynb` (the state machine), `02-claim-and-lease.ipynb` (the lease
+#   and the token), `03-completion-and-recovery.ipynb` (complete, retry, the sweeps),
+#   `04-two-executors.ipynb` (the script and the command, body by body), `05-flows.ipynb` (the land and
+#   the fan-in), `07-when-things-fail.ipynb` (races and crash points),
+#   `08-the-durable-floor.ipynb` (an archive of every settle).
+
+# %% [markdown]
 # ## Recap — the machine, end to end
 #
 # - A job's life is a handful of scripts: enqueue, claim, complete when all goes well; after a failed
 #   first claim, retry, promote, claim and a last retry into dead; and one reap, called by a client,
 #   when a worker vanishes. On a native node the claim is one command with the same reply.
-# - The lease (the active score) limits how long a worker may hold a job; the token (`attempts`)
-#   decides whose completion counts.
+# - The lease (the active score) gives one worker the job until its deadline — one holder per lease,
+#   though a handler may run again after a sweep hands a lapsed job on; the token (`attempts`) decides
+#   whose completion counts, so each job settles once.
 # - A flow is one atomic land plus a counter; each child's completion takes one off, and zero
 #   releases the parent.
-# - Four sorted sets and one hash per job: that is the whole queue.
+# - Four sorted sets and one hash per job: that is the whole queue. The pattern: confirm atomically,
+#   recover by timeout, compose by counting.
 
 
 # %% [markdown]

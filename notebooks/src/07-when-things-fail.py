@@ -304,7 +304,7 @@ assert jobs.complete(conn, "late", slow.id, slow.attempts) == jobs.STALE
 # long, and a crash stalls the job that long. Too short — shorter than the handler takes — and
 # *every* claim lapses mid-handler: the metronome reaps it, another worker claims it, and the first
 # worker's settle is refused. The job runs again and again and never settles. Here is that run: a
-100 ms lease for 400 ms of work, watched until the handler has run five times:
+# 100 ms lease for 400 ms of work, watched until the handler has run five times:
 
 # %%
 with Run(node, "short", workers=2, lease_ms=100, work_ms=400, tick_ms=20) as run:
@@ -447,6 +447,68 @@ judged = chaos.wait_drained(timeout=120)
 print("verdict:", judged.verdict, "· enqueued:", judged.report.enqueued, "· settled:", judged.report.settled)
 assert judged.valid and judged.report.settled == 400
 chaos
+
+# %% [markdown]
+# ## Exercises
+#
+# Each check runs real worker processes on your node and compares what they did with your answer. A
+# check says what is not yet true; after a try that does not pass, `exercises.hint("07.1")` (and so
+# on) gives a hint.
+#
+# ### 07.1 · Predict the crash points
+#
+# `handlers.charge_first` charges the customer *before* its work, where `handlers.charge` charged
+# after it:
+
+# %%
+from echomq_teach import exercises  # noqa: E402
+
+print(source.getsource(handlers.charge_first))
+
+# %% [markdown]
+# **Predict**, without running anything: with `charge_first`, how many times does the handler run,
+# and how many charges are made, when the worker is killed at each of the four crash points? Return
+# `{"claimed": {"handler runs": n, "charges": n}, "handler": {…}, "handled": {…}, "settle-sent": {…}}`.
+# The check runs the four crashes for real and compares.
+# *Solution: `solutions/07_1_predict_the_crashes.py`.*
+
+# %%
+def predict_the_crashes(conn, queue):
+    # your prediction here
+    raise NotImplementedError
+
+
+print(exercises.check("07.1", predict_the_crashes, conn))
+
+# %% [markdown]
+# ### 07.2 · Capstone: pass the nemesis
+#
+# A team runs a payment queue. Their handler is `handlers.careless_charge`:
+
+# %%
+print(source.getsource(handlers.careless_charge))
+
+# %% [markdown]
+# They run it with `lease_ms=50` and `max_attempts=1`. The check below starts four worker processes
+# on 120 orders (every tenth one marked `!`, which the provider fails on its first try), throws a
+# seeded nemesis of kills and freezes at them, and gives the run 25 seconds to drain. It passes only
+# if the checker says *valid*, every order completed (none dead, none left over), and **every
+# customer was charged exactly once**.
+#
+# Your function returns your choices: `{"lease_ms": …, "max_attempts": …, "handler": h}`, where `h`
+# is a handler you write in this cell — a function `h(job, ctx)` that stands alone, as every
+# handler sent to a worker process must; its `ctx` (a `handlers.Context`) does the 60 ms of work and
+# makes the charges, as in the handlers you met above. Try the team's settings first, if you like, with
+# `"handler": "echomq_teach.handlers:careless_charge"`, and read what the check says.
+# *Solution: `solutions/07_2_pass_the_nemesis.py`.*
+
+# %%
+def pass_the_nemesis(conn, queue):
+    # return {"lease_ms": ..., "max_attempts": ..., "handler": ...}
+    raise NotImplementedError
+
+
+print(exercises.check("07.2", pass_the_nemesis, conn))
 
 # %% [markdown]
 # ## Recap

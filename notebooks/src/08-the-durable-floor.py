@@ -28,7 +28,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from echomq_teach import exercises, floor, inspect, jobs, keyspace, scripts, start_node
+from echomq_teach import exercises, floor, jobs, keyspace, scripts, snapshots, start_node
 from echomq_teach.consumer import Error, Pool
 from echomq_teach.floor import reads
 from echomq_teach.floor.embedded import select_sql
@@ -57,7 +57,7 @@ print(node)
 mem = start_node(provider="local")
 mc = mem.connector()
 settle_jobs(mc, "memory", 20)
-s = inspect.snapshot(mc, "memory")
+s = snapshots.snapshot(mc, "memory")
 settings = mem.client().config_get("appendonly")["appendonly"], mem.client().config_get("save")["save"]
 print("appendonly:", settings[0], "· save:", repr(settings[1]))
 print("rows left:", len(s.rows), "(the dead ones) · stream entries:", stream_len(mc, "memory"))

@@ -1,4 +1,4 @@
--- child_death: what a dying flow child does to its parent, by the child's parent_policy (D-4)
+-- child_death: what a dying flow child does to its parent, by the child's parent_policy (D-4 in docs/decisions.md)
 -- row/cid: the child's row and id; deps/unsuccessful/prow/pid: the parent's :dependencies, :unsuccessful, row, id
 -- dead/pending: the queue's sets; reason: the child's last_error; now: server ms
 -- the policy is read only now, once: the callers run this inside their once-only branch
