@@ -44,6 +44,14 @@ def _reply_text(reply: object) -> str:
     return repr(reply)
 
 
+class NotSent(redis.exceptions.ConnectionError):
+    """No link to the node could be opened: the command never left this process, so it did not run.
+
+    A lost link is a ``ConnectionError`` whose command may or may not have run;
+    this one is known not to have (a history records it as refused).
+    """
+
+
 @dataclass
 class TraceEntry:
     """One command sent and what came back. ``script`` is ``@claim2`` for an EVALSHA."""
@@ -246,15 +254,20 @@ def connect(address: dict[str, Any], wire: int = 4, node: Any = None) -> Connect
     return Connector(make_client(address), wire=wire, address=dict(address), node=node)
 
 
-def reconnect(address: dict[str, Any], wire: int = 4) -> Connector:
+def reconnect(address: dict[str, Any], wire: int = 4, wait: tuple[int, int] | None = None) -> Connector:
     """A fresh connector from an ``address`` alone: a node's, or a cluster's (``startup_nodes``).
 
     What ``fork()`` does, for another process that was handed the address.
+    ``wait=(numreplicas, timeout_ms)`` (a cluster's replicas) sends WAIT after every write.
     """
     if "startup_nodes" in address:
         from .cluster_connector import connect_cluster  # the cluster connector builds on this module
 
-        return connect_cluster(address, wire=wire)
+        return connect_cluster(address, wire=wire, wait=wait)
+    if wait is not None:
+        from .errors import BadInput
+
+        raise BadInput("wait=(numreplicas, timeout_ms) needs a cluster address: a single node has no replica")
     return connect(address, wire=wire)
 
 

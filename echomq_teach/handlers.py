@@ -24,7 +24,7 @@ from typing import Any
 from .connector import Connector
 from .consumer import Error
 from .jobs import Claimed
-from .keyspace import queue_key
+from .keyspace import job_key, queue_key
 
 
 def effects_key(queue: str) -> str:
@@ -109,3 +109,14 @@ def charge_first(job: Claimed, ctx: Context) -> str:
     ctx.effect(job)
     ctx.work()
     return f"charged {job.id}"
+
+
+def stalls(job: Claimed, ctx: Context) -> str:
+    """Work, then complete with the stalls the job's row has counted so far: ``"stalled N"``.
+
+    The completions stream then keeps each job's count: a lease the stall
+    sweep put back uncounted (the lease_epoch rule) shows ``stalled 0``.
+    """
+    ctx.work()
+    n = ctx.conn.call("HGET", job_key(ctx.queue, job.id), "stalled")
+    return f"stalled {int(n or 0)}"

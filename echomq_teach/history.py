@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from . import jobs, stalled
-from .connector import Connector
+from .connector import Connector, NotSent
 from .consumer import LINK_ERRORS
 from .errors import BadInput
 
@@ -102,6 +102,10 @@ class Recorder:
                      "job": job, "token": token})
         try:
             reply = fn()
+        except NotSent as exc:
+            # no link could be opened: the call never left this process, so it certainly did not run
+            self._write({"w": self.worker, "n": n, "at": "refused", "t": self.clock.now_ms(), "error": _err(exc)})
+            raise
         except LINK_ERRORS as exc:
             self._write({"w": self.worker, "n": n, "at": "lost", "t": self.clock.now_ms(), "error": _err(exc)})
             raise
