@@ -39,6 +39,8 @@ from .keyspace import SETS, queue_key
 
 #: stream entries read per XRANGE call
 _STREAM_PAGE = 1000
+#: how far two processes' stamps of the node's clock may disagree (one machine: well under 1 ms)
+CLOCK_SLACK_MS = 5.0
 #: the findings that make a run invalid, in the order a report lists them
 INVALID = ("lost", "settled_twice", "unexpected", "stranded", "double_handouts", "fence_violations", "unrecorded")
 
@@ -273,13 +275,18 @@ def check(history: History, final: FinalState, *, recorded: bool = True) -> Repo
     for o in calls:
         if o.op in ("enqueue", "reprocess") and o.job and (o.ok or o.indeterminate):
             puts[o.job].append(o)
+    retries: dict[str, list[Op]] = defaultdict(list)
+    for o in calls:
+        if o.op == "retry" and o.job and (o.ok or o.indeterminate):
+            retries[o.job].append(o)
     for job, cs in claims.items():
         cs.sort(key=lambda o: o.answered or 0.0)
-        _handouts(r, job, cs, releases[job] + puts[job] + unknown_releases, by_job[job])
+        _handouts(r, job, cs, releases[job] + puts[job], unknown_releases, retries[job], by_job[job])
     _fence(r, calls, claims, settles, by_job)
     if unknown_releases:
         r.notes.append(f"{len(unknown_releases)} recovery call(s) lost their answer; a second claim of a job "
-                       "near one of them is not counted as a double hand-out")
+                       "near one of them is not counted as a double hand-out (unless that call could not have "
+                       "put the job back: its lease had not lapsed, or it was never retried)")
 
     # -- what is expected under faults, counted ------------------------------------------------------
     r.stale_refused = sum(1 for o in calls if o.op in ("complete", "retry") and o.ok and o.reply == "stale")
@@ -289,17 +296,38 @@ def check(history: History, final: FinalState, *, recorded: bool = True) -> Repo
     return r
 
 
-def _handouts(r: Report, job: str, cs: list[Op], puts: list[Op], ops: list[Op]) -> None:
+def _could_release(p: Op, claim: Op, retries: list[Op]) -> bool:
+    """Could ``p``, a recovery call with no answer, have put back the job that ``claim`` leased?
+
+    A reap or a stall sweep puts back only a lapsed lease, and the lease
+    ``claim`` granted lapses ``lease_ms`` after the claim ran (no earlier than
+    its send); a promote puts back only a scheduled job, and only a retry
+    schedules a claimed job. A claim recorded without its ``lease_ms`` is
+    judged as before: any such call may have put it back.
+    """
+    if p.op in ("reap", "stalled"):
+        lease = claim.extra.get("lease_ms")
+        return lease is None or p.latest + CLOCK_SLACK_MS >= claim.sent + float(lease)
+    if p.op == "promote":
+        return any(t.sent < p.latest and t.latest > claim.sent for t in retries)
+    return True
+
+
+def _handouts(r: Report, job: str, cs: list[Op], puts: list[Op], unknown: list[Op], retries: list[Op],
+              ops: list[Op]) -> None:
     """Between two claims of a job, something must have put it back in pending; else two workers held it.
 
     Each call took effect somewhere between its send and its answer (for a
     call with no answer: any time after its send). A put (a release, an
     enqueue, a reprocess) that could lie between the two claims explains the
-    second one; only when none could is it a finding.
+    second one, and so does a recovery call with no answer that could have
+    put this job back (``_could_release``); only when none could is it a finding.
     """
     for x, y in zip(cs, cs[1:]):
         lo, hi = x.sent, y.answered or y.sent
         if any(p.sent < hi and p.latest > lo for p in puts):
+            continue
+        if any(p.sent < hi and p.latest > lo and _could_release(p, x, retries) for p in unknown):
             continue
         r.findings.append(Finding(
             "double_handouts", job,

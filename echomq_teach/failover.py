@@ -145,7 +145,7 @@ def failover(
     burst: int = 20,
     work_ms: int = 10,
     lease_ms: int = 1_500,
-    start_after: float = 0.25,
+    start_after: float = 0.15,
     timeout: float = 60.0,
 ) -> dict[str, Failover]:
     """One failover under one run per queue: ``{queue: wait}``, every queue on the same shard (each dropped first).

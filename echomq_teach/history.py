@@ -89,17 +89,18 @@ class Recorder:
 
     def call(
         self, op: str, fn: Callable[[], Any], *, job: str | None = None, token: int | None = None,
-        shape: Callable[[Any], dict[str, Any]] | None = None,
+        shape: Callable[[Any], dict[str, Any]] | None = None, extra: dict[str, Any] | None = None,
     ) -> Any:
         """Run ``fn`` as the call ``op``: a ``send`` line before, an ``answer``/``refused``/``lost`` line after.
 
         ``shape`` turns the reply into the fields the checker reads (a claim's
-        job and token); the reply itself is kept as text.
+        job and token); the reply itself is kept as text. ``extra`` goes on
+        the ``send`` line (a claim's ``lease_ms``).
         """
         self._n += 1
         n = self._n
         self._write({"w": self.worker, "n": n, "op": op, "at": "send", "t": self.clock.now_ms(),
-                     "job": job, "token": token})
+                     "job": job, "token": token, **(extra or {})})
         try:
             reply = fn()
         except NotSent as exc:
@@ -161,7 +162,8 @@ class Recorder:
 
     def claim(self, conn: Connector, queue: str, lease_ms: int) -> jobs.Claimed | None:
         """``jobs.claim`` recorded; the job and its token are known only from the answer."""
-        return self.call("claim", lambda: jobs.claim(conn, queue, lease_ms), shape=claimed_fields)
+        return self.call("claim", lambda: jobs.claim(conn, queue, lease_ms), shape=claimed_fields,
+                         extra={"lease_ms": lease_ms})
 
     def complete(self, conn: Connector, queue: str, job_id: str, token: int, result: str | bytes = "",
                  *, record: bool = False) -> str:
@@ -355,7 +357,8 @@ def _pair(lines: Iterable[dict[str, Any]]) -> list[Op]:
             out.append(Op(ln["w"], ln["n"], ln["op"], ln["t"], ln["t"], "note", ln.get("job"), ln.get("token"),
                           extra=extra))
         elif ln["at"] == "send":
-            op = Op(ln["w"], ln["n"], ln["op"], ln["t"], None, "send", ln.get("job"), ln.get("token"))
+            extra = {k: v for k, v in ln.items() if k not in ("w", "n", "op", "at", "t", "job", "token")}
+            op = Op(ln["w"], ln["n"], ln["op"], ln["t"], None, "send", ln.get("job"), ln.get("token"), extra=extra)
             open_calls[key] = op
             out.append(op)
         else:

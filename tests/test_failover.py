@@ -16,12 +16,13 @@ import pytest
 import redis
 
 from echomq_teach import jobs, keyspace
+from echomq_teach.checker import FinalState, check
 from echomq_teach.cluster_connector import ClusterConnector
 from echomq_teach.connector import NotSent, reconnect
 from echomq_teach.errors import BadInput, CrossSlot
 from echomq_teach.failover import drain_rate, failover
 from echomq_teach.faults import Run
-from echomq_teach.history import Recorder, ServerClock
+from echomq_teach.history import History, Op, Recorder, ServerClock
 from echomq_teach.worker import parse_args
 
 BURST = 20
@@ -133,6 +134,55 @@ def test_wait_costs_jobs_per_second(cluster, request):
     assert plain > 0 and waited > 0
 
 
+# -- the checker near a recovery call the kill cut off ---------------------------------------------
+def _op(worker, n, op, sent, answered=None, at="answer", job=None, token=None, reply=None, gave_up=None, **extra):
+    return Op(worker, n, op, sent, answered, at, job, token, reply, extra=extra, gave_up=gave_up)
+
+
+def _two_claims(recovery: str, gap_ms: float, lease_ms: int | None, retried: bool = False) -> History:
+    """J enqueued; claimed by w1 (``lease_ms`` recorded or not); a ``recovery`` call whose link was lost
+    ``gap_ms`` later; J claimed again by w2 with nothing known to have put it back."""
+    lease = {} if lease_ms is None else {"lease_ms": lease_ms}
+    ops = [_op("producer", 1, "enqueue", 0.0, 1.0, job="J", reply="J"),
+           _op("w1", 1, "claim", 10.0, 11.0, job="J", token=1, reply=["J", "p", 1], **lease)]
+    if retried:
+        ops.append(_op("w1", 2, "retry", 20.0, 21.0, job="J", token=1, reply="scheduled"))
+    ops += [_op("metronome", 1, recovery, 10.0 + gap_ms, None, "lost", gave_up=11.0 + gap_ms),
+            _op("w2", 1, "claim", 5_000.0, 5_001.0, job="J", token=1, reply=["J", "p", 1], **lease)]
+    return History.of(ops)
+
+
+def test_a_recovery_call_cut_off_inside_the_lease_cannot_explain_a_second_claim():
+    final = FinalState({s: set() for s in keyspace.SETS}, {}, [])
+    # the claim's lease (1500 ms) had not lapsed when the reap or sweep lost its link 400 ms later:
+    # whatever that call did, it could not have put J back, so the second claim is a double hand-out
+    for recovery in ("reap", "stalled"):
+        r = check(_two_claims(recovery, 400, 1_500), final, recorded=False)
+        assert [f.job for f in r.double_handouts] == ["J"], recovery
+    # past the lease it could have: no finding, and the note says why
+    r = check(_two_claims("stalled", 2_000, 1_500), final, recorded=False)
+    assert not r.double_handouts and any("recovery call" in n for n in r.notes)
+    # a claim recorded without its lease is judged as before: any such call may have put it back
+    assert not check(_two_claims("reap", 400, None), final, recorded=False).double_handouts
+    # a promote puts back only a scheduled job: only after a retry of J could it explain the second claim
+    assert check(_two_claims("promote", 400, 1_500), final, recorded=False).double_handouts
+    assert not check(_two_claims("promote", 400, 1_500, retried=True), final, recorded=False).double_handouts
+
+
+def test_a_recorded_claim_keeps_its_lease(cluster, request, tmp_path):
+    q = cluster.queue_on(0, f"lease{request.node.name[-4:]}")
+    conn = cluster.connector(wire=6)
+    try:
+        jobs.enqueue(conn, q, "x")
+        with Recorder(tmp_path, "w", ServerClock(conn)) as rec:
+            rec.claim(conn, q, 750)
+        [op] = History.read(tmp_path).calls("claim")
+        assert op.ok and op.extra == {"lease_ms": 750}
+    finally:
+        jobs.drop(conn, q)
+        conn.close()
+
+
 # -- failover ------------------------------------------------------------------------------------------
 def test_held_replication_loses_the_windows_writes_and_wait_keeps_them(cluster, request):
     tag = request.node.name[-4:]
@@ -150,12 +200,17 @@ def test_held_replication_loses_the_windows_writes_and_wait_keeps_them(cluster, 
     # without WAIT: the replica never applied the window, so the new primary lacks it
     r = plain.report
     assert not r.valid
-    burst = set(plain_burst := _burst(plain))
-    assert len(plain_burst) == BURST and set(r.lost) == burst  # every enqueue of the window, acknowledged and gone
+    burst = _burst(plain)
+    assert len(burst) == BURST
+    # every enqueue of the window was acknowledged and is gone: lost, or (a worker got to it inside
+    # the window) its settle is the write that went missing; nothing enqueued before the window is lost
+    assert r.lost and set(r.lost) <= burst <= set(r.lost) | set(r.jobs_of("unrecorded"))
     assert r.settled_twice and r.jobs_of("unrecorded")  # settles acknowledged by the old primary alone
     assert sum(1 for n in r.handler_runs.values() if n > 1) >= 1  # and jobs run again on the new primary
-    # a double hand-out is named, unless a recovery call the kill cut off could explain it (the note says so)
-    assert r.double_handouts or any("recovery call" in n for n in r.notes)
+    # claims of the window handed out again: a sweep the kill cut off cannot explain them (the leases
+    # had not lapsed by then), so each is a double hand-out, and each of those jobs ran twice
+    assert r.double_handouts
+    assert {f.job for f in r.double_handouts} <= {j for j, n in r.handler_runs.items() if n > 1}
     assert all(plain.in_window(f) for f in r.findings)  # every finding lies in the window the replica held back
     assert not r.fence_violations and not r.unexpected and not r.jobs_of("stranded")
 
@@ -217,8 +272,6 @@ def test_a_call_to_a_dead_primary_is_refused_as_not_sent(cluster, request):
             cluster.wait_promotion(replica, timeout=30)
             cluster.restart_as_replica(primary)
         rec.close()
-        from echomq_teach.history import History
-
         [op] = History.read(folder).calls("claim")
         assert op.at == "refused" and not op.indeterminate  # the checker knows it did not run
         conn.refresh()
@@ -230,6 +283,6 @@ def test_a_call_to_a_dead_primary_is_refused_as_not_sent(cluster, request):
 
 
 def _burst(f):
-    """The ids the producer enqueued last (the burst inside the window): its final BURST enqueues."""
-    enq = [o for o in f.history.calls("enqueue") if o.worker == "producer"]
-    return [o.job for o in enq[-BURST:]]
+    """The ids the producer enqueued inside the window: every enqueue not answered before the hold."""
+    enq = f.history.calls("enqueue")
+    return {o.job for o in enq} - {o.job for o in enq if o.answered is not None and o.answered < f.window[0]}

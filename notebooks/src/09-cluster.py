@@ -64,11 +64,14 @@ any_node.close()
 # whose keys cross two slots is refused by the kit before anything is sent:
 
 # %%
+sent = len(conn.trace)
+refused = None
 try:
     conn.eval("enqueue", [keyspace.queue_key("orders", "pending"), keyspace.job_key("emails", "J1")], ["J1", "x"])
 except CrossSlot as exc:
-    print(str(exc)[:200], "…")
-assert conn.last()[0].script != "enqueue"  # nothing was sent: the trace holds no such call
+    refused = exc
+    print(str(exc).replace("; ", ";\n"))
+assert refused is not None and len(conn.trace) == sent  # nothing was sent: the trace did not grow
 
 # %% [markdown]
 # ## Queues on shards
@@ -81,8 +84,6 @@ assert conn.last()[0].script != "enqueue"  # nothing was sent: the trace holds n
 # %%
 queues = [cluster.queue_on(s, "orders") for s in range(3)]
 owners = [conn.node_for(q) for q in queues]
-for q in queues:
-    jobs.drop(conn, q)
 conn.clear_trace()
 for q in queues:
     jobs.enqueue(conn, q, f"hello from {q}")
@@ -126,8 +127,8 @@ widgets.HBox(plots)
 
 # %%
 total = Pools.total(reports)
-print("settled per queue:", {q: r.settled for q, r in reports.items()}, "· total", total.settled)
-print("nodes each queue's consumers talked to:", {q: sorted(n) for q, n in shard_nodes.items()})
+print("settled per queue:", {q: reports[q].settled for q in queues}, "· total", total.settled)
+print("nodes each queue's consumers talked to:", {q: sorted(shard_nodes[q]) for q in queues})
 assert all(r.settled == 61 for r in reports.values()) and total.settled == 183
 assert all(shard_nodes[q] == {owners[s]} for s, q in enumerate(queues))
 
@@ -162,7 +163,6 @@ c.close()
 
 # %%
 scripted = cluster.queue_on(2, "scripted")
-jobs.drop(conn, scripted)
 c4 = cluster.connector(wire=4)
 jobs.enqueue(c4, scripted, "run by the scripts")
 print("brand:", c4.client.get(keyspace.brand_key(scripted)))
@@ -227,26 +227,30 @@ for key in plain.figures():
 
 # %% [markdown]
 # The table varies from run to run. The cell below checks only what holds in every run. Without
-# WAIT, the checker finds the window's writes gone: every enqueue of the burst is **lost**, settles
-# the old primary acknowledged are missing from the stream (**unrecorded**, then **settled twice**
-# once the job ran again), and jobs **ran twice**. Every finding is about a job that had a call
-# answered inside the window.
+# WAIT, the checker finds the window's writes gone. Each enqueue of the burst is **lost**: the
+# producer was told it was stored, and the new primary never had it. (If a worker got to such a job
+# inside the window, its settle is what went missing instead.) Settles the old primary acknowledged
+# are missing from the stream (**unrecorded**), and once the job ran again it was **settled twice**.
+# Jobs **ran twice**. Every finding is about a job that had a call answered inside the window.
 
 # %%
-burst = [o.job for o in plain.history.calls("enqueue") if o.worker == "producer"][-20:]
+burst = {o.job for o in plain.history.calls("enqueue") if o.worker == "producer"} - {
+    o.job for o in plain.history.calls("enqueue") if o.answered is not None and o.answered < plain.window[0]}
 r = plain.report
-print("no WAIT — verdict:", r.verdict, "· the burst lost:", sorted(r.lost) == sorted(burst),
-      "· settled twice:", bool(r.settled_twice), "· handler ran twice:", any(n > 1 for n in r.handler_runs.values()))
-print("every finding lies in the window:", all(plain.in_window(f) for f in r.findings))
-assert not r.valid and sorted(r.lost) == sorted(burst) and r.settled_twice and r.jobs_of("unrecorded")
+gone = set(r.lost) | set(r.jobs_of("unrecorded"))
+print("no WAIT — verdict:", r.verdict, "· every lost job is one of the burst:", set(r.lost) <= burst,
+      "· every burst job lost, or its settle:", burst <= gone)
+print("settled twice:", bool(r.settled_twice), "· a handler ran twice:", any(n > 1 for n in r.handler_runs.values()),
+      "· every finding lies in the window:", all(plain.in_window(f) for f in r.findings))
+assert not r.valid and r.lost and set(r.lost) <= burst <= gone and r.settled_twice and r.jobs_of("unrecorded")
 assert any(n > 1 for n in r.handler_runs.values()) and all(plain.in_window(f) for f in r.findings)
-assert r.double_handouts or any("recovery call" in n for n in r.notes)
+assert r.double_handouts and {f.job for f in r.double_handouts} <= {j for j, n in r.handler_runs.items() if n > 1}
 
 # %% [markdown]
-# That last line covers a subtlety. A double hand-out is two claims of one job with nothing between
-# them that could have put it back. A stall sweep whose answer the kill cut off *might* have put
-# anything back, so when the kill catches one in flight, the checker names no double hand-out near it
-# and says why in a note. The jobs still show among those whose handler ran twice. Here is one
+# A **double hand-out** is two claims of one job with nothing between them that could have put it
+# back in pending. The kill may cut off a stall sweep in flight, and the checker cannot know what
+# that sweep did. It can still rule the sweep out for a job whose lease had not lapsed by then: each
+# recorded claim carries its `lease_ms`, and the window is far shorter than the lease. Here is one
 # counterexample of each kind the checker found:
 
 # %%
@@ -322,28 +326,28 @@ assert plain.old_leases()
 # ## What WAIT costs
 #
 # WAIT adds a round trip after every write, and the write's answer waits for the replica's
-# acknowledgement. A claim and a completion are two writes per job:
+# acknowledgement. A claim and a completion are two writes per job, each followed by its WAIT. The
+# reads (the pause flag before the claim, the parent field before the completion) need none:
 
 # %%
 cost = cluster.connector(wire=6, wait=(1, 500))
 q = cluster.queue_on(0, "cost")
-jobs.drop(cost, q)
 jobs.enqueue(cost, q, "x")
 cost.clear_trace()
 got = jobs.claim(cost, q, 30_000)
 jobs.complete(cost, q, got.id, got.attempts)
-print(cost.show_trace(5))
-assert [e.line.split()[0] for e in cost.trace] == ["EXISTS", "EMQ.CLAIM", "WAIT", "EMQ.COMPLETE", "WAIT"]
+print(cost.show_trace(6))
+assert [e.line.split()[0] for e in cost.trace] == ["EXISTS", "EMQ.CLAIM", "WAIT", "HGET", "EMQ.COMPLETE", "WAIT"]
 assert [e.reply for e in cost.trace if e.line.startswith("WAIT")] == [1, 1] and cost.wait_short == 0
 cost.close()
 
 # %% [markdown]
-# Three worker processes drain 200 jobs with no handler work, first without WAIT, then with
+# Three worker processes drain 150 jobs with no handler work, first without WAIT, then with
 # `WAIT 1 500`. The figures depend on this machine and whatever else it is doing:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-rates = {w: drain_rate(cluster, cluster.queue_on(0, "rate"), jobs_n=200, wait=w) for w in (None, (1, 500))}
+rates = {w: drain_rate(cluster, cluster.queue_on(0, "rate"), jobs_n=150, wait=w) for w in (None, (1, 500))}
 print(f"without WAIT {rates[None]:.0f} jobs/s · with WAIT 1 500 {rates[(1, 500)]:.0f} jobs/s "
       f"({rates[(1, 500)] / rates[None]:.2f} of it)")
 
