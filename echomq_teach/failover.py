@@ -98,6 +98,15 @@ class Failover:
         return any(o.answered is not None and lo - WINDOW_SLACK_MS <= o.answered <= hi + WINDOW_SLACK_MS
                    for o in ops)
 
+    def rate(self) -> float:
+        """Jobs completed per second from the first claim to the hold (or the kill): this queue's pace."""
+        hi = self.window[0]
+        claims = [o.answered for o in self.history.calls("claim") if o.ok and o.job and o.answered is not None]
+        lo = min(claims, default=hi)
+        done = sum(1 for o in self.history.calls("complete")
+                   if o.ok and o.reply == "ok" and o.answered is not None and lo <= o.answered <= hi)
+        return done / ((hi - lo) / 1000) if hi > lo else 0.0
+
     def figures(self) -> dict[str, Any]:
         """The run in numbers, for a table: findings, duplicates, the lease_epoch rule, WAIT."""
         r = self.report
@@ -111,6 +120,7 @@ class Failover:
             "old leases": len(self.old_leases()),
             "uncounted": len(self.uncounted()),
             "wait short": self.wait_short,
+            "jobs/s before": round(self.rate()),
         }
 
 

@@ -133,7 +133,7 @@ def draw(history: History, report: Report | None = None, *, ax: Any = None, titl
     seen = {o.op for o in history.notes()}
     legend += [Line2D([], [], color=c, linestyle=ls, label=label)
                for op, (c, ls, label) in _FAILOVER_LINES.items() if op in seen]
-    ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=6, fontsize=8, frameon=False)
+    ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=6, fontsize=8, frameon=False)
     verdict = f" — checker: {report.verdict}" if report is not None else ""
     ax.set_title((title or "the run") + verdict)
     fig.tight_layout()
