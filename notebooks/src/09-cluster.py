@@ -110,6 +110,8 @@ def handle(job):
 
 plots = [CounterPlot(conn, q, x="time", title=f"{q} on shard {s} ({owners[s].split(':')[1]})", width=4.2,
                      height=2.4) for s, q in enumerate(queues)]
+for p in plots:
+    p.sample()  # the start: every job pending
 pools = Pools(conn, queues, handle, size=2, metronome_ms=50, idle_sleep_ms=5, record=True)
 reports = {}
 runner = threading.Thread(target=lambda: reports.update(pools.run(timeout=60, until_idle=True)))
