@@ -95,7 +95,7 @@ assert len(set(owners)) == 3 and [e.node for e in conn.last(3)] == owners
 #
 # `Pools` runs one `Pool` per queue, side by side, and each pool's consumers talk only to their own
 # queue's primary. Below, 40 jobs wait in each queue. The three plots sample the four set sizes of
-# each queue while the pools drain them. The handler takes 10 ms a job.
+# each queue while the pools drain them, one consumer per queue. The handler takes 20 ms a job.
 
 # %%
 for q in queues:
@@ -104,7 +104,7 @@ for q in queues:
 
 
 def handle(job):
-    time.sleep(0.01)
+    time.sleep(0.02)
     return job.payload.upper()
 
 
@@ -112,17 +112,16 @@ plots = [CounterPlot(conn, q, x="time", title=f"{q} on shard {s} ({owners[s].spl
                      height=2.4) for s, q in enumerate(queues)]
 for p in plots:
     p.sample()  # the start: every job pending
-pools = Pools(conn, queues, handle, size=2, metronome_ms=50, idle_sleep_ms=5, record=True)
+pools = Pools(conn, queues, handle, size=1, metronome_ms=50, idle_sleep_ms=5, record=True)
 reports = {}
 runner = threading.Thread(target=lambda: reports.update(pools.run(timeout=60, until_idle=True)))
 runner.start()
-samplers = [p.callback() for p in plots]
-while runner.is_alive():
-    for sample in samplers:
-        sample()
-    time.sleep(0.05)
+while runner.is_alive():  # sample the three queues in turn; drawing waits for the end (it is the slow part)
+    for p in plots:
+        p.sample(draw=False)
+    time.sleep(0.02)
 for p in plots:
-    p.sample()  # the end state, drawn
+    p.sample()  # the end state, and the whole run drawn
 shard_nodes = {q: {e.node for c in pools.pools[q].consumers for e in c.conn.trace} for q in queues}
 pools.close()
 widgets.HBox(plots)
