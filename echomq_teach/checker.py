@@ -39,6 +39,8 @@ from .keyspace import SETS, queue_key
 
 #: stream entries read per XRANGE call
 _STREAM_PAGE = 1000
+#: how far two processes' stamps of the node's clock may disagree (one machine: well under 1 ms)
+CLOCK_SLACK_MS = 5.0
 #: the findings that make a run invalid, in the order a report lists them
 INVALID = ("lost", "settled_twice", "unexpected", "stranded", "double_handouts", "fence_violations", "unrecorded")
 
@@ -276,12 +278,17 @@ def check(history: History, final: FinalState, *, recorded: bool = True) -> Repo
     for o in calls:
         if o.op in ("enqueue", "reprocess") and o.job and (o.ok or o.indeterminate):
             puts[o.job].append(o)
+    retries: dict[str, list[Op]] = defaultdict(list)
+    for o in calls:
+        if o.op == "retry" and o.job and (o.ok or o.indeterminate):
+            retries[o.job].append(o)
     for job, cs in claims.items():
-        _handouts(r, job, cs, releases[job] + puts[job] + unknown_releases, puts[job], by_job[job])
+        _handouts(r, job, cs, releases[job] + puts[job], unknown_releases, retries[job], puts[job], by_job[job])
     _fence(r, calls, claims, settles, by_job)
     if unknown_releases:
         r.notes.append(f"{len(unknown_releases)} recovery call(s) lost their answer; a second claim of a job "
-                       "near one of them is not counted as a double hand-out")
+                       "near one of them is not counted as a double hand-out (unless that call could not have "
+                       "put the job back: its lease had not lapsed, or it was never retried)")
 
     # -- what is expected under faults, counted ------------------------------------------------------
     r.stale_refused = sum(1 for o in calls if o.op in ("complete", "retry") and o.ok and o.reply == "stale")
@@ -291,7 +298,25 @@ def check(history: History, final: FinalState, *, recorded: bool = True) -> Repo
     return r
 
 
-def _handouts(r: Report, job: str, cs: list[Op], puts: list[Op], lives: list[Op], ops: list[Op]) -> None:
+def _could_release(p: Op, claim: Op, retries: list[Op]) -> bool:
+    """Could ``p``, a recovery call with no answer, have put back the job that ``claim`` leased?
+
+    A reap or a stall sweep puts back only a lapsed lease, and the lease
+    ``claim`` granted lapses ``lease_ms`` after the claim ran (no earlier than
+    its send); a promote puts back only a scheduled job, and only a retry
+    schedules a claimed job. A claim recorded without its ``lease_ms`` is
+    judged as before: any such call may have put it back.
+    """
+    if p.op in ("reap", "stalled"):
+        lease = claim.extra.get("lease_ms")
+        return lease is None or p.latest + CLOCK_SLACK_MS >= claim.sent + float(lease)
+    if p.op == "promote":
+        return any(t.sent < p.latest and t.latest > claim.sent for t in retries)
+    return True
+
+
+def _handouts(r: Report, job: str, cs: list[Op], puts: list[Op], unknown: list[Op], retries: list[Op],
+              lives: list[Op], ops: list[Op]) -> None:
     """Between two claims of a job, something must have put it back in pending; else two workers held it.
 
     The node orders a job's claims for us: each claim's token is one more than
@@ -300,8 +325,10 @@ def _handouts(r: Report, job: str, cs: list[Op], puts: list[Op], lives: list[Op]
     answer and its record say. A life begins at an enqueue (an id used again
     after its row was deleted starts at token 1). Each put (a release, an
     enqueue, a reprocess) took effect between its send and the latest moment
-    it can have run; one that can lie between two claims explains the second.
-    Two claims with one token in one life had nothing between them.
+    it can have run; one that can lie between two claims explains the second,
+    and so does a recovery call with no answer that could have put this job
+    back (``_could_release``). Two claims with one token in one life had
+    nothing between them: the node forgot the first (a failover that lost it).
     """
     starts = sorted(o.sent for o in lives if o.op == "enqueue")
 
@@ -314,6 +341,10 @@ def _handouts(r: Report, job: str, cs: list[Op], puts: list[Op], lives: list[Op]
             continue  # a new row: its enqueue put the job in pending
         lo, hi = x.sent, y.answered or y.sent
         if x.token != y.token and any(p.sent < hi and p.latest > lo for p in puts):
+            continue
+        if x.token != y.token and any(
+            p.sent < hi and p.latest > lo and _could_release(p, x, retries) for p in unknown
+        ):
             continue
         r.findings.append(Finding(
             "double_handouts", job,

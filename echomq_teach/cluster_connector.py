@@ -31,7 +31,7 @@ from redis.crc import key_slot
 from redis.retry import Retry
 
 from . import keyspace, scripts
-from .connector import Connector, TraceEntry, _module_name, connect
+from .connector import Connector, NotSent, TraceEntry, _module_name, connect
 from .errors import BadInput, CrossSlot, WireError
 
 #: redirections followed for one call before giving up (a slot moving twice in one call is a storm)
@@ -185,7 +185,8 @@ class ClusterConnector(Connector):
                 self.refresh()
                 fresh = nm.get_node_from_slot(slot)
                 if fresh.name == node.name:
-                    raise  # the cluster still names the dead node: no promotion yet
+                    # the cluster still names the dead node (no promotion yet): nothing was sent
+                    raise NotSent(f"{node.name} is down and still owns slot {slot}: nothing was sent ({exc})") from exc
                 node, asking = fresh, False
                 continue
             try:
@@ -282,6 +283,80 @@ class ClusterConnector(Connector):
             self._load_on(str(entry.node), sc)
             return self._send_routed(TraceEntry(list(args), script=sc.name), args, slot, write)
 
+    def eval_many(
+        self, script: str | scripts.Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+    ) -> list[Any]:
+        """One script once per (keys, argv), pipelined per slot: one round trip to each slot's primary.
+
+        As ``Connector.eval_many``: each call its own EVALSHA, each traced, a
+        refusal answered in the list. On a cluster every call's keys must share
+        one slot (``CrossSlot`` before anything is sent); each queue is branded
+        on first use; a ``MOVED`` or ``NOSCRIPT`` answer means that call did not
+        run, so those calls go again once, where the refreshed slot map points.
+        With ``wait``, one ``WAIT`` closes each slot's pipeline, on the link
+        that wrote: it covers every write before it on that node.
+        """
+        sc = scripts.load(script) if isinstance(script, str) else script
+        if any(not keys for keys, _ in calls):
+            raise BadInput(f"{sc.name} needs its keys: on a cluster they choose the node")
+        slots = [self._slot(keys) for keys, _ in calls]  # every CrossSlot before anything is sent
+        replies: list[Any] = [None] * len(calls)
+        groups: dict[int, list[int]] = {}
+        for i, slot in enumerate(slots):
+            groups.setdefault(slot, []).append(i)
+        for slot, todo in groups.items():
+            self._ensure_brand(calls[todo[0]][0], slot)
+            for attempt in range(2):
+                todo = self._pipeline(sc, calls, todo, slot, replies, last=attempt == 1)
+                if not todo:
+                    break
+        return replies
+
+    def _pipeline(self, sc: scripts.Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]],
+                  todo: list[int], slot: int, replies: list[Any], last: bool) -> list[int]:
+        """Send the calls ``todo`` of one slot in one pipeline; answers those to send again (MOVED, NOSCRIPT)."""
+        write = not sc.source.startswith("#!lua flags=no-writes")
+        node = self.client.nodes_manager.get_node_from_slot(slot)
+        if (node.name, sc.sha) not in self._loaded:
+            self._route(["SCRIPT", "LOAD", sc.source], slot, None, write=False)
+            self._loaded.add((node.name, sc.sha))
+        rc = self.client.get_redis_connection(node)
+        pipe = rc.pipeline(transaction=False)
+        entries = []
+        for i in todo:
+            keys, argv = calls[i]
+            args = ["EVALSHA", sc.sha, len(keys), *keys, *argv]
+            entries.append(TraceEntry(args, script=sc.name, node=node.name))
+            pipe.execute_command(*args)
+        waiting = write and self.wait is not None
+        if waiting:
+            pipe.execute_command("WAIT", *self.wait)  # type: ignore[misc]
+        self.trace.extend(entries)
+        try:
+            answers = pipe.execute(raise_on_error=False)
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            # the outcome of every call in the batch is unknown: raise, never resend
+            self.refresh()
+            raise
+        if waiting:
+            acked = answers.pop()
+            self.wait_short += isinstance(acked, int) and acked < self.wait[0]  # type: ignore[index]
+            self.trace.append(TraceEntry(["WAIT", *self.wait], reply=acked, node=node.name))  # type: ignore[misc]
+        again = []
+        for i, entry, answer in zip(todo, entries, answers):
+            entry.reply, entry.error = answer, isinstance(answer, Exception)
+            replies[i] = answer
+            if not last and isinstance(answer, redis.exceptions.MovedError):
+                entry.redirects.append(f"MOVED {answer.slot_id} {answer.host}:{answer.port} (from {node.name})")
+                again.append(i)
+            elif not last and isinstance(answer, redis.exceptions.NoScriptError):
+                again.append(i)
+        if any(isinstance(replies[i], redis.exceptions.MovedError) for i in again):
+            self.refresh()
+        if any(isinstance(replies[i], redis.exceptions.NoScriptError) for i in again):
+            self._loaded.discard((node.name, sc.sha))
+        return again
+
     def _load_on(self, name: str, sc: scripts.Script) -> None:
         self._send_to(name, "SCRIPT", "LOAD", sc.source)
         self._loaded.add((name, sc.sha))
@@ -339,6 +414,8 @@ def make_cluster_client(address: dict[str, Any]) -> RedisCluster:
         retry=Retry(NoBackoff(), 0),
         require_full_coverage=False,
         socket_connect_timeout=2,
+        # a worker process names its links, so that a fault can find them in CLIENT LIST on every node
+        client_name=address.get("client_name"),
     )
 
 
@@ -348,12 +425,15 @@ def connect_cluster(address: dict[str, Any], wire: int = 4, wait: tuple[int, int
     return ClusterConnector(make_cluster_client(address), wire=wire, address=dict(address), wait=wait)
 
 
-def reconnect(address: dict[str, Any], wire: int = 4) -> Connector:
+def reconnect(address: dict[str, Any], wire: int = 4, wait: tuple[int, int] | None = None) -> Connector:
     """A fresh connector from an ``address`` alone: a cluster's (``startup_nodes``) or a node's.
 
     What ``fork()`` does, for another process that was handed the address. It
     lives here, not in ``connector``, so that the dependency runs one way.
+    ``wait=(numreplicas, timeout_ms)`` (a cluster's replicas) sends WAIT after every write.
     """
     if "startup_nodes" in address:
-        return connect_cluster(address, wire=wire)
+        return connect_cluster(address, wire=wire, wait=wait)
+    if wait is not None:
+        raise BadInput("wait=(numreplicas, timeout_ms) needs a cluster address: a single node has no replica")
     return connect(address, wire=wire)

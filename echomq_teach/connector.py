@@ -44,6 +44,14 @@ def _reply_text(reply: object) -> str:
     return repr(reply)
 
 
+class NotSent(redis.exceptions.ConnectionError):
+    """No link to the node could be opened: the command never left this process, so it did not run.
+
+    A lost link is a ``ConnectionError`` whose command may or may not have run;
+    this one is known not to have (a history records it as refused).
+    """
+
+
 @dataclass
 class TraceEntry:
     """One command sent and what came back. ``script`` is ``@claim2`` for an EVALSHA."""

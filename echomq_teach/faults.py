@@ -48,7 +48,8 @@ from typing import Any
 
 from . import consumer, jobs, keyspace
 from .checker import FinalState, Report, check
-from .connector import Connector
+from .cluster_connector import check_wait
+from .connector import Connector, TraceEntry
 from .errors import BadInput
 from .history import History, Recorder, ServerClock
 from .node import launcher
@@ -226,6 +227,7 @@ class Run:
         record: bool = True,
         timeout: float = 120.0,
         folder: str | os.PathLike[str] | None = None,
+        wait: tuple[int, int] | None = None,
     ) -> None:
         keyspace.check_queue(queue)
         jobs.positive_int("workers", workers)
@@ -241,6 +243,10 @@ class Run:
         source = handler_source(handler) if callable(handler) else None
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise BadInput("timeout must be a positive number of seconds: every run is bounded")
+        if wait is not None:
+            check_wait(wait)
+            if "startup_nodes" not in node.address:
+                raise BadInput("wait=(numreplicas, timeout_ms) needs a cluster: a single node has no replica")
         self.node, self.queue, self.size = node, queue, workers
         self.wire = node.wire
         self.address = dict(node.address)
@@ -256,8 +262,11 @@ class Run:
             "lease_ms": lease_ms, "max_attempts": max_attempts, "retry_delay_ms": retry_delay_ms,
             "handler": handler, "handler_path": str(handler_path) if handler_path else None,
             "work_ms": work_ms, "idle_ms": idle_ms, "no_record": not record, "timeout": timeout + 30,
+            "wait": None if wait is None else f"{wait[0]},{wait[1]}",
         }
-        self.conn: Connector = node.connector()
+        self.wait = wait
+        # the producer's and the metronome's writes wait for the replicas as the workers' do
+        self.conn: Connector = node.connector() if wait is None else node.connector(wait=wait)
         self.slots: list[WorkerProcess | None] = [None] * workers
         self.all: list[WorkerProcess] = []
         self._generation = [0] * workers
@@ -270,6 +279,11 @@ class Run:
         self.started_at = self._clock.now_ms()
         # a run dropped without stop() still ends its workers
         self._finalizer = weakref.finalize(self, _stop_all, self.all)
+
+    @property
+    def clock(self) -> ServerClock:
+        """The node's clock as this process reads it: the producer's and the nemesis's time stamps."""
+        return self._clock
 
     # -- jobs ---------------------------------------------------------------------------------------
     def produce(self, n: int, payload: Callable[[int], str] = lambda i: f"job {i}", batch: int = 200) -> list[str]:
@@ -373,13 +387,24 @@ class Run:
         self.nemesis.note("drop_link", worker=w.name, pid=w.pid)
         name = client_name(w.name)
         n = 0
-        try:
-            for c in self.conn.client.client_list():
-                if c.get("name") == name:
-                    n += int(self.conn.call("CLIENT", "KILL", "ID", c["id"]))
-        except consumer.LINK_ERRORS:
-            pass  # the node is away: the worker's link is gone anyway
+        for client in self._node_clients():
+            try:
+                for c in client.client_list():
+                    if c.get("name") == name:
+                        # a client id is one node's own: the kill goes to the node that listed it
+                        killed = client.execute_command("CLIENT", "KILL", "ID", c["id"])
+                        self.conn.trace.append(TraceEntry(["CLIENT", "KILL", "ID", c["id"]], reply=killed))
+                        n += int(killed)
+            except consumer.LINK_ERRORS:
+                pass  # the node is away: the worker's link to it is gone anyway
         return n
+
+    def _node_clients(self) -> list[Any]:
+        """A client for each node the workers may hold links to: the node, or every node of a cluster."""
+        client = self.conn.client
+        if hasattr(client, "get_nodes"):
+            return [client.get_redis_connection(n) for n in client.get_nodes()]
+        return [client]
 
     def script_flush(self) -> None:
         """SCRIPT FLUSH: every script the node had loaded is gone; each connector reloads on NOSCRIPT."""

@@ -24,7 +24,7 @@ from typing import Any
 from .connector import Connector
 from .consumer import Error
 from .jobs import Claimed
-from .keyspace import queue_key
+from .keyspace import job_key, queue_key
 
 
 def effects_key(queue: str) -> str:
@@ -118,3 +118,12 @@ def careless_charge(job: Claimed, ctx: Context) -> str:
     if job.payload.endswith("!") and job.attempts == 1:
         raise RuntimeError("the payment provider timed out (after it took the money)")
     return f"charged {job.id}"
+def stalls(job: Claimed, ctx: Context) -> str:
+    """Work, then complete with the stalls the job's row has counted so far: ``"stalled N"``.
+
+    The completions stream then keeps each job's count: a lease the stall
+    sweep put back uncounted (the lease_epoch rule) shows ``stalled 0``.
+    """
+    ctx.work()
+    n = ctx.conn.call("HGET", job_key(ctx.queue, job.id), "stalled")
+    return f"stalled {int(n or 0)}"

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from . import jobs, stalled
-from .connector import Connector
+from .connector import Connector, NotSent
 from .consumer import LINK_ERRORS
 from .errors import BadInput
 
@@ -89,19 +89,24 @@ class Recorder:
 
     def call(
         self, op: str, fn: Callable[[], Any], *, job: str | None = None, token: int | None = None,
-        shape: Callable[[Any], dict[str, Any]] | None = None,
+        shape: Callable[[Any], dict[str, Any]] | None = None, extra: dict[str, Any] | None = None,
     ) -> Any:
         """Run ``fn`` as the call ``op``: a ``send`` line before, an ``answer``/``refused``/``lost`` line after.
 
         ``shape`` turns the reply into the fields the checker reads (a claim's
-        job and token); the reply itself is kept as text.
+        job and token); the reply itself is kept as text. ``extra`` goes on
+        the ``send`` line (a claim's ``lease_ms``).
         """
         self._n += 1
         n = self._n
         self._write({"w": self.worker, "n": n, "op": op, "at": "send", "t": self.clock.now_ms(),
-                     "job": job, "token": token})
+                     "job": job, "token": token, **(extra or {})})
         try:
             reply = fn()
+        except NotSent as exc:
+            # no link could be opened: the call never left this process, so it certainly did not run
+            self._write({"w": self.worker, "n": n, "at": "refused", "t": self.clock.now_ms(), "error": _err(exc)})
+            raise
         except LINK_ERRORS as exc:
             self._write({"w": self.worker, "n": n, "at": "lost", "t": self.clock.now_ms(), "error": _err(exc)})
             raise
@@ -157,7 +162,8 @@ class Recorder:
 
     def claim(self, conn: Connector, queue: str, lease_ms: int) -> jobs.Claimed | None:
         """``jobs.claim`` recorded; the job and its token are known only from the answer."""
-        return self.call("claim", lambda: jobs.claim(conn, queue, lease_ms), shape=claimed_fields)
+        return self.call("claim", lambda: jobs.claim(conn, queue, lease_ms), shape=claimed_fields,
+                         extra={"lease_ms": lease_ms})
 
     def complete(self, conn: Connector, queue: str, job_id: str, token: int, result: str | bytes = "",
                  *, record: bool = False) -> str:
@@ -351,7 +357,8 @@ def _pair(lines: Iterable[dict[str, Any]]) -> list[Op]:
             out.append(Op(ln["w"], ln["n"], ln["op"], ln["t"], ln["t"], "note", ln.get("job"), ln.get("token"),
                           extra=extra))
         elif ln["at"] == "send":
-            op = Op(ln["w"], ln["n"], ln["op"], ln["t"], None, "send", ln.get("job"), ln.get("token"))
+            extra = {k: v for k, v in ln.items() if k not in ("w", "n", "op", "at", "t", "job", "token")}
+            op = Op(ln["w"], ln["n"], ln["op"], ln["t"], None, "send", ln.get("job"), ln.get("token"), extra=extra)
             open_calls[key] = op
             out.append(op)
         else:

@@ -25,6 +25,13 @@ COLOURS = {
 LABELS = {"ok": "completed", "scheduled": "retried", "dead": "dead", "stale": "stale, refused",
           "none": "no settle seen"}
 _FAULT_MARKS = {"kill": "x", "drop_link": "v", "crash": "X"}
+#: a failover's moments (echomq_teach.failover), each a line across every lane: colour, style, label
+_FAILOVER_LINES = {
+    "hold_replication": ("#e08a1e", ":", "replication held"),
+    "kill_primary": ("red", "-", "primary killed"),
+    "promoted": ("#3a923a", "--", "replica promoted"),
+    "rejoined": ("#4c72b0", ":", "old primary rejoined"),
+}
 
 
 def bars(history: History) -> dict[str, list[tuple[float, float, str, Op, Op | None]]]:
@@ -97,6 +104,9 @@ def draw(history: History, report: Report | None = None, *, ax: Any = None, titl
             ax.axvline(t, color="red", linestyle="--", linewidth=1.2, zorder=3)
         elif o.op == "script_flush":
             ax.axvline(t, color="purple", linestyle=":", linewidth=1.2, zorder=3)
+        elif o.op in _FAILOVER_LINES:
+            colour, style, _ = _FAILOVER_LINES[o.op]
+            ax.axvline(t, color=colour, linestyle=style, linewidth=1.4, zorder=3)
     # a recovery call that put jobs back: a caret on the lane of whoever called it
     for o in history.calls("reap", "stalled"):
         if o.released() and o.worker in y:
@@ -120,7 +130,10 @@ def draw(history: History, report: Report | None = None, *, ax: Any = None, titl
                Line2D([], [], color="red", linestyle="--", label="node restarted"),
                Line2D([], [], color="purple", linestyle=":", label="SCRIPT FLUSH"),
                Line2D([], [], color="#4c72b0", marker="^", linestyle="none", label="reap put jobs back")]
-    ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=6, fontsize=8, frameon=False)
+    seen = {o.op for o in history.notes()}
+    legend += [Line2D([], [], color=c, linestyle=ls, label=label)
+               for op, (c, ls, label) in _FAILOVER_LINES.items() if op in seen]
+    ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=6, fontsize=8, frameon=False)
     verdict = f" — checker: {report.verdict}" if report is not None else ""
     ax.set_title((title or "the run") + verdict)
     fig.tight_layout()

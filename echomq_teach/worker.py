@@ -149,17 +149,27 @@ class Worker:
         return 0
 
 
-def connect_when_up(address: dict[str, Any], wire: int, timeout: float = 20.0) -> tuple[Connector, ServerClock]:
+def connect_when_up(address: dict[str, Any], wire: int, timeout: float = 20.0,
+                    wait: tuple[int, int] | None = None) -> tuple[Connector, ServerClock]:
     """A connector and the node's clock; a worker started while its node restarts waits for it (bounded)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            conn = reconnect(address, wire=wire)
+            conn = reconnect(address, wire=wire, wait=wait)
             return conn, ServerClock(conn)
         except consumer.LINK_ERRORS:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+def parse_wait(text: str) -> tuple[int, int]:
+    """``"1,500"`` → ``(1, 500)``: WAIT's numreplicas and timeout in ms."""
+    n, _, ms = text.partition(",")
+    try:
+        return int(n), int(ms)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--wait must be N,MS (two integers), got {text!r}") from None
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -179,6 +189,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="do not add settles to the completions stream")
     ap.add_argument("--crash-at", choices=CRASH_POINTS)
     ap.add_argument("--crash-on", type=int, default=1, help="the claim (1st, 2nd, …) to crash on")
+    ap.add_argument("--wait", type=parse_wait, default=None, metavar="N,MS",
+                    help="on a cluster: WAIT N MS after every write (N replicas acknowledged, or MS passed)")
     ap.add_argument("--idle-ms", type=int, default=5)
     ap.add_argument("--timeout", type=float, default=300.0, help="a bound: the worker ends after this many seconds")
     return ap.parse_args(argv)
@@ -201,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs.positive_int("--retry-delay-ms", args.retry_delay_ms)
     # named on every link it opens, so that a fault can find this worker in CLIENT LIST and drop it
     address["client_name"] = client_name(args.name)
-    conn, clock = connect_when_up(address, args.wire)
+    conn, clock = connect_when_up(address, args.wire, wait=args.wait)
     rec = Recorder(args.history, args.name, clock)
     worker = Worker(conn, args.queue, rec, handler, args)
 
@@ -213,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return worker.run()
     finally:
-        rec.note("stop")
+        # a cluster connector with wait= counts the writes that fewer replicas than asked acknowledged
+        rec.note("stop", wait_short=getattr(conn, "wait_short", None))
         rec.close()
         conn.close()
 

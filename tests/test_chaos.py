@@ -420,3 +420,17 @@ def test_run_passes_idle_ms_to_its_workers(node, queue, tmp_path):
         finally:
             run.stop()
     assert gone(w.pid)
+
+
+
+def test_stop_ends_every_process_and_leaves_the_widget_on_the_page(durable, made):
+    view = ChaosView(durable, workers=2, jobs=20, lease_ms=800, work_ms=5)
+    made.append(view)
+    assert view.wait_drained(timeout=60) is not None
+    pids = list(view.model.pids)
+    view.stop()
+    assert view.model.closed and view.comm is not None  # still on the page: its last picture stays
+    assert all(gone(p) for p in pids)
+    assert all('data-state="ended"' in label.value for label in view.slot_html)
+    view.close()
+    assert view.comm is None

@@ -34,18 +34,22 @@ WIDGET_TEXT = {
     "04": ["One transition, two executors"],
     "05": ["The flow composer"],
     "06": ["The lifecycle stepper", "One transition, two executors", "The flow composer"],
+    "07": ["verdict: valid"],  # the chaos playground, judged once its round drained
+    "09": [],  # three CounterPlots side by side, one per shard: images, checked below
 }
-IMAGES = {"03": 1, "05": 1, "06": 2}  # a CounterPlot and the composer each draw a PNG into a widgets.Image
+# a CounterPlot and the composer each draw a PNG into a widgets.Image; 07's chaos view, its sizes and timeline
+IMAGES = {"03": 1, "05": 1, "06": 2, "07": 2, "09": 3}
 NO_WIDGETS = {"00", "08"}  # 08 shows matplotlib figures (plain PNG outputs), drawn by this run
-PLOTS = {"08": 2}
+# matplotlib figures drawn by the run: 07's race and nemesis timelines, 08's two, 09's failover timeline
+PLOTS = {"07": 2, "08": 2, "09": 1}
 STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 ERROR_CLASS = re.compile(r"\b[A-Z]\w*(Error|Exception)\b")
 
 
 def test_course_notebooks_are_all_here():
-    # every notebook built from a source is driven here, and the course runs from 00 to at least 08
+    # every notebook built from a source is driven here, and the course runs from 00 to at least 09
     assert [n[:-6] for n in COURSE] == sorted(p.stem for p in (NOTEBOOKS / "src").glob("*.py"))
-    assert {"00", "01", "02", "03", "04", "05", "06", "08"} <= {n[:2] for n in COURSE}
+    assert {"00", "01", "02", "03", "04", "05", "06", "07", "08", "09"} <= {n[:2] for n in COURSE}
 
 
 @pytest.fixture(scope="module")
@@ -127,12 +131,12 @@ def test_notebook_runs_clean_in_the_browser(notebook):
     assert all(re.fullmatch(r"\[\d+\]:", t) for t in prompts), f"{name}: cells left unrun: {prompts}"
 
     widgets = panel.locator(f".jp-OutputArea-output :is({WIDGETS})")
+    if nn in PLOTS:
+        figures = panel.locator('.jp-OutputArea-output[data-mime-type="image/png"] img')
+        expect(figures).to_have_count(PLOTS[nn])
+        assert all(i.evaluate("e => e.naturalWidth") > 300 for i in figures.all())
     if nn in NO_WIDGETS:
         assert widgets.count() == 0
-        if nn in PLOTS:
-            figures = panel.locator('.jp-OutputArea-output[data-mime-type="image/png"] img')
-            expect(figures).to_have_count(PLOTS[nn])
-            assert all(i.evaluate("e => e.naturalWidth") > 300 for i in figures.all())
     else:
         expect(widgets.first).to_be_visible()
         assert widgets.count() > 0

@@ -22,7 +22,8 @@ SOLUTIONS = ROOT / "notebooks" / "solutions"
 CHECK = re.compile(r'exercises\.check\("(\d\d\.\d+)"')
 WIDGET = "application/vnd.jupyter.widget-view+json"
 FALLBACKS = (
-    "Lifecycle stepper, ", "Set view of queue ", "Flow composer: ", "Counter plot over ", "Executor view, ", "ChaosView(",
+    "Lifecycle stepper, ", "Set view of queue ", "Flow composer: ", "Counter plot over ", "Executor view, ",
+    "ChaosView(",
 )
 
 

@@ -264,8 +264,11 @@ class ChaosView(widgets.VBox):
         self._send_all()
         return v
 
-    def close(self) -> None:
-        """Stop the animation, then every worker process by its PID and the metronome; drop the run's own queue."""
+    def stop(self) -> None:
+        """Stop the animation, then every worker process by its PID and the metronome; drop the run's own queue.
+
+        The widget stays on the page with its last picture and verdict, its buttons off.
+        """
         watch = getattr(self, "watch", None)
         if watch is not None:
             watch.stop()
@@ -273,8 +276,15 @@ class ChaosView(widgets.VBox):
         if model is not None and not model.closed:
             model.close()
             if hasattr(self, "status"):
+                # each slot now says "ended", with its worker's exit: what stop() did, on the page
+                for slot, label in zip(model.slots(), self.slot_html):
+                    label.value = wrap(slot_html(slot, model.lease_ms))
                 self._draw_status()
                 self._buttons()
+
+    def close(self) -> None:
+        """``stop()``, then take the widget off the page (ipywidgets' close)."""
+        self.stop()
         super().close()
 
     # -- inside -------------------------------------------------------------------------------------------------

@@ -528,5 +528,5 @@ print(exercises.check("07.2", pass_the_nemesis, conn))
 # Next: **08-the-durable-floor** — what outlives memory.
 
 # %%
-chaos.close()  # its workers stop by PID; the widget above keeps its last picture
+chaos.stop()  # its workers stop by PID; the widget above keeps its last picture and verdict
 playground.stop()
