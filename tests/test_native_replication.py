@@ -163,7 +163,12 @@ def test_native_effects_are_plain_commands_with_literal_values_one_transaction_e
             claimed("A", row_a, deadline_a),
             [  # EMQ.COMPLETE: the stream entry under the id the primary chose, the count as a number
                 ["ZREM", active, "A"],
-                ["XADD", queue_key(Q, "stream:completions"), entry_id, *"id A outcome completed attempts 1 result done".split()],
+                [
+                    "XADD",
+                    queue_key(Q, "stream:completions"),
+                    entry_id,
+                    *"id A outcome completed attempts 1 result done".split(),
+                ],
                 ["DEL", row_a],
                 ["HSET", queue_key(Q, "metrics:completed"), "count", "1"],
             ],
