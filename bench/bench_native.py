@@ -30,7 +30,7 @@ from bench_cluster import cpu_model
 from echomq_teach import LocalNode, executor_cost
 
 DEFAULT_N = 20_000
-DEFAULT_ROUNDS = 3
+DEFAULT_ROUNDS = 5
 LEGS = ("claim", "complete", "fail")
 GOAL = 0.5  # issue 12: the native command at most half the script's server time
 
@@ -46,7 +46,9 @@ def main(argv: list[str]) -> int:
     try:
         conn = node.connector()
         # every round measures both executors; odd rounds run the native windows first
-        runs = [executor_cost.measure(conn, n, LEGS, f"bench-{r}", native_first=r % 2 == 1) for r in range(rounds)]
+        runs = [
+            executor_cost.measure_round(conn, n, LEGS, f"bench-{r}", native_first=r % 2 == 1) for r in range(rounds)
+        ]
         version = conn.client.info("server").get("valkey_version", "?")
         conn.close()
     finally:
@@ -63,14 +65,12 @@ def main(argv: list[str]) -> int:
     print()
     print(f"{'server time per call':<30}{'script µs':>10}{'native µs':>11}{'native/script':>15}   every round")
     worst = 0.0
-    for i in range(len(LEGS)):
+    for i, top in enumerate(executor_cost.best(runs)):
         legs = [run[i] for run in runs]
-        script_us = min(c.script_us for c in legs)
-        native_us = min(c.native_us for c in legs)
-        label = f"{legs[0].script} vs {legs[0].native}"
         each = " ".join(f"{c.ratio:.2f}" for c in legs)
         worst = max(worst, *(c.ratio for c in legs))
-        print(f"{label:<30}{script_us:>10.2f}{native_us:>11.2f}{native_us / script_us:>14.2f}×   {each}")
+        label = f"{top.script} vs {top.native}"
+        print(f"{label:<30}{top.script_us:>10.2f}{top.native_us:>11.2f}{top.ratio:>14.2f}×   {each}")
     print()
     print(f"{'inner commands per call':<30}{'script':>10}{'native':>11}")
     for i, leg in enumerate(LEGS):
