@@ -40,7 +40,7 @@ def test_every_leg_is_measured_on_both_executors_and_the_node_is_left_as_it_was(
     assert all(pings) and raw.info("commandstats")["cmdstat_ping"]["calls"] == before
     assert sorted(raw.keys("*")) == keys_before and raw.get("bystander") == "kept"
     report = executor_cost.report(costs)
-    assert report.count("\n") == 2 and "EMQ.CLAIM" in report and "native/script" in report
+    assert report.count("\n") == 3 and "EMQ.CLAIM" in report and "native/script" in report
     conn.close()
 
 
