@@ -17,8 +17,22 @@ from echomq_teach import compose
 from echomq_teach.node import LocalNode, server_config
 
 
-def policy(client) -> str:
-    return client.config_get("maxmemory-policy")["maxmemory-policy"]
+def policy(node) -> str:
+    """What the running node answers to CONFIG GET maxmemory-policy."""
+    client = node.client()
+    try:
+        return client.config_get("maxmemory-policy")["maxmemory-policy"]
+    finally:
+        client.close()
+
+
+def started_policy(**kwargs) -> str:
+    """The policy of a node started with these arguments, stopped again."""
+    node = LocalNode(**kwargs)
+    try:
+        return policy(node)
+    finally:
+        node.stop()
 
 
 def test_the_shared_config_says_it():
@@ -30,10 +44,8 @@ def test_the_shared_config_says_it():
 def test_a_local_node_never_evicts(kwargs):
     node = LocalNode(**kwargs)
     try:
-        client = node.client()
-        assert policy(client) == "noeviction"
+        assert policy(node) == "noeviction"
         assert "maxmemory-policy noeviction" in (node.dir / "valkey.conf").read_text().splitlines()
-        client.close()
     finally:
         node.stop()
 
@@ -41,22 +53,14 @@ def test_a_local_node_never_evicts(kwargs):
 def test_a_replica_never_evicts():
     primary = LocalNode()
     try:
-        replica = LocalNode(replica_of=primary)
-        try:
-            client = replica.client()
-            assert policy(client) == "noeviction"
-            client.close()
-        finally:
-            replica.stop()
+        assert started_policy(replica_of=primary) == "noeviction"
     finally:
         primary.stop()
 
 
 def test_every_cluster_node_never_evicts(cluster):
     for node in cluster.nodes:
-        client = node.client()
-        assert policy(client) == "noeviction", f"node {node.port}"
-        client.close()
+        assert policy(node) == "noeviction", f"node {node.port}"
 
 
 @pytest.mark.parametrize("native", [False, True], ids=["scripted", "native"])
@@ -65,10 +69,4 @@ def test_the_classroom_shared_nodes_never_evict(native):
     text = compose.node_conf(6379, "users.acl", native=native)
     assert "maxmemory-policy noeviction" in text.splitlines()
     # and a node started with the classroom's limits answers so
-    node = LocalNode(native=native, extra_config=compose.protection())
-    try:
-        client = node.client()
-        assert policy(client) == "noeviction"
-        client.close()
-    finally:
-        node.stop()
+    assert started_policy(native=native, extra_config=compose.protection()) == "noeviction"
