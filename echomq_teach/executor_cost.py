@@ -3,14 +3,22 @@
 The server times every command it runs, and ``INFO commandstats`` keeps each
 command's call count and total microseconds. Nothing here resets them: a
 measurement reads the counters before and after a window of calls and divides
-the difference, so it leaves the node's statistics as they were.
+the difference — the window's ``usec_per_call`` — so it leaves the node's
+statistics as they were.
 
-Each executor gets its own window of ``n`` calls on its own queue, the two
-queues of the same size, one window right after the other (interleaving them call
-by call would hand each native command the caches the Lua VM just cooled, a cost
-no node running one executor pays). ``EVALSHA`` is counted as one command,
-whatever the script runs inside; its inner calls are counted too, each under its
-own name, which is how the windows count them.
+Each executor works on its own queue, the two of the same size. A leg's calls
+are cut into windows, and the executors take turns, window by window (script,
+native, native, script, …): both see their sets at the same sizes and the machine
+in the same moments. Each executor's figure is the median of its windows. A
+window the machine's other work got in the way of (the server descheduled in the
+middle of a call adds milliseconds to it) is an outlier the median leaves out;
+an average over all calls would keep it. Windows are whole runs of one executor:
+interleaving call by call would hand each native command the caches the Lua VM
+just cooled, a cost no node running one executor pays.
+
+``EVALSHA`` is counted as one command, whatever the script runs inside; its inner
+calls are counted too, each under its own name, which is how a window counts
+them.
 
 Python-only, no course counterpart: the course page describes the executors; this
 measures them.
@@ -18,6 +26,7 @@ measures them.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,11 +53,13 @@ class LegCost:
     """One leg measured: both executors' server time per call, and the commands each ran inside."""
 
     leg: str
-    calls: int  # calls of each executor in the measured window
-    script_us: float  # usec_per_call of EVALSHA running the script
-    native_us: float  # usec_per_call of the native command
-    script_inner: float  # other commands the server ran per call in the script's window (its redis.calls)
-    native_inner: float  # the same in the native command's window
+    calls: int  # measured calls of each executor, over all its windows
+    script_us: float  # the median window's usec_per_call of EVALSHA running the script
+    native_us: float  # the same for the native command
+    script_inner: float  # other commands the server ran per call in the script's windows (its redis.calls)
+    native_inner: float  # the same in the native command's windows
+    script_windows: tuple[float, ...] = ()  # each window's usec_per_call, in the order they ran
+    native_windows: tuple[float, ...] = ()
 
     @property
     def script(self) -> str:
@@ -62,6 +73,11 @@ class LegCost:
     def ratio(self) -> float:
         """native ÷ script: below 1, the native command costs the server less."""
         return self.native_us / self.script_us
+
+    @property
+    def window_ratios(self) -> tuple[float, ...]:
+        """native ÷ script for each pair of windows that ran side by side."""
+        return tuple(n / s for s, n in zip(self.script_windows, self.native_windows, strict=True))
 
 
 def _stats(raw: Any) -> dict[str, tuple[int, int]]:
@@ -82,30 +98,21 @@ def _pipelined(raw: Any, calls: Sequence[Sequence[Any]]) -> list[Any]:
     return replies
 
 
-def _window(raw: Any, calls: Sequence[Sequence[Any]]) -> tuple[list[Any], dict[str, tuple[int, int]]]:
-    """Sends the calls; answers their replies and what each command name added to the counters."""
+def _window(raw: Any, calls: Sequence[Sequence[Any]]) -> tuple[list[Any], float, float]:
+    """Sends the calls: their replies, the command's usec_per_call, and other commands per call."""
     before = _stats(raw)
     replies = _pipelined(raw, calls)
     after = _stats(raw)
-    delta = {k: (c - before.get(k, (0, 0))[0], u - before.get(k, (0, 0))[1]) for k, (c, u) in after.items()}
     # the counters' own reads are not part of the window
-    delta.pop("info", None)
-    return replies, {k: v for k, v in delta.items() if v[0] > 0}
-
-
-def _per_call(delta: dict[str, tuple[int, int]], command: str, n: int) -> float:
-    calls, usec = delta.get(command.lower(), (0, 0))
-    if calls != n:
+    delta = {k: c - before.get(k, (0, 0))[0] for k, (c, _) in after.items() if k != "info"}
+    command, n = str(calls[0][0]).lower(), len(calls)
+    if delta.get(command, 0) != n:
         raise RuntimeError(
-            f"expected {n} calls of {command} in the window, the server counted {calls}: "
+            f"expected {n} calls of {calls[0][0]} in the window, the server counted {delta.get(command, 0)}: "
             "is another client using this node? measure on a node of your own"
         )
-    return usec / calls
-
-
-def _inner(delta: dict[str, tuple[int, int]], command: str, n: int) -> float:
-    """Calls of every other command during a window of one executor alone, per call."""
-    return sum(c for name, (c, _) in delta.items() if name != command.lower()) / n
+    usec = after[command][1] - before.get(command, (0, 0))[1]
+    return replies, usec / n, sum(c for k, c in delta.items() if k != command) / n
 
 
 class _Queue:
@@ -127,7 +134,7 @@ class _Queue:
             for i in ids
         ]
 
-    def claim(self) -> list[Any]:
+    def claim(self, _: Any = None) -> list[Any]:
         keys = [queue_key(self.name, "pending"), queue_key(self.name, "active"), self.p]
         return self._send("claim", keys, [LEASE_MS])
 
@@ -143,55 +150,31 @@ class _Queue:
         return self._send("fail", [*sets, job_key(self.name, job_id)], argv)
 
 
+def _check(leg: str, replies: list[Any]) -> None:
+    if leg == "claim" and not all(replies):
+        raise RuntimeError("a claim came back empty: every enqueued job should have been claimable")
+    if leg != "claim" and any(r != (1 if leg == "complete" else "scheduled") for r in replies):
+        raise RuntimeError(f"a {leg} was refused: every token should still have been good")
+
+
 def measure(
-    conn: Connector, n: int = 1000, legs: Sequence[str] = ("claim", "complete"), rounds: int = 3, prefix: str = "cost"
-) -> list[LegCost]:
-    """Each leg's server time per call on both executors: the best of ``rounds`` rounds (see measure_round).
-
-    Rounds alternate which executor goes first. The best is each executor's
-    lowest figure: work on the same machine only ever adds time to a window.
-    """
-    if rounds < 1:
-        raise ValueError("rounds must be at least 1")
-    return best([measure_round(conn, n, legs, f"{prefix}-{r}", native_first=r % 2 == 1) for r in range(rounds)])
-
-
-def best(rounds: Sequence[Sequence[LegCost]]) -> list[LegCost]:
-    """Each leg's lowest figure per executor over rounds of the same legs."""
-    out = []
-    for legs in zip(*rounds, strict=True):
-        first = legs[0]
-        out.append(
-            LegCost(
-                leg=first.leg,
-                calls=first.calls,
-                script_us=min(c.script_us for c in legs),
-                native_us=min(c.native_us for c in legs),
-                script_inner=first.script_inner,
-                native_inner=first.native_inner,
-            )
-        )
-    return out
-
-
-def measure_round(
     conn: Connector,
     n: int = 1000,
     legs: Sequence[str] = ("claim", "complete"),
+    windows: int = 5,
     prefix: str = "cost",
-    native_first: bool = False,
 ) -> list[LegCost]:
-    """One round: each leg's server time per call, a window of ``n`` calls for each executor.
+    """Each leg's server time per call on both executors: ``n`` calls each, in ``windows`` windows.
 
     ``conn`` is a wire 6 connector on a native node of your own (on a shared
     node, other students' calls would be counted too, and the call counts would
     not add up: that is refused). Two queues, ``<prefix>-script`` and
     ``<prefix>-native``, are filled with ``n`` jobs (plus a few to warm up),
-    drained leg by leg, and dropped again. ``native_first`` swaps the order of
-    the two windows of each leg.
+    drained leg by leg, and dropped again; the warm-up calls (sockets, caches,
+    the script cache) are not measured.
     """
-    if n < 1:
-        raise ValueError("n must be at least 1 call per executor")
+    if n < 1 or windows < 1 or n % windows:
+        raise ValueError(f"n must be a positive multiple of windows (at least 1 each), got n={n}, windows={windows}")
     unknown = [leg for leg in legs if leg not in LEGS]
     if unknown or not legs or legs[0] != "claim" or len(set(legs)) != len(legs):
         raise ValueError(f"legs must start with 'claim' and name each of {sorted(LEGS)} at most once, got {list(legs)}")
@@ -200,47 +183,55 @@ def measure_round(
     raw = conn.client
     shas = {name: raw.script_load(scripts.load(name).source) for name in ("enqueue", "claim2", "complete", "retry")}
     queues = [_Queue(f"{prefix}-script", False, shas), _Queue(f"{prefix}-native", True, shas)]
-    if native_first:
-        queues.reverse()
     for q in queues:
         jobs.drop(conn, q.name)
-    waves = iter(range(1000))
+    size, waves = n // windows, iter(range(1000))
 
-    def wave() -> list[str]:
-        """Ids for a wave of jobs, in the order claims pop them."""
+    def fill(q: _Queue) -> None:
         w = next(waves)
-        return [f"JOB{w:03d}{i:08d}" for i in range(WARM + n)]
-
-    def claims(q: _Queue) -> list[Any]:
-        """A fresh wave of jobs, enqueued and claimed (not measured): what a settle leg settles."""
-        _pipelined(raw, q.enqueue_calls(wave()))
-        return _pipelined(raw, [q.claim() for _ in range(WARM + n)])
+        _pipelined(raw, q.enqueue_calls(f"JOB{w:03d}{i:08d}" for i in range(WARM + n)))
 
     out: list[LegCost] = []
     try:
         held: dict[bool, list[Any]] = {}
         for i, leg in enumerate(legs):
-            figures: dict[bool, tuple[float, float]] = {}
             for q in queues:
                 if leg == "claim":
-                    _pipelined(raw, q.enqueue_calls(wave()))
-                    calls = [q.claim() for _ in range(WARM + n)]
-                else:
-                    if leg == "fail" and "complete" in legs[:i]:
-                        held[q.native] = claims(q)  # the completions settled every claimed job
-                    calls = [getattr(q, leg)(c) for c in held[q.native]]
-                # a warm-up window (sockets, caches, the script cache), then the measured one
-                warm = _pipelined(raw, calls[:WARM])
-                replies, delta = _window(raw, calls[WARM:])
-                command = calls[0][0]
-                figures[q.native] = (_per_call(delta, command, n), _inner(delta, command, n))
-                if leg == "claim":
-                    if not all(warm + replies):
-                        raise RuntimeError("a claim came back empty: every enqueued job should have been claimable")
-                    held[q.native] = warm + replies
-                elif any(r != (1 if leg == "complete" else "scheduled") for r in warm + replies):
-                    raise RuntimeError(f"a {leg} was refused: every token should still have been good")
-            out.append(LegCost(leg, n, figures[False][0], figures[True][0], figures[False][1], figures[True][1]))
+                    fill(q)
+                elif leg == "fail" and "complete" in legs[:i]:
+                    # the completions settled every claimed job: claim a fresh wave to fail (not measured)
+                    fill(q)
+                    held[q.native] = _pipelined(raw, [q.claim() for _ in range(WARM + n)])
+            make = {q.native: getattr(q, leg) for q in queues}
+            source = {q.native: held.get(q.native, [None] * (WARM + n)) for q in queues}
+            replies: dict[bool, list[Any]] = {}
+            for q in queues:
+                replies[q.native] = _pipelined(raw, [make[q.native](c) for c in source[q.native][:WARM]])
+            figures: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+            for w in range(windows):
+                # the executors take turns: script then native, native then script, …
+                for q in queues if w % 2 == 0 else queues[::-1]:
+                    part = source[q.native][WARM + w * size : WARM + (w + 1) * size]
+                    got, us, inner = _window(raw, [make[q.native](c) for c in part])
+                    replies[q.native] += got
+                    figures[q.native].append((us, inner))
+            for q in queues:
+                _check(leg, replies[q.native])
+            if leg == "claim":
+                held = replies
+            s, nat = figures[False], figures[True]
+            out.append(
+                LegCost(
+                    leg=leg,
+                    calls=n,
+                    script_us=statistics.median(us for us, _ in s),
+                    native_us=statistics.median(us for us, _ in nat),
+                    script_inner=s[0][1],
+                    native_inner=nat[0][1],
+                    script_windows=tuple(us for us, _ in s),
+                    native_windows=tuple(us for us, _ in nat),
+                )
+            )
     finally:
         for q in queues:
             jobs.drop(conn, q.name)

@@ -23,7 +23,7 @@ def test_every_leg_is_measured_on_both_executors_and_the_node_is_left_as_it_was(
     pings = [raw.ping() for _ in range(3)]
     before = raw.info("commandstats")["cmdstat_ping"]["calls"]
     keys_before = sorted(raw.keys("*"))
-    costs = executor_cost.measure(conn, n=50, legs=("claim", "complete", "fail"), rounds=2)
+    costs = executor_cost.measure(conn, n=60, legs=("claim", "complete", "fail"), windows=3)
     assert [c.leg for c in costs] == ["claim", "complete", "fail"]
     assert [(c.script, c.native) for c in costs] == [
         ("@claim2", "EMQ.CLAIM"),
@@ -31,8 +31,11 @@ def test_every_leg_is_measured_on_both_executors_and_the_node_is_left_as_it_was(
         ("@retry", "EMQ.FAIL"),
     ]
     for c in costs:
-        assert c.calls == 50 and c.script_us > 0 and c.native_us > 0
+        assert c.calls == 60 and c.script_us > 0 and c.native_us > 0
         assert c.ratio == c.native_us / c.script_us
+        # each executor's figure is its median window; the pairs of windows ran side by side
+        assert len(c.script_windows) == len(c.native_windows) == len(c.window_ratios) == 3
+        assert c.script_us == sorted(c.script_windows)[1] and c.native_us == sorted(c.native_windows)[1]
         # the script's redis.calls are counted under their own names; the module calls no command
         assert c.script_inner >= 5 and c.native_inner == 0
     assert costs[0].script_inner == 7  # @claim2: ZPOPMIN EXISTS HINCRBY HSET TIME ZADD HGET
@@ -49,7 +52,7 @@ def test_a_scripted_node_cannot_be_measured():
     try:
         conn = node.connector()
         with pytest.raises(WireError, match="trafikey"):
-            executor_cost.measure(conn, n=10, rounds=1)
+            executor_cost.measure(conn, n=10, windows=1)
         assert conn.client.dbsize() == 1  # the brand only: nothing was written
         conn.close()
     finally:
@@ -59,8 +62,9 @@ def test_a_scripted_node_cannot_be_measured():
 @pytest.mark.parametrize(
     ("kwargs", "words"),
     [
-        ({"n": 0}, "n must be at least 1"),
-        ({"rounds": 0}, "rounds must be at least 1"),
+        ({"n": 0}, "n must be a positive multiple of windows"),
+        ({"windows": 0}, "n must be a positive multiple of windows"),
+        ({"n": 10, "windows": 3}, "n must be a positive multiple of windows"),
         ({"legs": ("complete",)}, "legs must start with 'claim'"),
         ({"legs": ("claim", "nap")}, "legs must start with 'claim'"),
         ({"legs": ("claim", "complete", "complete")}, "at most once"),

@@ -323,17 +323,18 @@ executors
 # script: a command call costs about the same whoever makes it.)
 #
 # The server times every command it runs; `INFO commandstats` keeps each command's calls and total
-# microseconds. `executor_cost.measure` reads those counters before and after a window of claims on
-# each executor, then one of completions — on a native node of your own, since a shared node's
-# counters hold everyone's calls. `calls in` counts the commands each executor ran inside one call
-# of its own. The times depend on the machine and on what else it is doing; those counts do not.
+# microseconds. `executor_cost.measure` reads those counters before and after each window of claims,
+# then of completions, the two executors taking turns window by window, and keeps each one's median
+# window — on a native node of your own, since a shared node's counters hold everyone's calls.
+# `calls in` counts the commands each executor ran inside one call of its own. The times depend on
+# the machine and on what else it is doing; those counts do not.
 
 # %%
 from echomq_teach import executor_cost
 
 lab = native if native.owned else start_node(native=True, provider="local")
 lab_conn = lab.connector()
-costs = executor_cost.measure(lab_conn, n=500)
+costs = executor_cost.measure(lab_conn, n=1000)
 print(executor_cost.report(costs))
 for c in costs:
     # the script's redis.calls are counted under their own names; the native command calls none
