@@ -133,7 +133,8 @@ long tk_zhead(TkOpen k, double below, TkStr **out, long limit) {
     tk_ZsetFirstInScoreRange(k.key, -INFINITY, below, 0, !isinf(below));
     while (n < limit && !tk_ZsetRangeEndReached(k.key)) {
         out[n++] = tk_ZsetRangeCurrentElement(k.key, NULL); /* a copy, freed with the command */
-        tk_ZsetRangeNext(k.key);
+        /* step on only for a member still wanted: a step reads the next node, a cache miss away */
+        if (n < limit) tk_ZsetRangeNext(k.key);
     }
     tk_ZsetRangeStop(k.key);
     return n;
