@@ -63,8 +63,10 @@ int emq_claim(TkCtx *ctx, TkStr **argv, int argc) {
         /* what the writes below would trip on, checked while nothing is written */
         active_w = tk_open(ctx, active_k, TK_READ | TK_WRITE);
         if (!tk_holds(ctx, active_w, TK_KEYTYPE_ZSET, NULL)) return TK_OK;
-        if (fields[0].ptr && (!tk_parse_ll(fields[0], &att) || att == LLONG_MAX))
-            return tk_error(ctx, "EMQSTATE %s attempts is not an integer that can grow", tk_show(ctx, tk_arg(row.name)));
+        if (fields[0].ptr && (!tk_parse_ll(fields[0], &att) || att == LLONG_MAX)) {
+            const char *shown = tk_show(ctx, tk_arg(row.name));
+            return tk_error(ctx, "EMQSTATE %s attempts is not an integer that can grow", shown);
+        }
         run_id = tk_run_id(ctx);
         if (!run_id) return TK_OK;
     }
