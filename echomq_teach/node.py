@@ -203,10 +203,13 @@ def server_config(
     durable: bool,
     module_path: str | None,
 ) -> list[str]:
-    """The valkey.conf lines every node the kit starts shares: loopback, a password, no RDB.
+    """The valkey.conf lines every node the kit starts shares: loopback, a password, no RDB, no eviction.
 
     It goes in a file in a 0700 folder, which keeps the password out of ``ps``.
     ``durable`` keeps an AOF (fsync on every write, so a restart shows all of it).
+    ``noeviction`` is the server's default, set here all the same: a queue must
+    never lose a key to eviction, whatever default a build or a later
+    ``maxmemory`` brings (a full node refuses writes instead: docs/decisions.md).
     """
     lines = [
         "bind 127.0.0.1",
@@ -219,6 +222,7 @@ def server_config(
         'save ""',
         "enable-debug-command local",
         "databases 1",
+        "maxmemory-policy noeviction",
     ]
     lines += ["appendonly yes", "appendfsync always", "appenddirname aof"] if durable else ["appendonly no"]
     if module_path:

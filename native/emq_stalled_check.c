@@ -11,12 +11,17 @@
  * without being counted; every lapsed lease's lease_epoch goes with it. Every
  * row is read before the first write: the read pass keeps what the script's
  * earlier writes would have changed (a parent's state, its :dependencies
- * count), so it judges each id as the script would. */
+ * count), so it judges each id as the script would.
+ *
+ * Replicated effects, id by id in the script's order: ZREM from active, HSET of
+ * the new stalled count, HDEL of lease_epoch, ZADD to pending or dead (the time
+ * of death as a number), HSET of state; for a buried child's parent, its HSET,
+ * ZADD, the :unsuccessful HSET, the :dependencies count SET as a number (KEEPTTL,
+ * as DECR keeps an expiry), and HDEL of the child's link. */
 #include <limits.h>
-#include <stdio.h>
 #include <string.h>
 
-#include "tk_util.h"
+#include "tk_keys.h"
 
 static const TkShape stalled_shape = {"EMQ.STALLED.CHECK", 4, 1, 0, NULL};
 
@@ -76,12 +81,15 @@ static int get_state(TkCtx *ctx, Notes *notes, TkBuf prow, TkBuf *out) {
         return 1;
     }
     /* HGET on a row that is not a hash would fail the script half-way: refuse it here */
-    if (!tk_holds(ctx, prow, "hash", NULL)) return 0;
-    TkReply *r = tk_Call(ctx, "HGET", "Ebc", TK_B(prow), "state");
-    if (tk_failed(ctx, r)) return 0;
+    TkBuf state;
+    TkOpen k = tk_open(ctx, tk_name(ctx, prow), TK_READ);
+    int ok = tk_holds(ctx, k, TK_KEYTYPE_HASH, NULL);
+    tk_hmget(k, &TK_W(STATE), 1, &state);
+    tk_close(&k);
+    if (!ok) return 0;
     note = &notes->states[notes->nstates++];
     note->key = prow;
-    note->state = tk_str(r);
+    note->state = state;
     *out = note->state;
     return 1;
 }
@@ -90,10 +98,12 @@ static int get_state(TkCtx *ctx, Notes *notes, TkBuf prow, TkBuf *out) {
 static int decr_count(TkCtx *ctx, Notes *notes, TkBuf deps, long long *left) {
     Note *note = find(notes->counts, notes->ncounts, deps);
     if (!note) {
-        if (!tk_holds(ctx, deps, "string", NULL)) return 0;
-        TkReply *r = tk_Call(ctx, "GET", "Eb", TK_B(deps));
-        if (tk_failed(ctx, r)) return 0;
-        TkBuf v = tk_str(r);
+        TkBuf v;
+        TkOpen k = tk_open(ctx, tk_name(ctx, deps), TK_READ);
+        int ok = tk_holds(ctx, k, TK_KEYTYPE_STRING, NULL);
+        tk_string(ctx, k, &v);
+        tk_close(&k);
+        if (!ok) return 0;
         long long count = 0; /* DECR of an absent key starts from 0 */
         if (v.ptr && !tk_parse_ll(v, &count)) {
             tk_error(ctx, "EMQSTATE %s is not an integer", tk_show(ctx, deps));
@@ -148,10 +158,8 @@ static int judge_death(TkCtx *ctx, Notes *notes, Death *deaths, TkBuf base, TkBu
             return 0;
         }
     }
-    TkReply *r = tk_Call(ctx, "EXISTS", "Eb", TK_B(prow));
-    if (tk_failed(ctx, r)) return 0;
     /* a removed parent: the script skips the policy (and keeps the child's link) */
-    if (tk_CallReplyInteger(r) == 0) return 1;
+    if (!tk_KeyExists(ctx, tk_name(ctx, prow))) return 1;
     d->policy = policy_of(policy);
     d->pid = parent;
     d->prow = prow;
@@ -170,7 +178,12 @@ static int judge_death(TkCtx *ctx, Notes *notes, Death *deaths, TkBuf base, TkBu
                 return 0;
             }
         }
-        if (d->policy == IGNORE && !tk_holds(ctx, d->unsuccessful, "hash", NULL)) return 0;
+        if (d->policy == IGNORE) {
+            TkOpen k = tk_open(ctx, tk_name(ctx, d->unsuccessful), TK_READ);
+            int ok = tk_holds(ctx, k, TK_KEYTYPE_HASH, NULL);
+            tk_close(&k);
+            if (!ok) return 0;
+        }
         long long left;
         if (!decr_count(ctx, notes, d->deps, &left)) return 0;
         if (left <= 0) {
@@ -183,108 +196,136 @@ static int judge_death(TkCtx *ctx, Notes *notes, Death *deaths, TkBuf base, TkBu
     return 1;
 }
 
+/* A key of a buried child's parent, opened for one write and closed again: it may be a key the
+ * sweep opens again later (a parent that is also a lapsed row). */
+static TkOpen parent_key(TkCtx *ctx, TkBuf name) { return tk_open(ctx, tk_name(ctx, name), TK_READ | TK_WRITE); }
+
+/* DECR, as the script's: the count now, less one, written as the number it is; 0 after replying. */
+static int decrement(TkCtx *ctx, TkOpen k) {
+    TkBuf v;
+    tk_string(ctx, k, &v);
+    long long count = 0;
+    /* the read pass checked this key's type and value, and nothing since has written it but us */
+    if (v.ptr && (!tk_parse_ll(v, &count) || count == LLONG_MIN)) {
+        tk_error(ctx, "EMQSTATE %s is not an integer", tk_show(ctx, tk_arg(k.name)));
+        return 0;
+    }
+    return tk_set_integer(ctx, k, count - 1);
+}
+
 /* The parent side of a buried child, in child_death.lua's order; 0 after replying on failure. */
-static int write_death(TkCtx *ctx, const Death *d, TkBuf row, TkBuf cid, TkBuf pending, TkBuf dead, long long now) {
+static int write_death(TkCtx *ctx, const Death *d, TkOpen row, TkStr *cid, TkOpen pending, TkOpen dead,
+                       long long now) {
     if (d->policy == NO_PARENT) return 1;
-    TkReply *r;
+    TkStr *pid = tk_name(ctx, d->pid);
+    int ok = 1;
     if (d->bury_parent) {
-        r = tk_Call(ctx, "ZADD", "!Eblb", TK_B(dead), now, TK_B(d->pid));
-        if (tk_failed(ctx, r)) return 0;
-        TkBuf why = child_failed(ctx, cid);
-        r = tk_Call(ctx, "HSET", "!Ebcccb", TK_B(d->prow), "state", "dead", "last_error", TK_B(why));
-        if (tk_failed(ctx, r)) return 0;
+        ok = tk_zadd(ctx, dead, now, pid);
+        TkStr *buried[] = {TK_W(STATE), TK_W(DEAD), TK_W(LAST_ERROR), tk_name(ctx, child_failed(ctx, tk_arg(cid)))};
+        TkOpen prow = parent_key(ctx, d->prow);
+        ok = ok && tk_hset(ctx, prow, buried, 2);
+        tk_close(&prow);
     }
-    if (d->policy == IGNORE) {
-        r = tk_Call(ctx, "HSET", "!Ebbc", TK_B(d->unsuccessful), TK_B(cid), "stalled");
-        if (tk_failed(ctx, r)) return 0;
+    if (ok && d->policy == IGNORE) {
+        /* the child's id is the field name */
+        TkStr *failed[] = {cid, TK_W(STALLED)};
+        TkOpen unsuccessful = parent_key(ctx, d->unsuccessful);
+        ok = tk_hset(ctx, unsuccessful, failed, 1);
+        tk_close(&unsuccessful);
     }
-    if (d->policy == IGNORE || d->policy == REMOVE) {
+    if (ok && (d->policy == IGNORE || d->policy == REMOVE)) {
         /* counted as done: the same release the fan-in in @complete makes */
-        r = tk_Call(ctx, "DECR", "!Eb", TK_B(d->deps));
-        if (tk_failed(ctx, r)) return 0;
-        if (d->release) {
-            r = tk_Call(ctx, "ZADD", "!Ebcb", TK_B(pending), "0", TK_B(d->pid));
-            if (tk_failed(ctx, r)) return 0;
-            r = tk_Call(ctx, "HSET", "!Ebcc", TK_B(d->prow), "state", "pending");
-            if (tk_failed(ctx, r)) return 0;
+        TkOpen deps = parent_key(ctx, d->deps);
+        ok = decrement(ctx, deps);
+        tk_close(&deps);
+        if (ok && d->release) {
+            TkStr *released[] = {TK_W(STATE), TK_W(PENDING)};
+            TkOpen prow = parent_key(ctx, d->prow);
+            ok = tk_zadd(ctx, pending, 0, pid) && tk_hset(ctx, prow, released, 1);
+            tk_close(&prow);
         }
     }
     /* a counted death detaches the child; 'wait' keeps the link for a reprocess */
-    if (d->policy != WAIT) {
-        r = tk_Call(ctx, "HDEL", "!Ebcc", TK_B(row), "parent", "parent_policy");
-        if (tk_failed(ctx, r)) return 0;
+    if (ok && d->policy != WAIT) {
+        TkStr *const link[] = {TK_W(PARENT), TK_W(PARENT_POLICY)};
+        ok = tk_hdel(ctx, row, link, 2);
     }
-    return 1;
+    return ok;
 }
 
 int emq_stalled_check(TkCtx *ctx, TkStr **argv, int argc) {
     tk_AutoMemory(ctx);
     if (!tk_check_brand(ctx, argv, argc) || !tk_check_shape(ctx, argv, argc, &stalled_shape)) return TK_OK;
-    TkBuf active = tk_arg(argv[2]), pending = tk_arg(argv[3]), dead = tk_arg(argv[4]), base = tk_arg(argv[5]);
+    TkStr *active_k = argv[2], *pending_k = argv[3], *dead_k = argv[4];
+    TkBuf active = tk_arg(active_k), pending = tk_arg(pending_k), dead = tk_arg(dead_k), base = tk_arg(argv[5]);
     long long max_stalled;
     if (!tk_positive(ctx, argv[6], "max_stalled", &max_stalled)) return TK_OK;
     if (!tk_check_base(ctx, base) || !tk_check_key(ctx, "active", active, base, "active") ||
         !tk_check_key(ctx, "pending", pending, base, "pending") || !tk_check_key(ctx, "dead", dead, base, "dead"))
         return TK_OK;
     long long now = tk_now_ms();
-    const char *run_id = tk_run_id(ctx);
+    TkStr *run_id = tk_run_id(ctx);
     if (!run_id) return TK_OK;
 
     /* a lease is lapsed once the clock has passed its deadline (the active score) */
-    char below[32];
-    snprintf(below, sizeof below, "(%lld", now);
-    TkReply *lapsed = tk_Call(ctx, "ZRANGEBYSCORE", "Ebccccc", TK_B(active), "-inf", below, "LIMIT", "0",
-                              TK_SWEEP_LIMIT_S);
-    if (tk_failed(ctx, lapsed)) return TK_OK;
-    size_t n = tk_CallReplyLength(lapsed);
-    if (n > TK_SWEEP_LIMIT) n = TK_SWEEP_LIMIT;
+    TkStr *ids[TK_SWEEP_LIMIT];
+    TkOpen active_w = tk_open(ctx, active_k, TK_READ | TK_WRITE);
+    long lapsed = tk_zhead(active_w, (double)now, ids, TK_SWEEP_LIMIT);
+    if (lapsed < 0) return tk_wrongtype(ctx);
+    size_t n = (size_t)lapsed;
 
     /* the read pass: every row judged while nothing is written */
-    TkBuf ids[TK_SWEEP_LIMIT], rows[TK_SWEEP_LIMIT];
+    TkBuf rows[TK_SWEEP_LIMIT];
+    TkStr *row_names[TK_SWEEP_LIMIT];
     enum verdict verdicts[TK_SWEEP_LIMIT];
-    int epochs[TK_SWEEP_LIMIT]; /* the row carries a lease_epoch, which goes with the lease */
+    long long stalls[TK_SWEEP_LIMIT]; /* the row's stalled count once this sweep counts it */
+    int epochs[TK_SWEEP_LIMIT];       /* the row carries a lease_epoch, which goes with the lease */
     Death deaths[TK_SWEEP_LIMIT];
     Notes notes;
     notes.nstates = notes.ncounts = 0;
     size_t nrequeued = 0, ndead = 0;
-    if (n > 0 && (!tk_holds(ctx, pending, "zset", NULL) || !tk_holds(ctx, dead, "zset", NULL))) return TK_OK;
+    /* the sets are opened once for the whole sweep: no other key of it can be one of them */
+    TkOpen pending_w = tk_open(ctx, pending_k, TK_READ | TK_WRITE), dead_w = tk_open(ctx, dead_k, TK_READ | TK_WRITE);
+    if (n > 0 && (!tk_holds(ctx, pending_w, TK_KEYTYPE_ZSET, NULL) || !tk_holds(ctx, dead_w, TK_KEYTYPE_ZSET, NULL)))
+        return TK_OK;
     for (size_t i = 0; i < n; i++) {
-        ids[i] = tk_str(tk_CallReplyArrayElement(lapsed, i));
-        rows[i] = tk_row_key(ctx, base, ids[i]);
+        rows[i] = tk_row_key(ctx, base, tk_arg(ids[i]));
+        row_names[i] = tk_name(ctx, rows[i]);
     }
+    TkStr *const wanted[] = {TK_W(STALLED), TK_W(LEASE_EPOCH), TK_W(PARENT), TK_W(PARENT_POLICY)};
     for (size_t i = 0; i < n; i++) {
         deaths[i].policy = NO_PARENT;
         epochs[i] = 0;
+        TkBuf fields[4];
         int exists;
-        if (!tk_holds(ctx, rows[i], "hash", &exists)) return TK_OK;
+        TkOpen row = tk_open(ctx, row_names[i], TK_READ);
+        int ok = tk_holds(ctx, row, TK_KEYTYPE_HASH, &exists);
+        tk_hmget(row, wanted, 4, fields);
+        tk_close(&row);
+        if (!ok) return TK_OK;
         if (!exists) {
             verdicts[i] = GHOST; /* dropped from active, in neither list, as the script does */
             continue;
         }
-        TkReply *fields =
-            tk_Call(ctx, "HMGET", "Ebcccc", TK_B(rows[i]), "stalled", "lease_epoch", "parent", "parent_policy");
-        if (tk_failed(ctx, fields)) return TK_OK;
-        TkBuf epoch = tk_str(tk_CallReplyArrayElement(fields, 1));
+        TkBuf epoch = fields[1];
         epochs[i] = epoch.ptr != NULL;
-        if (epoch.ptr && !tk_is(epoch, run_id)) {
+        if (epoch.ptr && !tk_same(epoch, tk_arg(run_id))) {
             /* a lease from before a restart: its worker is gone with the old process, not stalled */
             verdicts[i] = EXEMPT;
             set_state(&notes, rows[i], "pending");
             nrequeued++;
             continue;
         }
-        TkBuf stalled_s = tk_str(tk_CallReplyArrayElement(fields, 0));
         long long stalled = 0;
-        if (stalled_s.ptr && (!tk_parse_ll(stalled_s, &stalled) || stalled == LLONG_MAX))
+        if (fields[0].ptr && (!tk_parse_ll(fields[0], &stalled) || stalled == LLONG_MAX))
             return tk_error(ctx, "EMQSTATE %s stalled is not an integer that can grow", tk_show(ctx, rows[i]));
-        if (stalled + 1 > max_stalled) {
+        stalls[i] = stalled + 1;
+        if (stalls[i] > max_stalled) {
             verdicts[i] = BURY;
             set_state(&notes, rows[i], "dead");
             ndead++;
             /* a buried flow child answers to its parent's policy, as a retry at the cap does */
-            TkBuf parent = tk_str(tk_CallReplyArrayElement(fields, 2));
-            TkBuf policy = tk_str(tk_CallReplyArrayElement(fields, 3));
-            if (!judge_death(ctx, &notes, deaths, base, parent, policy, rows, i, n)) return TK_OK;
+            if (!judge_death(ctx, &notes, deaths, base, fields[2], fields[3], rows, i, n)) return TK_OK;
         } else {
             verdicts[i] = REQUEUE;
             set_state(&notes, rows[i], "pending");
@@ -292,43 +333,40 @@ int emq_stalled_check(TkCtx *ctx, TkStr **argv, int argc) {
         }
     }
 
-    /* the write pass, id by id in the script's order */
+    /* the write pass, id by id in the script's order; each row is opened for its own id only */
     for (size_t i = 0; i < n; i++) {
-        TkReply *r = tk_Call(ctx, "ZREM", "!Ebb", TK_B(active), TK_B(ids[i]));
-        if (tk_failed(ctx, r)) return TK_OK;
+        if (!tk_zrem(ctx, active_w, ids[i])) return TK_OK;
         if (verdicts[i] == GHOST) continue;
+        TkOpen row = tk_open(ctx, row_names[i], TK_READ | TK_WRITE);
+        int ok = 1;
         if (verdicts[i] != EXEMPT) {
-            r = tk_Call(ctx, "HINCRBY", "!Ebcc", TK_B(rows[i]), "stalled", "1");
-            if (tk_failed(ctx, r)) return TK_OK;
+            /* the script's HINCRBY, as the count it leaves: only this sweep writes the field */
+            TkStr *counted[] = {TK_W(STALLED), tk_CreateStringFromLongLong(ctx, stalls[i])};
+            ok = tk_hset(ctx, row, counted, 1);
         }
         /* every lapsed lease ends here, exempt or not, and its lease_epoch with it (as the script's
          * HDEL): a later lease, say one @claim2 grants after a restart, is then counted again */
-        if (epochs[i]) {
-            r = tk_Call(ctx, "HDEL", "!Ebc", TK_B(rows[i]), "lease_epoch");
-            if (tk_failed(ctx, r)) return TK_OK;
+        if (ok && epochs[i]) ok = tk_hdel(ctx, row, &TK_W(LEASE_EPOCH), 1);
+        if (ok && verdicts[i] == BURY) {
+            TkStr *buried[] = {TK_W(STATE), TK_W(DEAD), TK_W(LAST_ERROR), TK_W(STALLED)};
+            ok = tk_zadd(ctx, dead_w, now, ids[i]) && tk_hset(ctx, row, buried, 2) &&
+                 write_death(ctx, &deaths[i], row, ids[i], pending_w, dead_w, now);
+        } else if (ok) {
+            TkStr *requeued[] = {TK_W(STATE), TK_W(PENDING)};
+            ok = tk_zadd(ctx, pending_w, 0, ids[i]) && tk_hset(ctx, row, requeued, 1);
         }
-        if (verdicts[i] == BURY) {
-            r = tk_Call(ctx, "ZADD", "!Eblb", TK_B(dead), now, TK_B(ids[i]));
-            if (tk_failed(ctx, r)) return TK_OK;
-            r = tk_Call(ctx, "HSET", "!Ebcccc", TK_B(rows[i]), "state", "dead", "last_error", "stalled");
-            if (tk_failed(ctx, r)) return TK_OK;
-            if (!write_death(ctx, &deaths[i], rows[i], ids[i], pending, dead, now)) return TK_OK;
-        } else {
-            r = tk_Call(ctx, "ZADD", "!Ebcb", TK_B(pending), "0", TK_B(ids[i]));
-            if (tk_failed(ctx, r)) return TK_OK;
-            r = tk_Call(ctx, "HSET", "!Ebcc", TK_B(rows[i]), "state", "pending");
-            if (tk_failed(ctx, r)) return TK_OK;
-        }
+        tk_close(&row);
+        if (!ok) return TK_OK;
     }
 
     tk_ReplyWithArray(ctx, 2);
     tk_ReplyWithArray(ctx, (long)nrequeued);
     for (size_t i = 0; i < n; i++) {
-        if (verdicts[i] == REQUEUE || verdicts[i] == EXEMPT) tk_ReplyWithStringBuffer(ctx, TK_B(ids[i]));
+        if (verdicts[i] == REQUEUE || verdicts[i] == EXEMPT) tk_ReplyWithString(ctx, ids[i]);
     }
     tk_ReplyWithArray(ctx, (long)ndead);
     for (size_t i = 0; i < n; i++) {
-        if (verdicts[i] == BURY) tk_ReplyWithStringBuffer(ctx, TK_B(ids[i]));
+        if (verdicts[i] == BURY) tk_ReplyWithString(ctx, ids[i]);
     }
     return TK_OK;
 }

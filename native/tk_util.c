@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tk_keys.h"
 #include "tk_util.h"
 
 /* Longest stretch of a caller's value an error message quotes. */
@@ -110,26 +111,6 @@ int tk_error(TkCtx *ctx, const char *fmt, ...) {
     return TK_OK;
 }
 
-int tk_failed(TkCtx *ctx, TkReply *r) {
-    if (!r) {
-        /* with the E flag every failure comes back as a reply; this is a guard */
-        tk_ReplyWithError(ctx, "ERR trafikey inner call failed");
-        return 1;
-    }
-    if (tk_CallReplyType(r) == TK_REPLY_ERROR) {
-        /* the server's own error (WRONGTYPE ...), passed on as it came */
-        tk_ReplyWithCallReply(ctx, r);
-        return 1;
-    }
-    return 0;
-}
-
-TkBuf tk_str(TkReply *r) {
-    TkBuf b = {NULL, 0};
-    if (r && tk_CallReplyType(r) == TK_REPLY_STRING) b.ptr = tk_CallReplyStringPtr(r, &b.len);
-    return b;
-}
-
 /* On a cluster: emq:version:{q} for the first key emq:{q}:..., the same hashtag and so the
  * same slot as every key the command declares; absent (after replying) when the key is not a
  * queue's. */
@@ -150,28 +131,31 @@ static TkBuf tk_queue_brand_key(TkCtx *ctx, TkStr **argv, int argc) {
     return tk_concat(ctx, tk_lit(TK_QUEUE_BRAND_PREFIX), tag, empty);
 }
 
+/* Set once at load: the server's cluster mode is fixed for its life. */
+static int cluster_mode = -1;
+
+void tk_note_cluster(TkCtx *ctx) { cluster_mode = (tk_GetContextFlags(ctx) & TK_CTX_FLAGS_CLUSTER) != 0; }
+
 int tk_check_brand(TkCtx *ctx, TkStr **argv, int argc) {
     /* a standalone node carries one brand; a cluster node reads the queue's, in the queue's slot */
-    int cluster = (tk_GetContextFlags(ctx) & TK_CTX_FLAGS_CLUSTER) != 0;
+    if (cluster_mode < 0) tk_note_cluster(ctx);
+    int cluster = cluster_mode;
     TkBuf key = cluster ? tk_queue_brand_key(ctx, argv, argc) : tk_lit(TK_BRAND_KEY);
     if (!key.ptr) return 0;
+    TkStr *name = cluster ? tk_name(ctx, key) : TK_W(BRAND_KEY);
     const char *who = cluster ? "queue" : "node";
-    TkReply *r = tk_Call(ctx, "GET", "Eb", TK_B(key));
-    if (!r) {
-        tk_failed(ctx, r);
-        return 0;
-    }
-    /* a key of another type answers an error reply here: "not a string" below */
-    int type = tk_CallReplyType(r);
-    if (type == TK_REPLY_NULL) {
+    TkBuf brand;
+    TkOpen k = tk_open(ctx, name, TK_READ);
+    int type = tk_string(ctx, k, &brand);
+    tk_close(&k);
+    if (type == TK_KEYTYPE_EMPTY) {
         tk_error(ctx, "EMQWIRE %s has no %s brand; a wire 6 %s needs " TK_BRAND, who, tk_show(ctx, key), who);
         return 0;
     }
-    if (type != TK_REPLY_STRING) {
+    if (type != TK_KEYTYPE_STRING) {
         tk_error(ctx, "EMQWIRE %s's %s is not a string; a wire 6 %s needs " TK_BRAND, who, tk_show(ctx, key), who);
         return 0;
     }
-    TkBuf brand = tk_str(r);
     if (!tk_is(brand, TK_BRAND)) {
         tk_error(ctx, "EMQWIRE %s is branded %s; need " TK_BRAND, who, tk_show(ctx, brand));
         return 0;
@@ -236,10 +220,17 @@ int tk_check_base(TkCtx *ctx, TkBuf base) {
     return 0;
 }
 
+/* key == a + b + c, compared in place (the check runs on every call: no copy is made to pass it). */
+static int tk_joins(TkBuf key, TkBuf a, TkBuf b, TkBuf c) {
+    if (!key.ptr || key.len != a.len + b.len + c.len) return 0;
+    return memcmp(key.ptr, a.ptr, a.len) == 0 && (b.len == 0 || memcmp(key.ptr + a.len, b.ptr, b.len) == 0) &&
+           (c.len == 0 || memcmp(key.ptr + a.len + b.len, c.ptr, c.len) == 0);
+}
+
 int tk_check_key(TkCtx *ctx, const char *role, TkBuf key, TkBuf base, const char *suffix) {
-    TkBuf want = tk_key(ctx, base, suffix);
-    if (tk_same(key, want)) return 1;
-    tk_error(ctx, "EMQKEYS %s must be %s, got %s", role, tk_show(ctx, want), tk_show(ctx, key));
+    TkBuf none = {"", 0};
+    if (tk_joins(key, base, tk_lit(suffix), none)) return 1;
+    tk_error(ctx, "EMQKEYS %s must be %s, got %s", role, tk_show(ctx, tk_key(ctx, base, suffix)), tk_show(ctx, key));
     return 0;
 }
 
@@ -248,28 +239,19 @@ int tk_check_row(TkCtx *ctx, TkBuf row, TkBuf base, TkBuf id) {
         tk_ReplyWithError(ctx, "EMQARG id must not be empty");
         return 0;
     }
-    TkBuf want = tk_row_key(ctx, base, id);
-    if (tk_same(row, want)) return 1;
-    tk_error(ctx, "EMQKEYS row must be %s, got %s", tk_show(ctx, want), tk_show(ctx, row));
-    return 0;
-}
-
-int tk_holds(TkCtx *ctx, TkBuf key, const char *type, int *exists) {
-    /* checked before the first write, where the script would fail half-way */
-    TkReply *r = tk_Call(ctx, "TYPE", "Eb", TK_B(key));
-    if (tk_failed(ctx, r)) return 0;
-    TkBuf got = tk_str(r);
-    if (exists) *exists = !tk_is(got, "none");
-    if (tk_is(got, "none") || tk_is(got, type)) return 1;
-    tk_error(ctx, "WRONGTYPE %s holds a %s, not a %s", tk_show(ctx, key), tk_show(ctx, got), type);
+    if (tk_joins(row, base, tk_lit("job:"), id)) return 1;
+    tk_error(ctx, "EMQKEYS row must be %s, got %s", tk_show(ctx, tk_row_key(ctx, base, id)), tk_show(ctx, row));
     return 0;
 }
 
 long long tk_now_ms(void) { return tk_CachedMicroseconds() / 1000; }
 
-const char *tk_run_id(TkCtx *ctx) {
-    /* run_id never changes within one server process, and INFO is costly: read it once */
+TkStr *tk_run_id(TkCtx *ctx) {
+    /* run_id never changes within one server process, and INFO is costly: read it once, and keep
+     * it as a server string the server does not free when a command returns (no context) */
     static char run_id[64];
+    static TkStr *kept;
+    if (kept) return kept;
     if (!run_id[0]) {
         TkInfo *info = tk_GetServerInfo(ctx, "server");
         if (info) {
@@ -279,7 +261,7 @@ const char *tk_run_id(TkCtx *ctx) {
             tk_FreeServerInfo(ctx, info);
         }
     }
-    if (run_id[0]) return run_id;
+    if (run_id[0]) return kept = tk_CreateString(NULL, run_id, strlen(run_id));
     tk_ReplyWithError(ctx, "EMQSTATE server run_id is unavailable");
     return NULL;
 }

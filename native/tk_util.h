@@ -1,5 +1,5 @@
 /* tk_util.h: what every EMQ.* command shares: the brand fence, argument and
- * key-layout checks, byte views, and the clock.
+ * key-layout checks, byte views, and the clock (the data itself: tk_keys.h).
  *
  * Convention: a check answers 1 when it passes; when it fails it has already
  * replied with the error and answers 0, and the command returns at once. All
@@ -26,12 +26,11 @@
 #define TK_MAX_NUMBER 4503599627370496LL
 
 /* How long a completed flow parent's :dependencies, :processed and :unsuccessful stay
- * readable, in seconds, as in lua/complete.lua (echomq_teach.flows.FLOW_KEYS_TTL_S). */
-#define TK_FLOW_KEYS_TTL_S "3600"
+ * readable, in milliseconds: one hour, as in lua/complete.lua (echomq_teach.flows.FLOW_KEYS_TTL_S). */
+#define TK_FLOW_KEYS_TTL_MS 3600000LL
 
-/* The most lapsed leases one stall sweep handles, as @stalled_check (number and text). */
+/* The most lapsed leases one stall sweep handles, as @stalled_check. */
 #define TK_SWEEP_LIMIT 100
-#define TK_SWEEP_LIMIT_S "100"
 
 /* A view of bytes; ptr NULL means absent (a missing field), unlike an empty string. */
 typedef struct {
@@ -39,7 +38,7 @@ typedef struct {
     size_t len;
 } TkBuf;
 
-/* Spreads a view into Call's `b` pair. */
+/* Spreads a view into a pointer and a length. */
 #define TK_B(buf) (buf).ptr, (buf).len
 
 /* A command's argument layout: `numkeys key... arg...`. */
@@ -67,11 +66,8 @@ int tk_error(TkCtx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* A printable, bounded copy of v for an error message. */
 const char *tk_show(TkCtx *ctx, TkBuf v);
 
-/* Replies and answers 1 when r is a failed Call (no reply, or an error reply). */
-int tk_failed(TkCtx *ctx, TkReply *r);
-/* The string inside a reply, or an absent view when it holds no string. */
-TkBuf tk_str(TkReply *r);
-
+/* Whether the server runs in cluster mode, read once at load (it cannot change while it runs). */
+void tk_note_cluster(TkCtx *ctx);
 /* argv[2], the command's first key, names the queue whose brand a cluster node reads. */
 int tk_check_brand(TkCtx *ctx, TkStr **argv, int argc);
 int tk_check_shape(TkCtx *ctx, TkStr **argv, int argc, const TkShape *shape);
@@ -80,13 +76,11 @@ int tk_check_record(TkCtx *ctx, TkBuf record);
 int tk_check_base(TkCtx *ctx, TkBuf base);
 int tk_check_key(TkCtx *ctx, const char *role, TkBuf key, TkBuf base, const char *suffix);
 int tk_check_row(TkCtx *ctx, TkBuf row, TkBuf base, TkBuf id);
-/* Answers 1 when key holds `type` or nothing, and sets *exists (when given) to whether it is there. */
-int tk_holds(TkCtx *ctx, TkBuf key, const char *type, int *exists);
 
 /* Server time in ms from the command's cached start time (no TIME call). */
 long long tk_now_ms(void);
 /* The server's run_id, read once per process; NULL (after replying) when unavailable. */
-const char *tk_run_id(TkCtx *ctx);
+TkStr *tk_run_id(TkCtx *ctx);
 
 /* The commands, registered in trafikey.c. */
 int emq_claim(TkCtx *ctx, TkStr **argv, int argc);

@@ -3,7 +3,7 @@
  *
  * Only the OnLoad entry point leaves this object (-fvisibility=hidden plus the
  * attribute below); the server finds everything else through the API table. */
-#include "tk_util.h"
+#include "tk_keys.h"
 
 #define TRAFIKEY_VERSION 1
 
@@ -31,6 +31,8 @@ int ValkeyModule_OnLoad(TkCtx *ctx, TkStr **argv, int argc) {
     (void)argc;
     if (tk_api_load(ctx) != TK_OK) return TK_ERR;
     tk_SetModuleAttribs(ctx, "trafikey", TRAFIKEY_VERSION, 1);
+    tk_note_cluster(ctx);
+    tk_keys_init(ctx);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         /* every command may write, so it is refused under OOM and on a replica */
         if (tk_CreateCommand(ctx, commands[i].name, commands[i].fn, "write deny-oom", 2, commands[i].lastkey, 1) !=

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from itertools import combinations
+from pathlib import Path
 from typing import Any
 
 from echomq_teach import snapshots
@@ -94,6 +95,50 @@ def assert_same_end_state(scripted: Connector, native: Connector, queue: str) ->
     assert not any("lease_epoch" in r for r in a.rows.values()), "a scripted row has lease_epoch"
 
 
+def aof_commands(data_dir: Path) -> list[list[str]]:
+    """Every command in a durable node's AOF increments (``appenddirname aof``), in order, as words.
+
+    The AOF is the replication stream a restart replays: what is in it is what a
+    replica is sent.
+    """
+    out: list[list[str]] = []
+    for path in sorted((data_dir / "aof").glob("*.incr.aof")):
+        data, i = path.read_bytes(), 0
+        while i < len(data):
+            assert data[i : i + 1] == b"*", f"{path.name}: not a command at byte {i}"
+            end = data.index(b"\r\n", i)
+            count, words = int(data[i + 1 : end]), []
+            i = end + 2
+            for _ in range(count):
+                end = data.index(b"\r\n", i)
+                size = int(data[i + 1 : end])
+                words.append(data[end + 2 : end + 2 + size].decode())
+                i = end + 2 + size + 2
+            out.append(words)
+    return out
+
+
+def transactions(commands: list[list[str]]) -> list[list[list[str]]]:
+    """The MULTI … EXEC blocks among commands, each without its MULTI and EXEC; a lone command is refused."""
+    blocks: list[list[list[str]]] = []
+    current: list[list[str]] | None = None
+    for words in commands:
+        name = words[0].upper()
+        if name == "SELECT":
+            continue
+        if name == "MULTI":
+            current = []
+        elif name == "EXEC":
+            assert current is not None, "EXEC without MULTI"
+            blocks.append(current)
+            current = None
+        else:
+            assert current is not None, f"{words} outside a MULTI/EXEC"
+            current.append(words)
+    assert current is None, "a MULTI without its EXEC"
+    return blocks
+
+
 def wait_replicated(primary: Any, replica: Any, timeout_s: float = 15.0) -> None:
     """Until the replica has applied everything the primary has sent (bounded, no timed assertion)."""
     deadline = time.monotonic() + timeout_s
@@ -108,6 +153,7 @@ def wait_replicated(primary: Any, replica: Any, timeout_s: float = 15.0) -> None
 
 __all__ = [
     "FORCED_MAX",
+    "aof_commands",
     "assert_same_end_state",
     "comparable",
     "digest",
@@ -115,5 +161,6 @@ __all__ = [
     "order_conflicts",
     "run_id",
     "stream",
+    "transactions",
     "wait_replicated",
 ]

@@ -120,6 +120,17 @@ def test_scripted_lifecycle(cnode, queue):
 
 @needs_engine
 @pytest.mark.container
+@pytest.mark.parametrize("which", ["cnode", "cnative"])
+def test_a_container_node_never_evicts(which, request):
+    # the same server_config as a local node (tests/test_noeviction.py): a queue never loses a key
+    node = request.getfixturevalue(which)
+    admin = node.client()
+    assert admin.config_get("maxmemory-policy")["maxmemory-policy"] == "noeviction"
+    admin.close()
+
+
+@needs_engine
+@pytest.mark.container
 def test_host_network_loopback_and_password(cnode):
     c = container.engine()
     try:

@@ -697,3 +697,45 @@ def test_the_twins_accept_the_same_argument_lists(conn, native_conn, queue, twin
             assert digest(c.client) == d0 and state(c, queue) == before, what
             answers.append(False)
     assert answers == [accepted, accepted], what
+
+
+# -- direct key access: the server still learns which keys a command changed ------------------------
+def test_a_native_write_breaks_a_watch_and_a_refusal_does_not(native_conn, queue):
+    """The commands write through the key API and tell the server each key they changed (WATCH,
+    client-side caching); a refused call tells it nothing, even one refused after it opened the keys
+    it would have written (the row's type is checked after the head is peeked)."""
+    jobs.enqueue(native_conn, queue, "w", job_id="W")
+    pending, active, row = queue_key(queue, "pending"), queue_key(queue, "active"), job_key(queue, "W")
+    claim = ("EMQ.CLAIM", 3, *claim_keys(queue), LEASE)
+
+    def watched(send: Callable[[], Any]) -> bool:
+        """True when a transaction WATCHing the queue's keys still commits after send()."""
+        with native_conn.client.pipeline() as pipe:
+            pipe.watch(pending, active, row)
+            send()
+            pipe.multi()
+            pipe.zcard(pending)
+            try:
+                pipe.execute()
+            except redis.WatchError:
+                return False
+            return True
+
+    def refused(error: str) -> Callable[[], None]:
+        def send() -> None:
+            with pytest.raises(redis.ResponseError, match=error):
+                native_conn.call(*claim)
+
+        return send
+
+    fields = native_conn.client.hgetall(row)
+    native_conn.client.delete(row)
+    native_conn.client.set(row, "not a row")
+    assert watched(refused("WRONGTYPE"))
+    native_conn.client.delete(row)
+    native_conn.client.hset(row, mapping=fields)
+    jobs.pause(native_conn, queue)
+    assert watched(lambda: native_conn.call(*claim))  # paused: [], nothing written
+    jobs.resume(native_conn, queue)
+    assert not watched(lambda: native_conn.call(*claim))  # claimed W
+    assert native_conn.client.zrange(active, 0, -1) == ["W"]

@@ -8,7 +8,7 @@ that has never heard of trafikey applies them and its DEBUG DIGEST matches.
 from __future__ import annotations
 
 import pytest
-from native_support import digest, force, wait_replicated
+from native_support import aof_commands, digest, force, transactions, wait_replicated
 
 from echomq_teach import flows, jobs, stalled
 from echomq_teach.keyspace import base, job_key, queue_key
@@ -123,3 +123,62 @@ def test_mixed_native_and_scripted_run_leaves_the_replica_equal(pair):
         p.close()
         r.close()
         c.close()
+
+
+def test_native_effects_are_plain_commands_with_literal_values_one_transaction_each():
+    """What a replica and the AOF get from each EMQ.* call: its effects, spelled out, in one MULTI/EXEC."""
+    node = LocalNode(native=True, durable=True)
+    try:
+        c = node.connector()
+        active = queue_key(Q, "active")
+        for job_id in ("A", "B"):
+            jobs.enqueue(c, Q, job_id.lower(), job_id=job_id)
+        start = len(aof_commands(node.dir))
+        c.clear_trace()
+        a = jobs.claim(c, Q, LEASE)
+        deadline_a = int(c.client.zscore(active, "A"))
+        assert jobs.complete(c, Q, a.id, a.attempts, "done", record=True) == jobs.OK
+        entry_id = c.client.xrange(queue_key(Q, "stream:completions"))[-1][0]
+        b = jobs.claim(c, Q, LEASE)
+        deadline_b = int(c.client.zscore(active, "B"))
+        assert jobs.retry(c, Q, b.id, b.attempts, "boom", 5_000, 3) == jobs.SCHEDULED
+        run_at = int(c.client.zscore(queue_key(Q, "schedule"), "B"))
+        sent = [e.line.split()[0] for e in c.last(50) if e.line.startswith("EMQ.")]
+        assert sent == ["EMQ.CLAIM", "EMQ.COMPLETE", "EMQ.CLAIM", "EMQ.FAIL"]
+
+        written = aof_commands(node.dir)[start:]
+        # no module command is written: a server without trafikey replays (or replicates) every line
+        assert not [w for w in written if w[0].upper().startswith("EMQ.")]
+        row_a, row_b = job_key(Q, "A"), job_key(Q, "B")
+
+        def claimed(job_id: str, row: str, deadline: int) -> list[list[str]]:
+            # the pop, the row's new token, state and epoch in one HSET, the deadline as a number
+            return [
+                ["ZREM", queue_key(Q, "pending"), job_id],
+                ["HSET", row, "attempts", "1", "state", "active", "lease_epoch", node.run_id],
+                ["ZADD", active, str(deadline), job_id],
+            ]
+
+        assert transactions(written) == [
+            claimed("A", row_a, deadline_a),
+            [  # EMQ.COMPLETE: the stream entry under the id the primary chose, the count as a number
+                ["ZREM", active, "A"],
+                [
+                    "XADD",
+                    queue_key(Q, "stream:completions"),
+                    entry_id,
+                    *"id A outcome completed attempts 1 result done".split(),
+                ],
+                ["DEL", row_a],
+                ["HSET", queue_key(Q, "metrics:completed"), "count", "1"],
+            ],
+            claimed("B", row_b, deadline_b),
+            [  # EMQ.FAIL below the cap: the lease's epoch goes, the run-at as a number
+                ["ZREM", active, "B"],
+                ["HDEL", row_b, "lease_epoch"],
+                ["ZADD", queue_key(Q, "schedule"), str(run_at), "B"],
+                ["HSET", row_b, "state", "scheduled", "last_error", "boom"],
+            ],
+        ]
+    finally:
+        node.stop()

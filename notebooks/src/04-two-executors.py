@@ -361,6 +361,42 @@ assert executors.comparison.undocumented == []
 executors
 
 # %% [markdown]
+# ## Where the time goes
+#
+# Both executors do the same work on the same keys: pop the head, move the token, stamp the state,
+# add the deadline. They differ in how they reach the data. The script runs in the server's Lua VM,
+# and every `redis.call` crosses out of it: the arguments become server strings, the command runs as
+# if a client had sent it, and its reply is turned back into Lua values — seven crossings for one
+# claim, `TIME` among them, on top of starting the script (finding it by its sha, setting up the
+# call). The native command is C compiled into the server: it opens each key once and reads or
+# writes the sorted set and the hash directly, with no command in between, then hands the replicas
+# its effects as plain commands with the values it computed. (An earlier `trafikey` went through
+# the module's command-call interface, one inner call per step, and cost the server as much as the
+# script: a command call costs about the same whoever makes it.)
+#
+# The server times every command it runs; `INFO commandstats` keeps each command's calls and total
+# microseconds. `executor_cost.measure` reads those counters before and after each window of claims,
+# then of completions, the two executors taking turns window by window, and keeps each one's median
+# window — on a native node of your own, since a shared node's counters hold everyone's calls.
+# `calls in` counts the commands each executor ran inside one call of its own. The times depend on
+# the machine and on what else it is doing; those counts do not.
+
+# %%
+from echomq_teach import executor_cost
+
+lab = native if native.owned else start_node(native=True, provider="local")
+lab_conn = lab.connector()
+costs = executor_cost.measure(lab_conn, n=1000)
+print(executor_cost.report(costs))
+for c in costs:
+    # the script's redis.calls are counted under their own names; the native command calls none
+    assert c.script_us > 0 and c.native_us > 0 and c.script_inner >= 5 and c.native_inner == 0
+    assert c.native_us < c.script_us, f"{c.native} cost the server more than {c.script}"
+lab_conn.close()
+if lab is not native:
+    lab.stop()
+
+# %% [markdown]
 # ## Exercises
 #
 # Each check runs your function on fresh queues and says what is not yet true; after a try that did
