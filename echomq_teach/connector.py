@@ -105,6 +105,9 @@ class Connector:
     node: Any = field(default=None, repr=False, compare=False)
     #: the client's reply parser: ``"python"`` (redis-py's, the default) or ``"hiredis"`` (a shortcut)
     parser: str = "python"
+    # class defaults (not fields) for a subclass whose __post_init__ is its own (the cluster connector)
+    _tags = ()
+    _lane = None
 
     def __post_init__(self) -> None:
         if self.wire not in (4, 6):
@@ -231,7 +234,10 @@ class Connector:
             self.trace.append(e)
         link = self._lane_link()
         try:
-            if n == 1:
+            if self.parser == "hiredis":
+                # hiredis packs too; each str is encoded first as the client decodes (surrogateescape)
+                link.send_packed_command([b"".join(_hiredis_pack(e.args) for e in entries)], check_health=False)
+            elif n == 1:
                 link.send_packed_command(link.pack_command(*entries[0].args), check_health=False)
             else:
                 link.send_packed_command(link.pack_commands([e.args for e in entries]), check_health=False)
@@ -282,6 +288,12 @@ class Connector:
             self.client.connection_pool.release(self._lane)
             self._lane = None
         self.client.close()
+
+
+def _hiredis_pack(args: Sequence[Any]) -> bytes:
+    import hiredis
+
+    return hiredis.pack_command(tuple(a.encode("utf-8", "surrogateescape") if isinstance(a, str) else a for a in args))
 
 
 def _module_name(entry: Any) -> str:
