@@ -193,7 +193,7 @@ def main(argv: list[str]) -> int:
             print(f"  {label:<32}{med[label]:>9,.0f}{ratio:>10.2f}{trips:>9.2f}   {each}")
     print()
     print("× BullMQ: the median over the rounds of jobs/s ÷ BullMQ's Worker at the same concurrency, on the same")
-    print("node, in the same round; ÷ floor: jobs/s over EVALSHA round trips/s (how many round trips a job costs)")
+    print("node, in the same round; ÷ floor: jobs/s ÷ EVALSHA round trips/s (1.00: a job per plain round trip)")
     return 0
 
 
