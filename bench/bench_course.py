@@ -58,7 +58,7 @@ def run_once(path: Path) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=1, help="runs of each session; the median counts")
-    ap.add_argument("--workers", default=os.environ.get("ECHOMQ_NB_WORKERS", "3"), help="kernels at a time")
+    ap.add_argument("--workers", default=os.environ.get("ECHOMQ_NB_WORKERS", str(os.cpu_count() or 1)), help="kernels at a time")
     ap.add_argument("--per-notebook", action="store_true", help="also each notebook alone on a fresh kernel")
     args = ap.parse_args()
     if args.rounds < 1:

@@ -8,7 +8,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-workers=${ECHOMQ_NB_WORKERS:-3}
+workers=${ECHOMQ_NB_WORKERS:-$(nproc)}  # one kernel per core by default
 parallel=()
 if [ "$workers" != 1 ]; then
   parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder)

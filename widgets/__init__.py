@@ -12,23 +12,35 @@ The logic lives in plain classes (``steps.Lifecycle``, ``flow_model.FlowRun``,
 
 from __future__ import annotations
 
-from .composer import FlowComposer
-from .counter import CounterPlot, SizeSeries
-from .executors import ExecutorView
-from .flow_model import FlowRun
-from .setview import SetView
-from .stepper import LifecycleStepper
-from .steps import PATHS, Lifecycle, Settings
+import importlib
+from typing import Any
 
-__all__ = [
-    "PATHS",
-    "CounterPlot",
-    "ExecutorView",
-    "FlowComposer",
-    "FlowRun",
-    "Lifecycle",
-    "LifecycleStepper",
-    "SetView",
-    "Settings",
-    "SizeSeries",
-]
+# each name from its module, imported on first use: a notebook that only steps (SetView,
+# LifecycleStepper) does not pay for matplotlib, which the plots import (about a second a kernel)
+_WHERE = {
+    "FlowComposer": "composer",
+    "CounterPlot": "counter",
+    "SizeSeries": "counter",
+    "ExecutorView": "executors",
+    "FlowRun": "flow_model",
+    "SetView": "setview",
+    "LifecycleStepper": "stepper",
+    "PATHS": "steps",
+    "Lifecycle": "steps",
+    "Settings": "steps",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'echomq_widgets' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # once: the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
