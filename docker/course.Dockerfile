@@ -47,4 +47,5 @@ RUN python -c "from echomq_teach import native; print(native.build())" \
 ENV JUPYTER_PORT=8888
 EXPOSE 8888
 CMD ["jupyter", "lab", "--ip=127.0.0.1", "--no-browser", "--ServerApp.port_retries=0", \
-     "--ServerApp.root_dir=/home/learner/the-queue"]
+     "--ServerApp.root_dir=/home/learner/the-queue", \
+     "--ServerApp.kernel_websocket_connection_class=echomq_teach.lab_server.NoDelayConnection"]

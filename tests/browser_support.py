@@ -27,6 +27,8 @@ from urllib.parse import quote
 import pytest
 from conftest import terminate
 
+from echomq_teach.lab_server import SERVER_ARGS
+
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts"
 CHROMIUM = os.environ.get("ECHOMQ_CHROMIUM", "/usr/bin/chromium")
@@ -133,6 +135,7 @@ def lab_server(tmp: Path, root_dir: Path) -> Iterator[Lab]:
                 "--LabApp.news_url=None",
                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                 "--LabApp.extension_manager=readonly",
+                *SERVER_ARGS,  # kernel websockets with TCP_NODELAY, as every server the kit starts
             ],
             env=env,
             stdout=log,

@@ -19,14 +19,15 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+from skip_check import pytest_addoption, pytest_configure  # noqa: F401 - the unexpected-skip check
+
 # jsonschema, which nbformat imports, builds the rfc3987-syntax package's grammar at import when that
 # package is there (jupyter-events brings it): seconds of CPU in every pytest process of the session.
 # The notebook format never asks for the one format it checks (IRIs), so this session goes without it.
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 import nbformat  # noqa: E402 - after the line above
-import pytest
-from skip_check import pytest_addoption, pytest_configure  # noqa: F401 - the unexpected-skip check
 
 
 def recorded_seconds(path: Path) -> float:

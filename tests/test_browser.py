@@ -61,11 +61,11 @@ def test_stepper_steps_back_and_paths(page, capsys):
     expect(_set(view, "pending")).to_contain_text("empty")
     _shot(pg, "stepper-ready", stepper)
 
-    # click to redrawn view, on the page's clock, for each step of a happy run (a figure, not an assertion:
+    # click to redrawn view, on the page's clock, for each step of five happy runs (a figure, not an assertion:
     # the goal, 20 ms, is the bench's; bench/README.md); the run is then reset and stepped as before
     bs.wait_all_ran(pg, panel, bs.UI_MS)  # a click waits for a kernel still running later cells
     clicks = []
-    for _ in range(3):
+    for _ in range(5):
         for name in ("enqueue", "claim", "complete"):
             expect(step).to_have_text(f"Step ▸ {name}")
             clicks.append((name, bs.click_to_redraw_ms(step.element_handle(), f"{name} — ")))
