@@ -262,8 +262,8 @@ def main(argv: list[str]) -> int:
     print(f"per student (mean PSS): {per / MB:.1f} MB · goal {GOAL_MB:.0f} MB ({per / MB / GOAL_MB:.2f} of it)")
     print(f"students that fit: {int(memory_bytes() // per)} in this machine's {memory_bytes() / 2**30:.1f} GiB, "
           f"{int(free_before // per)} in the {free_before / 2**30:.1f} GiB available before the bench")
-    print("PSS: a page shared by k processes counts 1/k to each, so N students share libraries and the figure "
-          "per student falls as N grows")
+    print("PSS: a page shared by k processes counts 1/k to each, so the libraries N students share are not counted "
+          "N times")
     return 0
 
 
