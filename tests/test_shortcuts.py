@@ -90,6 +90,17 @@ def test_each_shortcut_leaves_the_end_state_of_the_plain_path(either: Connector,
     assert any(("result", "done raw \udcff\udcfe bytes") in e for e in plain["stream"])
 
 
+def test_a_pool_leaves_the_end_state_of_the_standalone_consumer(either: Connector, queue: str) -> None:
+    # promote and recovery on the Metronome's tick, instead of in every beat, move nothing elsewhere
+    q = queue + "-beat"
+    land_work(either, q)
+    report = Consumer(either, q, handler, retry_delay_ms=1, max_attempts=2, record=True, idle_sleep_ms=2).run(
+        timeout=60, until_idle=True
+    )
+    assert report.stopped_by == "idle"
+    assert end_state(either, q) == drain(either, queue + "-pool", True)
+
+
 def test_a_pool_takes_every_shortcut_by_default_and_a_consumer_none(either: Connector, queue: str) -> None:
     pool = Pool(either, queue, handler, size=1)
     try:
