@@ -17,11 +17,11 @@ it asserts nothing.
 
 from __future__ import annotations
 
-import os
-import platform
 import statistics
 import sys
 import time
+
+from machine import print_header
 
 from echomq_teach import LocalNode, compose, flows, jobs, provision, snapshots
 from echomq_teach.node import free_port
@@ -63,10 +63,8 @@ def timed(fn, repeat: int = REPEAT) -> tuple[float, float]:
 
 
 def main(sizes: list[int]) -> None:
-    import redis
-
-    print(f"machine: {platform.machine()} {os.cpu_count()} cores, python {platform.python_version()}, "
-          f"redis-py {redis.__version__}")
+    print_header("The Queue · classroom snapshot bench", f"{STUDENTS} students, keys per student {sizes}",
+                 packages=("redis", "hiredis"))
     print(f"{STUDENTS} students; refresh = snapshots.snapshot of a 10-job queue; goal {GOAL_MS:.0f} ms per step")
     print(f"{'mode':>10} {'keys/student':>12} {'node keys':>10} {'snapshot median':>16} {'p95':>7} {'floor':>7} "
           f"{'ratio':>6} {'drop median':>12}  within goal")

@@ -24,19 +24,16 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 
-import redis
+from machine import print_header
 
 from echomq_teach import jobs, snapshots
 from echomq_teach.cluster import LocalCluster
 from echomq_teach.cluster_connector import connect_cluster
 from echomq_teach.consumer import Pool
-from echomq_teach.node import server_binary
 
 DEFAULT_N = 2_000
 
@@ -87,17 +84,6 @@ def run(cluster: LocalCluster, shards: int, workers: int, n: int, size: int, wir
         setup.close()
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown cpu"
-
-
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=int(os.environ.get("ECHOMQ_BENCH_N", DEFAULT_N)), help="jobs per queue")
@@ -112,8 +98,6 @@ def main(argv: list[str]) -> int:
     load_before = os.getloadavg()[0]
     cluster = LocalCluster(native=args.native)
     try:
-        version = subprocess.run([server_binary(), "--version"], capture_output=True, text=True).stdout.split()
-        server = next((w for w in version if w.startswith("v=")), "v=?")[2:]
         rows = []
         tag = str(os.getpid())
         for k in (1, 2, 3):
@@ -131,10 +115,7 @@ def main(argv: list[str]) -> int:
         f"The Queue · cluster bench · N={args.n} jobs per worker · pool size {args.size} · "
         f"{'native (EMQ.*)' if args.native else 'scripts'} · median of {args.repeat}"
     )
-    print(
-        f"machine: {platform.machine()} · {os.cpu_count()} cores · {cpu_model()} · Python {platform.python_version()}"
-        f" · redis-py {redis.__version__} · valkey-server {server}"
-    )
+    print_header("The Queue · cluster bench", f"{args.n} jobs per worker", packages=("redis", "hiredis"))
     print(f"cluster: 3 primaries + 1 replica each on 127.0.0.1, started in {start:.2f} s")
     # other work on a shared machine moves every figure: the 1-minute load, before and after
     print(f"load average: {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")

@@ -11,10 +11,11 @@ it prints figures and asserts nothing about time.
 from __future__ import annotations
 
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable
+
+from machine import print_header
 
 from echomq_teach import LocalNode, jobs
 from echomq_teach.connector import Connector
@@ -89,7 +90,7 @@ def main(argv: list[str]) -> int:
     finally:
         node.stop()
 
-    print(f"The Queue · core bench · N={n} · Python {platform.python_version()} · {platform.machine()}")
+    print_header("The Queue · core bench", n, packages=("redis", "hiredis"))
     print("one Python client (redis-py, one socket, no pipelining) on a fresh local valkey-server, wire 4")
     print()
     print(f"{'leg':<24}{'jobs/s':>10}{'µs/job':>9}{'floor/s':>10}{'× floor':>9}  round trips per job")

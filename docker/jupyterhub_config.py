@@ -110,7 +110,12 @@ c.DockerSpawner.mem_limit = os.environ.get("ECHOMQ_HUB_MEM_LIMIT", "2G")
 c.DockerSpawner.cpu_limit = float(os.environ.get("ECHOMQ_HUB_CPU_LIMIT", "1.0"))
 # the image's entrypoint is JupyterLab alone: run the hub's single-user server instead
 c.DockerSpawner.extra_create_kwargs = {"entrypoint": ["/usr/local/bin/jupyterhub-singleuser"]}
-c.DockerSpawner.cmd = ["--ServerApp.root_dir=/home/learner/the-queue", "--ServerApp.terminals_enabled=False"]
+c.DockerSpawner.cmd = [
+    "--ServerApp.root_dir=/home/learner/the-queue",
+    "--ServerApp.terminals_enabled=False",
+    # kernel websockets with TCP_NODELAY: a widget's redraw is not held back (echomq_teach/lab_server.py)
+    "--ServerApp.kernel_websocket_connection_class=echomq_teach.lab_server.NoDelayConnection",
+]
 c.DockerSpawner.extra_host_config = {"cap_drop": ["ALL"], "security_opt": ["no-new-privileges"], "pids_limit": 512}
 c.Spawner.ip = "127.0.0.1"
 c.Spawner.default_url = "/lab"

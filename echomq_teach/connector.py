@@ -9,19 +9,31 @@ Every command is kept in a trace, written as a learner would type it.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+from redis._parsers import _HiredisParser, _RESP2Parser
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+from redis.utils import HIREDIS_AVAILABLE
 
 from . import keyspace, scripts
-from .errors import WireError
+from .errors import BadInput, WireError
 
 TRACE_LIMIT = 500
 _SHOWN_ARG = 40  # longer arguments (payloads) are cut in the trace text
+#: the reply parsers a client may use: redis-py's own (the default) or the hiredis C parser
+PARSERS = {"python": _RESP2Parser, "hiredis": _HiredisParser}
+
+# With hiredis installed, redis-py also packs every command with it, and hiredis encodes a str
+# argument strictly: a payload that came back surrogate-escaped (bytes that are not UTF-8) could not
+# be sent back. The kit keeps redis-py's own packing, which encodes with the client's
+# encoding_errors, for every client in the process (cluster clients too); hiredis parses replies only,
+# where a connector asks for it (docs/decisions.md).
+redis.connection.HIREDIS_AVAILABLE = False
 
 
 def _arg_text(arg: object) -> str:
@@ -63,6 +75,8 @@ class TraceEntry:
     #: on a cluster: the node that answered (``127.0.0.1:7001``), and each MOVED or ASK on the way
     node: str | None = None
     redirects: list[str] = field(default_factory=list)
+    #: the shortcuts this command was sent with (``pipeline 1/2``, ``hiredis`` …): none on the plain path
+    shortcuts: tuple[str, ...] = ()
 
     @property
     def line(self) -> str:
@@ -80,9 +94,10 @@ class TraceEntry:
 
     def __str__(self) -> str:
         who = f"  # {self.script}" if self.script else ""
+        cut = f"  ⟨{' · '.join(self.shortcuts)}⟩" if self.shortcuts else ""
         hops = "".join(f"\n  ↪ {r}" for r in self.redirects)
         where = f"  @ {self.node}" if self.node else ""
-        return f"{self.line}{who}{hops}\n  → {self.reply_text}{where}"
+        return f"{self.line}{who}{cut}{hops}\n  → {self.reply_text}{where}"
 
 
 @dataclass
@@ -96,11 +111,19 @@ class Connector:
     address: dict[str, Any] = field(default_factory=dict)
     #: the node this connector came from: held so the node lives while its connectors do
     node: Any = field(default=None, repr=False, compare=False)
+    #: the client's reply parser: ``"python"`` (redis-py's, the default) or ``"hiredis"`` (a shortcut)
+    parser: str = "python"
+    # class defaults (not fields) for a subclass whose __post_init__ is its own (the cluster connector)
+    _tags = ()
+    _lane = None
 
     def __post_init__(self) -> None:
         if self.wire not in (4, 6):
             raise WireError(f"wire must be 4 or 6, got {self.wire!r}")
         self._loaded: set[str] = set()
+        # every entry names the shortcuts it went with: hiredis for each one this client parses
+        self._tags: tuple[str, ...] = ("hiredis",) if self.parser == "hiredis" else ()
+        self._lane: Any = None  # the socket send_many holds (a redis-py Connection), opened on first use
         self._check_brand()
 
     # -- the brand -----------------------------------------------------------------
@@ -201,6 +224,8 @@ class Connector:
         return replies
 
     def _send(self, entry: TraceEntry, fn: Any) -> Any:
+        if self._tags:
+            entry.shortcuts += self._tags
         self.trace.append(entry)
         try:
             entry.reply = fn()
@@ -208,6 +233,85 @@ class Connector:
             entry.reply, entry.error = exc, True
             raise
         return entry.reply
+
+    @contextmanager
+    def tagged(self, *names: str) -> Iterator[None]:
+        """Every entry sent inside the block also names ``names`` (a shortcut's fallback, a metronome's tick)."""
+        before = self._tags
+        self._tags = (*names, *before)
+        try:
+            yield
+        finally:
+            self._tags = before
+
+    # -- several commands in one round trip (the Pool's shortcuts, docs/decisions.md) ------------
+    @property
+    def on_cluster(self) -> bool:
+        """True for a connector on a Valkey Cluster (its address names ``startup_nodes``)."""
+        return "startup_nodes" in self.address
+
+    def command(self, *args: Any) -> TraceEntry:
+        """A plain command, ready for ``send_many`` (nothing is sent yet)."""
+        return TraceEntry(list(args))
+
+    def script_call(self, script: str | scripts.Script, keys: Sequence[str], argv: Iterable[Any]) -> TraceEntry:
+        """An EVALSHA of a transition script, ready for ``send_many``; the script is loaded first if need be."""
+        sc = scripts.load(script) if isinstance(script, str) else script
+        sha = sc.sha
+        if sha not in self._loaded:
+            self.client.script_load(sc.source)
+            self._loaded.add(sha)
+        return TraceEntry(["EVALSHA", sha, len(keys), *keys, *argv], script=sc.name)
+
+    def send_many(self, entries: Sequence[TraceEntry], tag: str = "pipeline") -> list[Any]:
+        """Send the entries in one round trip on this connector's own socket; each one is traced.
+
+        More than one entry is a pipeline (no MULTI: the node runs them one after
+        another, as it would one round trip apart), each entry named ``pipeline
+        i/n`` in the trace. Replies come back in order, and a refusal stands in
+        its place as the exception, not raised: the caller decides what each one
+        means. A lost link raises, as a single call does. An EVALSHA the node
+        answers NOSCRIPT (its script cache was flushed) is loaded and sent again
+        on its own, in order.
+        """
+        n = len(entries)
+        for i, e in enumerate(entries, 1):
+            e.shortcuts += ((f"{tag} {i}/{n}",) if n > 1 else ()) + self._tags
+            self.trace.append(e)
+        link = self._lane_link()
+        try:
+            if self.parser == "hiredis":
+                # hiredis packs too; each str is encoded first as the client decodes (surrogateescape)
+                link.send_packed_command([b"".join(_hiredis_pack(e.args) for e in entries)], check_health=False)
+            elif n == 1:
+                link.send_packed_command(link.pack_command(*entries[0].args), check_health=False)
+            else:
+                link.send_packed_command(link.pack_commands([e.args for e in entries]), check_health=False)
+            for e in entries:
+                try:
+                    e.reply = link.read_response()
+                except redis.exceptions.ResponseError as exc:
+                    e.reply, e.error = exc, True
+        except BaseException:
+            link.disconnect()  # a half-read link is no use: the next send opens a fresh one
+            raise
+        replies = [e.reply for e in entries]
+        for i, e in enumerate(entries):
+            if isinstance(e.reply, redis.exceptions.NoScriptError):
+                replies[i] = self._send_again(e)
+        return replies
+
+    def _send_again(self, refused: TraceEntry) -> Any:
+        """An EVALSHA refused NOSCRIPT: load its script, then send it alone; the reply or the refusal."""
+        source = scripts.load(str(refused.script)).source
+        self.send_many([self.command("SCRIPT", "LOAD", source)])
+        again = TraceEntry(list(refused.args), script=refused.script)
+        return self.send_many([again])[0]
+
+    def _lane_link(self) -> Any:
+        if self._lane is None:
+            self._lane = self.client.connection_pool.get_connection()
+        return self._lane
 
     # -- the trace ----------------------------------------------------------------------
     def last(self, n: int = 1) -> list[TraceEntry]:
@@ -221,12 +325,21 @@ class Connector:
     def clear_trace(self) -> None:
         self.trace.clear()
 
-    def fork(self) -> Connector:
+    def fork(self, parser: str | None = None) -> Connector:
         """A new connector on the same node (its own client and trace), e.g. for another process."""
-        return connect(self.address, wire=self.wire, node=self.node)
+        return connect(self.address, wire=self.wire, node=self.node, parser=parser or self.parser)
 
     def close(self) -> None:
+        if self._lane is not None:
+            self.client.connection_pool.release(self._lane)
+            self._lane = None
         self.client.close()
+
+
+def _hiredis_pack(args: Sequence[Any]) -> bytes:
+    import hiredis
+
+    return hiredis.pack_command(tuple(a.encode("utf-8", "surrogateescape") if isinstance(a, str) else a for a in args))
 
 
 def _module_name(entry: Any) -> str:
@@ -238,20 +351,36 @@ def _module_name(entry: Any) -> str:
     return ""
 
 
-def make_client(address: dict[str, Any]) -> redis.Redis:
+def check_parser(parser: object) -> str:
+    """``"python"`` or ``"hiredis"`` (only where the hiredis package is installed), or BadInput."""
+    if parser not in PARSERS:
+        raise BadInput(f"parser must be 'python' or 'hiredis', got {parser!r}")
+    if parser == "hiredis" and not HIREDIS_AVAILABLE:
+        raise BadInput("parser 'hiredis' needs the hiredis package (3.2 or newer): pip install hiredis")
+    return parser  # type: ignore[return-value]
+
+
+def make_client(address: dict[str, Any], parser: str = "python") -> redis.Redis:
     """A redis-py client that answers strings and never retries silently.
 
     ``address`` holds ``host``/``port`` or ``unix_socket_path``, and ``password``
-    (and ``username`` for a classroom's ACL user).
+    (and ``username`` for a classroom's ACL user). ``parser`` names the reply
+    parser: redis-py's own by default, whether or not hiredis is installed, so
+    that the C parser is a choice a caller makes (a Pool's shortcut).
     """
+    check_parser(parser)
     # surrogateescape: a bytes payload that is not UTF-8 comes back as a str that encodes to the
     # same bytes, instead of a decode error raised after the claim already moved the job
-    return redis.Redis(**address, decode_responses=True, encoding_errors="surrogateescape", retry=Retry(NoBackoff(), 0))
+    client = redis.Redis(
+        **address, decode_responses=True, encoding_errors="surrogateescape", retry=Retry(NoBackoff(), 0)
+    )
+    client.connection_pool.connection_kwargs["parser_class"] = PARSERS[parser]
+    return client
 
 
-def connect(address: dict[str, Any], wire: int = 4, node: Any = None) -> Connector:
+def connect(address: dict[str, Any], wire: int = 4, node: Any = None, parser: str = "python") -> Connector:
     """A fresh connector (its own client and trace) on the node at ``address`` (``node`` kept alive)."""
-    return Connector(make_client(address), wire=wire, address=dict(address), node=node)
+    return Connector(make_client(address, parser), wire=wire, address=dict(address), node=node, parser=parser)
 
 
 def address_from_url(url: str) -> dict[str, Any]:

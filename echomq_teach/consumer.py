@@ -20,6 +20,7 @@ from . import jobs, keyspace, stalled
 from .connector import Connector
 from .jobs import Claimed, positive_int
 from .keyspace import check_queue
+from .shortcuts import CONSUMER_SHORTCUTS, HIREDIS, PIPELINE, POOL_SHORTCUTS, Lane, check_shortcuts
 
 RECOVERY_LEGS = ("reap", "stalled", None)
 #: what a lost link does to a run: "raise" (the default) or "retry" (abandon the beat, beat again)
@@ -109,8 +110,65 @@ def _recover(conn: Connector, queue: str, leg: str | None, max_stalled: int) -> 
     return [], []
 
 
+def _taken(conn: Connector, value: object, allowed: tuple[str, ...]) -> frozenset[str]:
+    """The shortcuts asked for, checked; none on a cluster, where every call is routed on its own."""
+    names = check_shortcuts(value, allowed)
+    return frozenset() if conn.on_cluster else names
+
+
+def _settle_args(result: object) -> tuple[bool, str | bytes]:
+    """A handler's answer as the settle takes it: (True, the result) to complete, (False, the reason) to retry."""
+    if isinstance(result, Error):
+        return False, result.reason
+    value = "" if result is None else result
+    return True, value if isinstance(value, (str, bytes)) else str(value)
+
+
 def _failure(who: str, exc: Exception) -> str:
     return f"{who}: {type(exc).__name__}: {exc}"
+
+
+class Budget:
+    """How many jobs a run may still claim: ``max_jobs`` less those settled or claimed and not yet settled.
+
+    A consumer takes one before each claim and gives it back when the claim
+    comes back empty (or its job is lost with a link); a settle keeps it. So a
+    pool's consumers together never settle more than ``max_jobs``, even when a
+    claim rides ahead in a settle's round trip. ``None``: no bound.
+    """
+
+    def __init__(self, max_jobs: int | None = None) -> None:
+        self.max_jobs = max_jobs
+        self.taken = 0
+        self.settled = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        if self.max_jobs is None:
+            return True
+        with self._lock:
+            if self.taken >= self.max_jobs:
+                return False
+            self.taken += 1
+            return True
+
+    def take_anyway(self) -> None:
+        """Count a job already in hand (claimed before the run began)."""
+        with self._lock:
+            self.taken += 1
+
+    def give_back(self, n: int = 1) -> None:
+        if self.max_jobs is not None and n:
+            with self._lock:
+                self.taken -= n
+
+    def note_settled(self) -> None:
+        with self._lock:
+            self.settled += 1
+
+    @property
+    def met(self) -> bool:
+        return self.max_jobs is not None and self.settled >= self.max_jobs
 
 
 class Consumer:
@@ -125,6 +183,13 @@ class Consumer:
     the next beat goes wherever the connector's refreshed slot map says. A job
     the abandoned beat claimed comes back when its lease lapses and recovery
     runs: at least once, never exactly once.
+
+    ``shortcuts`` (none by default: the page's beat) names what a Pool's
+    consumers take (``echomq_teach.shortcuts``): ``"native-reads"`` and, for a
+    consumer without promote and recovery legs, ``"pipeline"``. With
+    ``pipeline`` a beat's settle carries the next claim, and the job it took is
+    the next beat's; a run that stops with one in hand works and settles it
+    first.
     """
 
     def __init__(
@@ -142,6 +207,7 @@ class Consumer:
         promote: bool = True,
         idle_sleep_ms: int = 20,
         lost_link: str = "raise",
+        shortcuts: bool | Sequence[str] = (),
     ) -> None:
         check_queue(queue)
         self.lost_link = _check_lost_link(lost_link)
@@ -151,72 +217,183 @@ class Consumer:
         _check_recovery(recovery, max_stalled)
         if not callable(handler):
             raise jobs.BadInput("handler must be callable: it takes a Claimed and returns a result or Error")
+        taken = _taken(conn, shortcuts, CONSUMER_SHORTCUTS)
+        if PIPELINE in taken and (promote or recovery is not None):
+            raise jobs.BadInput(
+                "the pipeline shortcut is for a consumer without promote and recovery legs (a Pool's): "
+                "a page-shaped beat claims only after its promote and recovery"
+            )
         self.conn, self.queue, self.handler = conn, queue, handler
         self.lease_ms, self.retry_delay_ms, self.max_attempts = lease_ms, retry_delay_ms, max_attempts
         self.recovery, self.max_stalled, self.record = recovery, max_stalled, record
         self.promote, self.idle_sleep_ms = promote, idle_sleep_ms
+        #: the shortcuts this consumer takes (empty: the page's beat)
+        self.shortcuts = taken
+        self._lane = (
+            Lane(
+                conn, queue, taken,
+                lease_ms=lease_ms, retry_delay_ms=retry_delay_ms, max_attempts=max_attempts, record=record,
+            )
+            if taken
+            else None
+        )
+        self._held: Claimed | None = None  # the job a pipelined settle claimed: the next beat's
+        self._claim_error: Exception | None = None  # that claim's refusal, raised at the next beat
+        self._budget = Budget()
+        self._reserved = 0  # budget this consumer holds for jobs it claimed and has not settled
+        self._deadline: float | None = None
         self._stop = threading.Event()
 
     def beat(self) -> Beat:
         """One beat: promote, recover, claim, handle, settle. Every leg is one real call."""
+        if self._lane is not None:
+            return self._lane_beat()
         b = Beat()
         if self.promote:
             b.promoted = jobs.promote(self.conn, self.queue)
         b.recovered, b.buried = _recover(self.conn, self.queue, self.recovery, self.max_stalled)
+        if not self._may_claim():
+            return b
         b.claimed = jobs.claim(self.conn, self.queue, self.lease_ms)
         if b.claimed is None:
+            self._give_back()
             return b
-        job = b.claimed
+        self._settle_plain(b)
+        return b
+
+    def _handle(self, job: Claimed) -> object:
         try:
-            result = self.handler(job)
+            return self.handler(job)
         except Exception as exc:  # noqa: BLE001 - a handler's crash is an {:error, reason}
-            result = Error(f"{type(exc).__name__}: {exc}")
-        if isinstance(result, Error):
+            return Error(f"{type(exc).__name__}: {exc}")
+
+    def _settle_plain(self, b: Beat) -> None:
+        job = b.claimed
+        assert job is not None
+        ok, value = _settle_args(self._handle(job))
+        if not ok:
+            reason = str(value)
             b.outcome = jobs.retry(
-                self.conn,
-                self.queue,
-                job.id,
-                job.attempts,
-                result.reason,
-                self.retry_delay_ms,
-                self.max_attempts,
+                self.conn, self.queue, job.id, job.attempts, reason, self.retry_delay_ms, self.max_attempts,
                 record=self.record,
             )
-            b.detail = result.reason
+            b.detail = reason
         else:
-            value = "" if result is None else result
-            if not isinstance(value, (str, bytes)):
-                value = str(value)
             b.outcome = jobs.complete(self.conn, self.queue, job.id, job.attempts, value, record=self.record)
+
+    def _lane_beat(self) -> Beat:
+        """A beat with shortcuts: the job in hand (or one claim), the handler, the settle with the next claim."""
+        assert self._lane is not None
+        if self._claim_error is not None:
+            # the claim that rode in the last settle was refused: raised here, where the plain beat's claim is
+            err, self._claim_error = self._claim_error, None
+            raise err
+        b = Beat()
+        job, self._held = self._held, None
+        if job is None:
+            if not self._may_claim():
+                return b
+            job = self._lane.claim()
+            if job is None:
+                self._give_back()
+                return b
+        b.claimed = job
+        ok, value = _settle_args(self._handle(job))
+        more = self._may_claim()
+        s = self._lane.settle(job, ok, value, more)
+        if more and s.next is None:
+            self._give_back()
+        b.outcome, b.detail = s.outcome, ("" if ok else str(value))
+        self._held, self._claim_error = s.next, s.claim_error
+        if s.error is not None:
+            # the settle was refused: the job the pipeline claimed is worked and settled first, as another
+            # consumer would have, then the refusal is raised as the plain beat raises it
+            try:
+                self._finish_held()
+            except Exception:  # noqa: BLE001 - the first refusal is the one reported; that job comes back by its lease
+                self._held = None
+            raise s.error
         return b
+
+    def _finish_held(self) -> str | None:
+        """Work and settle the job a pipelined claim left in hand, claiming nothing more; its outcome, or None."""
+        if self._held is None or self._lane is None:
+            return None
+        job, self._held = self._held, None
+        ok, value = _settle_args(self._handle(job))
+        s = self._lane.settle(job, ok, value, claim_next=False)
+        if s.error is not None:
+            raise s.error
+        self._count_settle()
+        return s.outcome
+
+    def _may_claim(self) -> bool:
+        """Whether this consumer may claim now: not stopped, before its run's deadline, within its budget."""
+        if self._stop.is_set() or (self._deadline is not None and time.monotonic() >= self._deadline):
+            return False
+        if not self._budget.take():
+            return False
+        self._reserved += 1
+        return True
+
+    def _give_back(self) -> None:
+        self._budget.give_back()
+        self._reserved -= 1
+
+    def _count_settle(self) -> None:
+        self._reserved -= 1
+        self._budget.note_settled()
+
+    def drop_reservations(self) -> None:
+        """Give back the budget of jobs this consumer will not settle (its run ended on an error)."""
+        self._budget.give_back(self._reserved)
+        self._reserved = 0
+        self._held = None
 
     def run(self, max_jobs: int | None = None, timeout: float = 10.0, until_idle: bool = False) -> RunReport:
         """Beat until ``max_jobs`` settled, ``timeout`` seconds passed, ``stop()``, or (``until_idle``) nothing left."""
         if timeout is None or timeout <= 0:
             raise jobs.BadInput("run() needs a positive timeout in seconds: every loop here is bounded")
+        return self.run_within(Budget(max_jobs), timeout, until_idle)
+
+    def run_within(self, budget: Budget, timeout: float, until_idle: bool = False) -> RunReport:
+        """``run()`` under a ``Budget`` it may share with other consumers (a Pool's)."""
         report = RunReport()
         start = time.monotonic()
-        while True:
-            if self._stop.is_set():
-                report.stopped_by = "stop()"
-                break
-            if max_jobs is not None and report.settled >= max_jobs:
-                report.stopped_by = "max_jobs"
-                break
-            if time.monotonic() - start >= timeout:
-                report.stopped_by = "timeout"
-                break
-            b = self.safe_beat(report)
-            if b is None:
-                continue
-            if b.outcome is not None:
+        self._budget, self._deadline, self._reserved = budget, start + timeout, 0
+        if self._held is not None:  # a job in hand from a beat before the run: it counts against the budget
+            budget.take_anyway()
+            self._reserved = 1
+        try:
+            while True:
+                if self._stop.is_set():
+                    report.stopped_by = "stop()"
+                    break
+                if budget.met:
+                    report.stopped_by = "max_jobs"
+                    break
+                if time.monotonic() >= self._deadline:
+                    report.stopped_by = "timeout"
+                    break
+                b = self.safe_beat(report)
+                if b is None:
+                    continue
+                if b.outcome is not None:
+                    self._count_settle()
+                    report.settled += 1
+                    report.outcomes[b.outcome] = report.outcomes.get(b.outcome, 0) + 1
+                elif until_idle and not b.promoted and not b.recovered and self._nothing_left():
+                    report.stopped_by = "idle"
+                    break
+                else:
+                    time.sleep(self.idle_sleep_ms / 1000)
+            # a job a pipelined settle claimed is worked and settled before the run ends
+            last = self._finish_held()
+            if last is not None:
                 report.settled += 1
-                report.outcomes[b.outcome] = report.outcomes.get(b.outcome, 0) + 1
-            elif until_idle and not b.promoted and not b.recovered and self._nothing_left():
-                report.stopped_by = "idle"
-                break
-            else:
-                time.sleep(self.idle_sleep_ms / 1000)
+                report.outcomes[last] = report.outcomes.get(last, 0) + 1
+        finally:
+            self._budget, self._deadline = Budget(), None
         report.seconds = time.monotonic() - start
         return report
 
@@ -229,14 +406,19 @@ class Consumer:
             if self.lost_link == "raise":
                 raise
             report.lost_links += 1
+            # what the lost beat claimed comes back by its lease: its budget goes back now
+            self.drop_reservations()
             time.sleep(self.idle_sleep_ms / 1000)
             return None
 
     def _nothing_left(self) -> bool:
-        c = self.conn.client
-        q = self.queue
+        # one MULTI: three reads one after another could each miss a job that a promote (or a retry)
+        # moved between them, and a run would stop with work left
+        pipe = self.conn.client.pipeline(transaction=True)
+        for s in ("pending", "active", "schedule"):
+            pipe.zcard(keyspace.queue_key(self.queue, s))
         try:
-            return sum(c.zcard(keyspace.queue_key(q, s)) for s in ("pending", "active", "schedule")) == 0
+            return sum(pipe.execute()) == 0
         except LINK_ERRORS:
             if self.lost_link == "raise":
                 raise
@@ -274,9 +456,10 @@ class Metronome:
         self._thread: threading.Thread | None = None
 
     def tick(self) -> tuple[list[str], list[str]]:
-        """One tick: promote, then recover. Answers (promoted, recovered)."""
-        promoted = jobs.promote(self.conn, self.queue)
-        recovered, _ = _recover(self.conn, self.queue, self.recovery, self.max_stalled)
+        """One tick: promote, then recover. Answers (promoted, recovered); the trace names the tick."""
+        with self.conn.tagged("metronome tick"):
+            promoted = jobs.promote(self.conn, self.queue)
+            recovered, _ = _recover(self.conn, self.queue, self.recovery, self.max_stalled)
         self.ticks += 1
         self.promoted += len(promoted)
         self.recovered += len(recovered)
@@ -308,7 +491,14 @@ class Metronome:
 
 
 class Pool:
-    """Several consumers of one queue on threads, with one Metronome for recovery (EchoMQ.Pool)."""
+    """Several consumers of one queue on threads, with one Metronome for recovery (EchoMQ.Pool).
+
+    The consumers leave promote and recovery to the Metronome's tick and, by
+    default, take every shortcut (``shortcuts=True``: ``native-reads`` on wire 6,
+    ``pipeline``, ``hiredis``; see ``echomq_teach.shortcuts``). ``shortcuts=False``
+    gives each consumer the plain claim and settle of the page. On a cluster the
+    consumers take none: each call there is routed on its own.
+    """
 
     def __init__(
         self,
@@ -321,60 +511,54 @@ class Pool:
         recovery: str | None = "reap",
         max_stalled: int = stalled.DEFAULT_MAX_STALLED,
         lost_link: str = "raise",
+        shortcuts: bool | Sequence[str] = True,
         **consumer_opts: object,
     ) -> None:
         # refuse bad input before forking connectors: a refused pool opens no links to the node
         # (a dry-run Consumer checks the queue, the handler and every option without a call)
-        Consumer(conn, queue, handler, recovery=None, promote=False, lost_link=lost_link, **consumer_opts)  # type: ignore[arg-type]
+        taken = _taken(conn, shortcuts, POOL_SHORTCUTS)
+        own = sorted(taken - {HIREDIS})
+        opts = dict(recovery=None, promote=False, lost_link=lost_link, shortcuts=own, **consumer_opts)
+        Consumer(conn, queue, handler, **opts)  # type: ignore[arg-type]
         positive_int("size", size)
         positive_int("metronome_ms", metronome_ms)
         _check_recovery(recovery, max_stalled)
+        parser = "hiredis" if HIREDIS in taken else None
+        if parser:
+            from .connector import check_parser
+
+            check_parser(parser)  # hiredis installed, before any link is opened
         self.queue = queue
+        #: the shortcuts the consumers take (none on a cluster, or with ``shortcuts=False``)
+        self.shortcuts = taken
         # each consumer gets its own connector: its own socket and trace
         self.consumers = [
-            Consumer(conn.fork(), queue, handler, recovery=None, promote=False, lost_link=lost_link, **consumer_opts)  # type: ignore[arg-type]
+            Consumer(conn.fork(parser=parser) if parser else conn.fork(), queue, handler, **opts)  # type: ignore[arg-type]
             for _ in range(size)
         ]
         # the metronome runs the pool's recovery leg, so the stall cap is its own
         self.metronome = Metronome(conn.fork(), queue, metronome_ms, recovery, max_stalled, lost_link=lost_link)
 
     def run(self, max_jobs: int | None = None, timeout: float = 10.0, until_idle: bool = False) -> RunReport:
-        """Run every consumer on its own thread until the bound is met; answers the combined report."""
+        """Run every consumer on its own thread until the bound is met; answers the combined report.
+
+        ``max_jobs`` is the pool's: its consumers share one budget, so together
+        they settle at most that many.
+        """
+        if timeout is None or timeout <= 0:
+            raise jobs.BadInput("run() needs a positive timeout in seconds: every loop here is bounded")
         reports: list[RunReport] = []
         lock = threading.Lock()
-        settled = [0]
+        budget = Budget(max_jobs)
 
         def work(name: str, c: Consumer) -> None:
             try:
-                r = c.run(max_jobs=None, timeout=timeout, until_idle=until_idle) if max_jobs is None else _bounded(c)
+                r = c.run_within(budget, timeout, until_idle)
             except Exception as exc:  # noqa: BLE001 - a consumer's crash is reported, not lost with its thread
+                c.drop_reservations()  # the others may still settle what this one had counted on
                 r = RunReport(stopped_by="error", errors=[_failure(name, exc)])
             with lock:
                 reports.append(r)
-
-        def _bounded(c: Consumer) -> RunReport:
-            # the pool shares one max_jobs budget: each consumer stops once the pool has met it
-            r = RunReport()
-            start = time.monotonic()
-            while time.monotonic() - start < timeout:
-                with lock:
-                    if settled[0] >= max_jobs:  # type: ignore[operator]
-                        r.stopped_by = "max_jobs"
-                        break
-                b = c.safe_beat(r)
-                if b is None:
-                    continue
-                if b.outcome is not None:
-                    with lock:
-                        settled[0] += 1
-                    r.settled += 1
-                    r.outcomes[b.outcome] = r.outcomes.get(b.outcome, 0) + 1
-                else:
-                    time.sleep(c.idle_sleep_ms / 1000)
-            else:
-                r.stopped_by = "timeout"
-            r.seconds = time.monotonic() - start
-            return r
 
         start = time.monotonic()
         self.metronome.start()

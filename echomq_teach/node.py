@@ -20,6 +20,7 @@ connector and raw client of a node holds a reference to it.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import secrets
 import shutil
@@ -125,6 +126,18 @@ def _death_signal(parent: int) -> object:
     return arm
 
 
+#: run by sh after setpriv armed the death signal: $1 is the parent's pid; a child already orphaned
+#: (its parent died before the signal was armed) exits instead of running the server for nobody
+_PARENT_GUARD = 'if [ "$PPID" != "$1" ]; then exit 1; fi; shift; exec "$@"'
+
+
+@functools.cache
+def _exec_tools() -> tuple[str, str] | None:
+    """``setpriv`` (util-linux) and ``sh``, when both are there; else None (the death signal by preexec_fn)."""
+    setpriv, sh = shutil.which("setpriv"), shutil.which("sh")
+    return (setpriv, sh) if setpriv and sh else None
+
+
 class _Launcher:
     """One daemon thread per process that forks every server the kit starts.
 
@@ -156,7 +169,15 @@ class _Launcher:
         return fut.result()
 
     def _spawn(self, args: list[str], kw: dict[str, Any]) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(args, preexec_fn=_death_signal(os.getpid()), **kw)
+        tools = _exec_tools()
+        if tools is None:
+            return subprocess.Popen(args, preexec_fn=_death_signal(os.getpid()), **kw)
+        # the same death signal without a Python function in the child, so that the child is
+        # vforked (well under a millisecond) instead of forked from a kernel's whole address space
+        # (tens of ms): setpriv arms it, then sh leaves at once if the parent is already gone
+        setpriv, sh = tools
+        guard = [sh, "-c", _PARENT_GUARD, "echomq-launch", str(os.getpid())]
+        return subprocess.Popen([setpriv, "--pdeathsig", "KILL", "--", *guard, *args], **kw)
 
     def _run(self) -> None:
         while True:
@@ -414,6 +435,7 @@ class LocalNode(Node):
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
         last: Exception | None = None
+        pause = 0.001  # a server is up in a few ms: look often at first, then back off to 20 ms
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
                 raise NodeError(
@@ -429,7 +451,8 @@ class LocalNode(Node):
                     c.close()
             except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError, OSError) as exc:
                 last = exc
-            time.sleep(0.02)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
         self._kill()
         raise NodeError(
             f"valkey-server did not answer within {READY_TIMEOUT_S:.0f} s ({last}); log:\n{self.log_tail()}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 
 
@@ -18,8 +18,8 @@ class Script:
     name: str
     source: str
 
-    @property
-    def sha(self) -> str:
+    @cached_property
+    def sha(self) -> str:  # hashed once: a pipelined beat asks for it twice per job
         return hashlib.sha1(self.source.encode("utf-8")).hexdigest()
 
     @property

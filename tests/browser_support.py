@@ -27,6 +27,8 @@ from urllib.parse import quote
 import pytest
 from conftest import terminate
 
+from echomq_teach.lab_server import SERVER_ARGS
+
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts"
 CHROMIUM = os.environ.get("ECHOMQ_CHROMIUM", "/usr/bin/chromium")
@@ -147,6 +149,7 @@ def lab_server(
                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                 "--LabApp.extension_manager=readonly",
                 *extra,
+                *SERVER_ARGS,  # kernel websockets with TCP_NODELAY, as every server the kit starts
             ],
             env=env,
             stdout=log,
@@ -260,3 +263,32 @@ def shot_whole_notebook(pg, panel, path: Path, width: int = 1280) -> Path:
         )
     scroller.evaluate("e => { e.scrollTop = 0; }")
     return shot(pg, path)
+
+
+# Clicks ``button`` and answers the milliseconds, on the page's own clock, until the widget output it
+# sits in shows a caption holding ``caption`` and a set view whose contents changed: click to redrawn
+# view, kernel round trip included. A MutationObserver sees each DOM change as it lands.
+_CLICK_TO_REDRAW_JS = """
+(button, caption) => new Promise((resolve, reject) => {
+  const box = button.closest('.jp-OutputArea-output');
+  const viewNow = () => { const v = box.querySelector('.emq-view'); return v ? v.innerHTML : ''; };
+  const before = viewNow();
+  const redrawn = () => {
+    const cap = box.querySelector('.emq-cap');
+    return cap !== null && cap.textContent.includes(caption) && viewNow() !== before;
+  };
+  let t0 = 0;
+  const obs = new MutationObserver(() => {
+    if (redrawn()) { const ms = performance.now() - t0; obs.disconnect(); clearTimeout(bound); resolve(ms); }
+  });
+  const bound = setTimeout(() => { obs.disconnect(); reject(new Error('no redraw within the bound')); }, %d);
+  obs.observe(box, {subtree: true, childList: true, characterData: true, attributes: true});
+  t0 = performance.now();
+  button.click();
+})
+"""
+
+
+def click_to_redraw_ms(button, caption: str, bound_ms: int = UI_MS) -> float:
+    """Click ``button``; the ms until its widget shows ``caption`` and a redrawn set view (a bound, not a goal)."""
+    return float(button.evaluate(_CLICK_TO_REDRAW_JS % bound_ms, caption))

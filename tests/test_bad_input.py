@@ -233,6 +233,20 @@ def test_settles_refuse_a_bad_token(conn: Connector, queue: str, busy: dict[str,
         pytest.param(lambda c, q, b: Pool(c, q, None), "handler must be callable", id="pool handler"),
         pytest.param(lambda c, q, b: Pool(c, q, lambda j: "", metronome_ms=0), "metronome_ms", id="pool metronome"),
         pytest.param(lambda c, q, b: Pool(c, q, lambda j: "", recovery="x"), "recovery must be", id="pool recovery"),
+        # the Pool's shortcuts (echomq_teach.shortcuts), and the reply parser they may choose
+        pytest.param(
+            lambda c, q, b: Pool(c, q, lambda j: "", shortcuts="pipeline"), "shortcuts must be", id="shortcuts"
+        ),
+        pytest.param(lambda c, q, b: Pool(c, q, lambda j: "", shortcuts=["warp"]), "unknown shortcut", id="shortcut"),
+        pytest.param(
+            lambda c, q, b: Consumer(c, q, lambda j: "", shortcuts=["pipeline"]),
+            "pipeline shortcut is for a consumer without promote and recovery",
+            id="pipelined beat",
+        ),
+        pytest.param(
+            lambda c, q, b: Consumer(c, q, lambda j: "", shortcuts=["hiredis"]), "unknown shortcut", id="parser"
+        ),
+        pytest.param(lambda c, q, b: c.fork(parser="fast"), "parser must be 'python' or 'hiredis'", id="fork parser"),
     ],
 )
 def test_other_arguments_are_refused(

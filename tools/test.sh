@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit, property, fault, browser, container, hub, and
-# every notebook under pytest --nbval. As root on Debian it also installs
-# Chromium and docker.io, starts a private Docker engine (no bridge, loopback
-# only), builds the offline node and course images into it for the container
-# tests and stops it by PID at the end; elsewhere those tests skip and say why.
+# every notebook under pytest --nbval (tools/nbtest.sh: several kernels at a
+# time). As root on Debian it also installs Chromium and docker.io, starts a
+# private Docker engine (no bridge, loopback only), builds the offline node and
+# course images into it for the container tests and stops it by PID at the
+# end; elsewhere those tests skip and say why.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -37,5 +38,18 @@ fi
 
 .venv/bin/ruff check echomq_teach widgets tests bench tools docker notebooks/src notebooks/solutions
 .venv/bin/python tools/nbbuild.py --check
-.venv/bin/python -m pytest tests notebooks --nbval --nbval-current-env \
-  --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider --strict-skips "$@"
+# two sessions, both always run: the tests, then every notebook under pytest --nbval with several
+# kernels at a time (tools/nbtest.sh). Extra arguments (-x, -k ...) go to both; a selection that
+# leaves one session nothing to run (pytest's exit 5) is not a failure of that session.
+status=0
+for session in "tests" "notebooks"; do
+  code=0
+  if [ "$session" = tests ]; then
+    .venv/bin/python -m pytest tests -p no:cacheprovider --strict-skips "$@" || code=$?
+  else
+    bash tools/nbtest.sh --strict-skips "$@" || code=$?
+  fi
+  if [ "$code" = 5 ] && [ $# -gt 0 ]; then code=0; fi
+  if [ "$code" != 0 ]; then status=$code; fi
+done
+exit "$status"

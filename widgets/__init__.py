@@ -5,36 +5,44 @@
 * ``FlowComposer(conn)`` — land a flow, settle its children, watch ``:dependencies`` tick to zero.
 * ``CounterPlot(conn=None, queue=None)`` — set sizes per step or over time.
 * ``ExecutorView(scripted_conn, native_conn)`` — the same step on both executors, side by side.
-* ``ChaosView(node, workers=4)`` — worker processes drain a queue while you kill, freeze, thaw and
-  restart; the set sizes live, the checker's verdict and the timeline when it drains.
 
 The logic lives in plain classes (``steps.Lifecycle``, ``flow_model.FlowRun``,
-``compare.ExecutorRun``, ``counter.SizeSeries``, ``chaos_model.ChaosRun``) that test without a browser.
+``compare.ExecutorRun``, ``counter.SizeSeries``) that test without a browser.
 """
 
 from __future__ import annotations
 
-from .chaos import ChaosView
-from .chaos_model import ChaosRun
-from .composer import FlowComposer
-from .counter import CounterPlot, SizeSeries
-from .executors import ExecutorView
-from .flow_model import FlowRun
-from .setview import SetView
-from .stepper import LifecycleStepper
-from .steps import PATHS, Lifecycle, Settings
+import importlib
+from typing import Any
 
-__all__ = [
-    "PATHS",
-    "ChaosRun",
-    "ChaosView",
-    "CounterPlot",
-    "ExecutorView",
-    "FlowComposer",
-    "FlowRun",
-    "Lifecycle",
-    "LifecycleStepper",
-    "SetView",
-    "Settings",
-    "SizeSeries",
-]
+# each name from its module, imported on first use: a notebook that only steps (SetView,
+# LifecycleStepper) does not pay for matplotlib, which the plots import (about a second a kernel)
+_WHERE = {
+    "ChaosView": "chaos",
+    "ChaosRun": "chaos_model",
+    "FlowComposer": "composer",
+    "CounterPlot": "counter",
+    "SizeSeries": "counter",
+    "ExecutorView": "executors",
+    "FlowRun": "flow_model",
+    "SetView": "setview",
+    "LifecycleStepper": "stepper",
+    "PATHS": "steps",
+    "Lifecycle": "steps",
+    "Settings": "steps",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'echomq_widgets' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # once: the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

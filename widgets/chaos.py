@@ -69,7 +69,7 @@ from echomq_teach.timeline import draw as draw_timeline
 
 from .chaos_model import EVENT_COLOURS, LIFETIME_S, WATCH_LIMIT_S, ChaosRun, SlotState, Verdict, Watch
 from .plots import draw_sizes, new_figure, png
-from .render import badge, esc, wrap
+from .render import badge, esc, stylesheet, wrap
 
 TITLE = "Chaos · worker processes drain one queue while you kill, freeze and restart"
 _EVENTS_SHOWN = 8
@@ -187,7 +187,8 @@ class ChaosView(widgets.VBox):
         )
         middle = widgets.HBox([self.plot, self.events_html], layout=widgets.Layout(flex_flow="row wrap"))
         super().__init__(
-            [self.title_html, controls, self.status, widgets.VBox(rows), middle, self.verdict_html,
+            [stylesheet(),  # once: the HTML values below carry no sheet of their own
+             self.title_html, controls, self.status, widgets.VBox(rows), middle, self.verdict_html,
              self.timeline_image],
             layout=widgets.Layout(width="100%"),
         )

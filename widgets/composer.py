@@ -15,7 +15,7 @@ from echomq_teach.snapshots import Snapshot
 from .flow_model import MAX_CHILDREN, FlowEvent, FlowRun
 from .model import as_connector
 from .plots import draw_counter, new_figure, png
-from .render import badge, caption_html, esc, fallback, trace_html, wrap
+from .render import badge, caption_html, esc, fallback, stylesheet, trace_html, wrap
 from .setview import SetView
 
 TITLE = "The flow composer · the :dependencies counter ticks to zero"
@@ -97,7 +97,7 @@ class FlowComposer(widgets.VBox):
         side = widgets.VBox([self.state_html, self.reads_html], layout=widgets.Layout(flex="1 1 300px"))
         middle = widgets.HBox([self.plot, side], layout=widgets.Layout(flex_flow="row wrap"))
         super().__init__(
-            [self.title_html, row1, row2, self.caption_html, self.trace_html, middle, self.set_view],
+            [stylesheet(), self.title_html, row1, row2, self.caption_html, self.trace_html, middle, self.set_view],
             layout=widgets.Layout(width="100%"),
         )
         self._draw(None, self.model.snapshot())

@@ -13,7 +13,7 @@ from echomq_teach.snapshots import Snapshot
 
 from .compare import SCENARIOS, Comparison, Difference, ExecutorRun, Side
 from .model import as_connector, when
-from .render import esc, fallback, ordered_fields, short, trace_html, wrap
+from .render import esc, fallback, ordered_fields, short, stylesheet, trace_html, wrap
 
 TITLE = "One transition, two executors"
 
@@ -96,7 +96,8 @@ class ExecutorView(widgets.VBox):
             [self.step_input, self.run_button, self.status], layout=widgets.Layout(align_items="center")
         )
         super().__init__(
-            [self.title_html, controls, self.cols_html, self.diff_html], layout=widgets.Layout(width="100%")
+            [stylesheet(), self.title_html, controls, self.cols_html, self.diff_html],
+            layout=widgets.Layout(width="100%"),
         )
         if autorun:
             self.run()

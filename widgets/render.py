@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from echomq_teach.connector import TraceEntry
 from echomq_teach.keyspace import SETS, base
@@ -118,9 +119,21 @@ def short(value: str, width: int = _SHORT) -> str:
     return value if len(value) <= width else value[: width - 1] + "…"
 
 
-def wrap(inner: str) -> str:
-    """One self-contained block: the style sheet travels with every widget's HTML."""
-    return CSS + f'<div class="emq">{inner}</div>'
+def wrap(inner: str, style: bool = False) -> str:
+    """One block in the kit's look; ``style=True`` carries the style sheet with it (HTML shown on its own).
+
+    A widget carries the sheet once, in a hidden ``stylesheet()`` child, not in
+    every value: a ``<style>`` inserted again with each update made the browser
+    restyle the whole page at every click.
+    """
+    return (CSS if style else "") + f'<div class="emq">{inner}</div>'
+
+
+def stylesheet() -> Any:
+    """A hidden ``ipywidgets.HTML`` holding the style sheet: the first child of each of the kit's widgets."""
+    import ipywidgets
+
+    return ipywidgets.HTML(CSS, layout=ipywidgets.Layout(display="none"))
 
 
 # -- what a diff highlights ------------------------------------------------------------------------
@@ -296,7 +309,7 @@ def setview_html(
         foot = ""
     top = f'<div class="emq-title">{esc(title)}</div>' if title else ""
     inner = f'<div class="emq-view">{top}{head}{body}{_extras(after, marks)}{foot}</div>'
-    return wrap(inner) if standalone else inner
+    return wrap(inner, style=True) if standalone else inner
 
 
 def setview_text(snap: Snapshot) -> str:

@@ -13,7 +13,7 @@ from echomq_teach.node import Node
 from echomq_teach.snapshots import Change, Snapshot
 
 from .model import as_connector, reader_for
-from .render import fallback, setview_html, setview_text, sizes_text
+from .render import fallback, setview_html, setview_text, sizes_text, stylesheet, wrap
 
 
 class SetView(widgets.VBox):
@@ -47,7 +47,7 @@ class SetView(widgets.VBox):
         self.before: Snapshot | None = None
         self.changes: list[Change] = []
         self.html = widgets.HTML(layout=widgets.Layout(width="auto"))  # 100% plus the widget margin overflowed
-        super().__init__([self.html], layout=widgets.Layout(width="100%"))
+        super().__init__([stylesheet(), self.html], layout=widgets.Layout(width="100%"))
         if autorefresh:
             self.refresh()
 
@@ -68,9 +68,11 @@ class SetView(widgets.VBox):
             before = None  # another queue: nothing to compare with
         self.before, self.snapshot = before, after
         self.changes = list(changes) if changes is not None else (snapshots.diff(before, after) if before else [])
-        self.html.value = setview_html(
-            after, before, self.changes, rows=self.rows, row_order=self.row_order, title=self.title, names=self.names
+        inner = setview_html(
+            after, before, self.changes, rows=self.rows, row_order=self.row_order, title=self.title, names=self.names,
+            standalone=False,
         )
+        self.html.value = wrap(inner)  # the sheet is the hidden first child's, not in every value
 
     def use_queue(self, queue: str) -> Snapshot:
         """Point the view at another queue and draw it fresh (nothing highlighted)."""

@@ -12,7 +12,7 @@ from echomq_teach.node import Node
 from echomq_teach.snapshots import Snapshot
 
 from .model import as_connector
-from .render import caption_html, esc, fallback, sizes_text, steps_html, trace_html, wrap
+from .render import caption_html, esc, fallback, sizes_text, steps_html, stylesheet, trace_html, wrap
 from .setview import SetView
 from .steps import PATHS, Lifecycle, Outcome, Settings
 
@@ -73,6 +73,7 @@ class LifecycleStepper(widgets.VBox):
         )
         super().__init__(
             [
+                stylesheet(),  # once: the values below carry no sheet of their own
                 self.title_html,
                 self.path_buttons,
                 self.progress_html,

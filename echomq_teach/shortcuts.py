@@ -1,0 +1,232 @@
+"""The shortcuts a Pool's consumers take around the page's beat (docs/decisions.md, "Pool shortcuts").
+
+A standalone ``Consumer`` beats as the course page does: promote, the recovery
+leg, claim/3 (its host-side pause read, then the claim), the handler, then the
+settle (its host-side parent read, then complete or retry). In a ``Pool`` the
+Metronome's tick runs promote and recovery for every consumer, and each
+consumer may take the shortcuts below. Each one is named on every trace entry
+it shapes, so the trace still shows what was sent:
+
+``native-reads`` (wire 6 only)
+    no host-side read that the native command makes for itself: ``EMQ.CLAIM``
+    reads the pause flag inside, and ``EMQ.COMPLETE``/``EMQ.FAIL`` refuse a flow
+    child (a row naming a ``parent``) before any write. A settle refused that
+    way falls back to the script path (the parent read, then the script), and
+    those entries are named ``native-reads: fallback``.
+``pipeline``
+    the settle and the next claim in one round trip: the node runs the claim
+    right after the settle, as it would one round trip later. Where the host
+    still reads (wire 4), the parent read and the next claim's pause read share
+    the round trip before.
+``hiredis``
+    the hiredis C parser on the consumers' links (a connector made with
+    ``parser="hiredis"``): the same replies, parsed in C.
+
+``tests/test_shortcuts.py`` runs the same work with and without each one and
+compares the end states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import redis
+
+from .connector import Connector, TraceEntry
+from .errors import BadInput, EchoMQError
+from .jobs import DEAD, OK, SCHEDULED, STALE, Claimed, check_id, check_token, complete, reply_error, retry
+from .keyspace import base
+
+NATIVE_READS = "native-reads"
+PIPELINE = "pipeline"
+HIREDIS = "hiredis"
+#: what a consumer may take; a pool adds the parser of its consumers' links
+CONSUMER_SHORTCUTS = (NATIVE_READS, PIPELINE)
+POOL_SHORTCUTS = (NATIVE_READS, PIPELINE, HIREDIS)
+#: the native settles' refusal of a flow child (native/emq_complete.c, native/emq_fail.c): nothing was written
+FLOW_REFUSALS = ("EMQSTATE complete flow not native", "EMQSTATE fail flow not native")
+
+_PAUSE_INSIDE = "native-reads: pause read in EMQ.CLAIM"
+_FLOW_INSIDE = "native-reads: flow check in the command"
+_FALLBACK = "native-reads: fallback"
+
+
+def check_shortcuts(value: object, allowed: tuple[str, ...]) -> frozenset[str]:
+    """``True`` (all of ``allowed``), ``False``/``None`` (none), or names from ``allowed``; else BadInput."""
+    if value is True:
+        return frozenset(allowed)
+    if value is False or value is None:
+        return frozenset()
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise BadInput(f"shortcuts must be True, False or a list of names from {list(allowed)}, got {value!r}")
+    names = list(value)
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        raise BadInput(f"unknown shortcut {unknown[0]!r}: the shortcuts here are {list(allowed)}")
+    return frozenset(names)
+
+
+class Settled(NamedTuple):
+    """What one settle (and the claim sent with it) came back with.
+
+    ``outcome`` is ``None`` when the settle was refused (``error``); ``next`` is
+    the job the pipelined claim took (``None``: nothing claimed, or not asked);
+    ``claim_error`` is that claim's refusal, which the consumer raises where the
+    plain path would have: at its next beat.
+    """
+
+    outcome: str | None
+    error: Exception | None
+    next: Claimed | None
+    claim_error: Exception | None
+
+
+def _claimed(reply: object) -> Claimed | None:
+    if not reply:
+        return None  # nothing pending, a paused queue (EMQ.CLAIM), or a ghost head
+    job_id, payload, att = reply  # type: ignore[misc]
+    return Claimed(job_id, payload, int(att))
+
+
+class Lane:
+    """One consumer's claims and settles with its shortcuts, on one connector and one queue.
+
+    The keys and fixed arguments are built once; every command goes through
+    ``Connector.send_many`` (one socket, each entry traced and named).
+    """
+
+    def __init__(
+        self,
+        conn: Connector,
+        queue: str,
+        shortcuts: frozenset[str],
+        *,
+        lease_ms: int,
+        retry_delay_ms: int,
+        max_attempts: int,
+        record: bool,
+    ) -> None:
+        self.conn, self.queue = conn, queue
+        self.pipeline = PIPELINE in shortcuts
+        # the native commands read for themselves only on wire 6; on wire 4 the host reads
+        self.native_reads = NATIVE_READS in shortcuts and conn.native
+        self.record = record
+        b = self.base = base(queue)
+        self.claim_keys = [b + "pending", b + "active", b]
+        self.paused_key = b + "paused"
+        self.retry_keys = [b + "active", b + "schedule", b + "dead"]
+        self.lease, self.delay, self.max_attempts = str(lease_ms), str(retry_delay_ms), str(max_attempts)
+        self.retry_delay_ms, self.max_attempts_int = retry_delay_ms, max_attempts
+        self.record_arg = "1" if record else "0"
+
+    # -- the claim -------------------------------------------------------------------------------
+    def claim_entry(self) -> TraceEntry:
+        if self.conn.native:
+            e = self.conn.command("EMQ.CLAIM", 3, *self.claim_keys, self.lease)
+            if self.native_reads:
+                e.shortcuts = (_PAUSE_INSIDE,)
+            return e
+        return self.conn.script_call("claim2", self.claim_keys, [self.lease])
+
+    def claim(self) -> Claimed | None:
+        """claim/3 on this lane: with ``native-reads`` the one command; else the pause read, then the claim."""
+        if not self.native_reads:
+            paused = self._read([self.conn.command("EXISTS", self.paused_key)])[0]
+            if paused == 1:
+                return None
+        reply = self.conn.send_many([self.claim_entry()])[0]
+        if isinstance(reply, Exception):
+            raise reply_error(reply) from reply
+        return _claimed(reply)
+
+    # -- the settle ------------------------------------------------------------------------------
+    def settle(self, job: Claimed, ok: bool, value: str | bytes, claim_next: bool) -> Settled:
+        """complete (``ok``, ``value`` the result) or retry (``value`` the reason), then, if asked, the next claim.
+
+        With ``pipeline`` the claim rides in the settle's round trip; without it,
+        it follows on its own. A pause read that finds the queue paused sends no
+        claim, as claim/3 would not.
+        """
+        check_id(job.id)
+        check_token(job.attempts)
+        row = self.base + "job:" + job.id
+        parent, paused = "", False
+        pipelined = claim_next and self.pipeline
+        if not self.native_reads:
+            reads = [self.conn.command("HGET", row, "parent")]
+            if pipelined:
+                # the next claim's pause read, moved before the settle: @complete and @retry never touch the flag
+                reads.append(self.conn.command("EXISTS", self.paused_key))
+            got = self._read(reads)
+            parent = got[0] or ""
+            paused = pipelined and got[1] == 1
+        batch = [self._settle_entry(row, job, ok, value, parent)]
+        if pipelined and not paused:
+            batch.append(self.claim_entry())
+        replies = self.conn.send_many(batch)
+        outcome, error = self._outcome(replies[0], job, ok, value)
+        nxt: Claimed | None = None
+        claim_error: Exception | None = None
+        if len(replies) > 1:
+            if isinstance(replies[1], Exception):
+                claim_error = reply_error(replies[1])
+            else:
+                nxt = _claimed(replies[1])
+        elif claim_next and not pipelined and error is None:
+            try:
+                nxt = self.claim()
+            except (redis.exceptions.ResponseError, EchoMQError) as exc:  # a refusal, mapped as claim/3 maps it
+                claim_error = exc
+        return Settled(outcome, error, nxt, claim_error)
+
+    def _settle_entry(self, row: str, job: Claimed, ok: bool, value: str | bytes, parent: str) -> TraceEntry:
+        native = self.conn.native and not parent  # a flow child takes the script on either wire
+        if ok:
+            keys = [self.base + "active", row]
+            if parent:
+                keys += [f"{self.base}job:{parent}:dependencies", f"{self.base}job:{parent}:processed"]
+                keys.append(f"{self.base}job:{parent}")
+            argv = [job.id, str(job.attempts), self.base, parent, value, self.record_arg]
+            command, script = "EMQ.COMPLETE", "complete"
+        else:
+            keys = [*self.retry_keys, row]
+            if parent:
+                keys += [f"{self.base}job:{parent}:dependencies", f"{self.base}job:{parent}:unsuccessful"]
+                keys.append(f"{self.base}job:{parent}")
+            argv = [job.id, str(job.attempts), self.delay, self.max_attempts, value, self.base, parent, self.record_arg]
+            command, script = "EMQ.FAIL", "retry"
+        if not native:
+            return self.conn.script_call(script, keys, argv)
+        e = self.conn.command(command, len(keys), *keys, *argv)
+        if self.native_reads:
+            e.shortcuts = (_FLOW_INSIDE,)
+        return e
+
+    def _outcome(
+        self, reply: object, job: Claimed, ok: bool, value: str | bytes
+    ) -> tuple[str | None, Exception | None]:
+        if isinstance(reply, redis.exceptions.ResponseError):
+            if not (self.native_reads and str(reply).startswith(FLOW_REFUSALS)):
+                return None, reply_error(reply)
+            # a flow child: refused before any write, so the script path settles it as the plain beat would
+            try:
+                with self.conn.tagged(_FALLBACK):
+                    if ok:
+                        return complete(self.conn, self.queue, job.id, job.attempts, value, record=self.record), None
+                    return retry(
+                        self.conn, self.queue, job.id, job.attempts, str(value),
+                        self.retry_delay_ms, self.max_attempts_int, record=self.record,
+                    ), None
+            except (redis.exceptions.ResponseError, EchoMQError) as exc:
+                return None, exc
+        if ok:
+            return (OK if reply == 1 else STALE), None
+        return (reply if reply in (SCHEDULED, DEAD) else STALE), None  # type: ignore[return-value]
+
+    def _read(self, entries: list[TraceEntry]) -> list[object]:
+        got = self.conn.send_many(entries)
+        for r in got:
+            if isinstance(r, Exception):
+                raise reply_error(r) from r  # a key of the wrong type: raised as the plain read raises it
+        return got

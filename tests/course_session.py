@@ -1,0 +1,60 @@
+"""The notebook session's plugin (tools/nbtest.sh): notebooks on parallel kernels, the longest first.
+
+``pytest notebooks --nbval -n N --dist loadfile`` runs each notebook whole on
+one worker, its own kernel, and hands the workers notebooks in collection
+order. Collected in name order, the longest notebook could start last and
+run alone at the end; this plugin sorts the notebooks by the run time their
+stored outputs record (``tools/nbbuild.py`` executes each one and nbclient
+keeps every cell's start and end), longest first, each keeping its cells in
+order. It also carries the skip check (``--strict-skips``) and, at the end,
+sweeps the node folders the session's kernels left (``tests/conftest.py``
+does both for the test session).
+
+    PYTHONPATH=tests python -m pytest notebooks --nbval -p course_session -n 2 --dist loadfile
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from skip_check import pytest_addoption, pytest_configure  # noqa: F401 - the unexpected-skip check
+
+# jsonschema, which nbformat imports, builds the rfc3987-syntax package's grammar at import when that
+# package is there (jupyter-events brings it): seconds of CPU in every pytest process of the session.
+# The notebook format never asks for the one format it checks (IRIs), so this session goes without it.
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+
+import nbformat  # noqa: E402 - after the line above
+
+
+def recorded_seconds(path: Path) -> float:
+    """From the first cell's start to the last cell's end, as the stored outputs record them; 0 if unknown."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except (OSError, ValueError):
+        return 0.0
+    times = []
+    for cell in nb.cells:
+        for key in ("iopub.status.busy", "iopub.status.idle"):
+            stamp = cell.get("metadata", {}).get("execution", {}).get(key)
+            if stamp:
+                times.append(datetime.fromisoformat(stamp.replace("Z", "+00:00")))
+    return (max(times) - min(times)).total_seconds() if times else 0.0
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    files: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(Path(str(item.path)), []).append(item)
+    order = sorted(files, key=lambda p: -recorded_seconds(p) if p.suffix == ".ipynb" else 0.0)
+    items[:] = [item for path in order for item in files[path]]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # a kernel that nbval shuts down runs no exit hooks: its server died with it, its folder stays
+    from echomq_teach.node import sweep_stale_dirs
+
+    sweep_stale_dirs()
