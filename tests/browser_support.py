@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -162,6 +163,23 @@ def lab_server(
         finally:
             # SIGTERM to the server's PID also stops its kernels (and so the node each started)
             terminate(proc)
+
+
+@contextmanager
+def lab_on_copies(tmp_path_factory, *paths: Path) -> Iterator[Lab]:
+    """A JupyterLab server of a test's own on copies of ``paths`` (notebooks, or folders such as
+    ``solutions/``): kernels outlive their pages, and autosave may rewrite what it opened."""
+    require_chromium()
+    tmp = tmp_path_factory.mktemp("lab")
+    root_dir = tmp / "root"
+    root_dir.mkdir()
+    for path in paths:
+        if path.is_dir():
+            shutil.copytree(path, root_dir / path.name)
+        else:
+            shutil.copy(path, root_dir / path.name)
+    with lab_server(tmp, root_dir) as server:
+        yield server
 
 
 def _wait_ready(lab: Lab) -> None:

@@ -34,6 +34,14 @@ def native_node():
 
 
 @pytest.fixture(scope="session")
+def durable():
+    """A scripted node with an append-only file synced on every write, so that a restart keeps its data."""
+    n = LocalNode(durable=True)
+    yield n
+    n.stop()
+
+
+@pytest.fixture(scope="session")
 def object_store():
     """A real SeaweedFS S3 server (``weed``) for the session's remote floors, stopped by PID at the end."""
     from echomq_teach.objectstore import start_object_store
@@ -125,6 +133,25 @@ def wait_until_due(conn, queue: str, set_name: str) -> None:
             return
         time.sleep(max(0.002, (max(scores) - snap.now_ms + 2) / 1000))
     raise AssertionError(f"{set_name} never came due")
+
+
+def gone(pid: int) -> bool:
+    """True once no process has this PID (signal 0 only asks)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def wait_for(predicate, what: str, timeout: float = 30.0) -> None:
+    """Poll ``predicate`` until it holds, failing with ``what`` after ``timeout`` s (a bound, not a measurement)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"never: {what}")
 
 
 def terminate(proc, timeout: float = 20) -> None:

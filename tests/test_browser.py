@@ -8,7 +8,6 @@ Screenshots land in ``artifacts/`` (gitignored). Jupyter is stopped by its PID.
 
 from __future__ import annotations
 
-import shutil
 import statistics
 
 import browser_support as bs
@@ -25,12 +24,7 @@ NB = "widgets_demo.ipynb"
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A JupyterLab server of this test's own, on a copy of the demo notebook."""
-    bs.require_chromium()
-    tmp = tmp_path_factory.mktemp("lab")
-    root_dir = tmp / "root"
-    root_dir.mkdir()
-    shutil.copy(DEMO, root_dir / NB)  # a copy: kernels outlive the page and autosave may rewrite it
-    with bs.lab_server(tmp, root_dir) as server:
+    with bs.lab_on_copies(tmp_path_factory, DEMO) as server:
         yield server
 
 

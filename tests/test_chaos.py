@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import nbformat
 import pytest
-from conftest import state
+from conftest import gone, state, wait_for
 from echomq_widgets import ChaosRun, ChaosView
 from echomq_widgets.chaos_model import MAX_BATCH, Watch
 
 from echomq_teach import keyspace
 from echomq_teach.errors import BadInput
 from echomq_teach.faults import Run
-from echomq_teach.node import LocalNode
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -31,19 +29,6 @@ def is_png(value) -> bool:
     return bytes(value[:8]) == PNG
 
 
-@pytest.fixture(scope="module")
-def durable():
-    n = LocalNode(durable=True)
-    yield n
-    n.stop()
-
-
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 @pytest.fixture
@@ -77,14 +62,6 @@ def worker_children() -> set[int]:
             out.add(int(d))
     return out
 
-
-def wait_for(predicate, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"never: {what}")
 
 
 def mid_handler(m: ChaosRun, worker: str) -> str | None:

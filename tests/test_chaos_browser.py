@@ -10,13 +10,12 @@ Jupyter itself is stopped by its PID.
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 
 import browser_support as bs
 import pytest
 from browser_support import expect
+from conftest import gone
 
 pytestmark = pytest.mark.browser
 
@@ -28,21 +27,9 @@ STEP_MS = 30_000  # a click that starts a process or runs the kernel
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    bs.require_chromium()
-    tmp = tmp_path_factory.mktemp("lab")
-    root_dir = tmp / "root"
-    root_dir.mkdir()
-    shutil.copy(DEMO, root_dir / NB)  # a copy: kernels outlive the page and autosave may rewrite it
-    with bs.lab_server(tmp, root_dir) as server:
+    with bs.lab_on_copies(tmp_path_factory, DEMO) as server:
         yield server
 
-
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 def pids(widget) -> list[int]:

@@ -14,7 +14,6 @@ Jupyter is stopped by its PID at the end.
 from __future__ import annotations
 
 import re
-import shutil
 
 import browser_support as bs
 import pytest
@@ -55,14 +54,7 @@ def test_course_notebooks_are_all_here():
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """One JupyterLab on a copy of the course: kernels outlive pages and autosave may rewrite files."""
-    bs.require_chromium()
-    tmp = tmp_path_factory.mktemp("course-lab")
-    root_dir = tmp / "root"
-    root_dir.mkdir()
-    for name in COURSE:
-        shutil.copy(NOTEBOOKS / name, root_dir / name)
-    shutil.copytree(NOTEBOOKS / "solutions", root_dir / "solutions")
-    with bs.lab_server(tmp, root_dir) as server:
+    with bs.lab_on_copies(tmp_path_factory, *(NOTEBOOKS / name for name in COURSE), NOTEBOOKS / "solutions") as server:
         yield server
 
 

@@ -13,43 +13,22 @@ import time
 from collections import Counter
 
 import pytest
+from conftest import gone, wait_for
 
 from echomq_teach import handlers, jobs, keyspace
 from echomq_teach.errors import BadInput
 from echomq_teach.faults import Fault, Nemesis, Run, crash_point, crash_points
-from echomq_teach.node import LocalNode
 
 FAULT_JOBS = int(os.environ.get("ECHOMQ_FAULT_JOBS", "5000"))
 SEED = int(os.environ.get("ECHOMQ_FAULT_SEED", "20261203"))
 
 
-@pytest.fixture(scope="module")
-def durable():
-    n = LocalNode(durable=True)
-    yield n
-    n.stop()
-
-
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 def stream_ids(run: Run) -> Counter[str]:
     entries = run.conn.client.xrange(keyspace.queue_key(run.queue, "stream:completions"))
     return Counter(f["id"] for _, f in entries)
 
-
-def wait_for(predicate, what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"never: {what}")
 
 
 @pytest.mark.slow
