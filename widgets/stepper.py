@@ -176,10 +176,6 @@ class LifecycleStepper(widgets.VBox):
 
     def _guard(self, fn: Callable[[], object]) -> None:
         # a click must never die silently in the browser: show the error beside the buttons
-        buttons = (self.step_button, self.back_button, self.reset_button)
-        for b in buttons:
-            b.disabled = True
-        self.status.value = wrap('<span class="emq-none">running…</span>')
         try:
             fn()
             self.error = None
@@ -207,18 +203,19 @@ class LifecycleStepper(widgets.VBox):
 
     def _draw(self, out: Outcome | None) -> None:
         m = self.model
-        self.progress_html.value = wrap(steps_html([s.name for s in m.steps], m.index))
         if out is None:
             head, body = self._ready_text().split("\n")
             self.caption_html.value = wrap(caption_html(head, body))
             self.trace_html.value = wrap(trace_html([], empty="nothing sent yet"))
             self.set_view.use_queue(m.queue)
         else:
+            # the view and its caption first: each update is one message, and the browser draws them in order
+            self.set_view.queue = m.queue
+            self.set_view.show(out.call.after, out.call.before, out.call.changes)
             self.caption_html.value = wrap(caption_html(out.headline, out.caption, out.detail))
             empty = "nothing sent — no client called anything" if not out.step.handle else "nothing sent"
             self.trace_html.value = wrap(trace_html(out.call.entries, empty=empty))
-            self.set_view.queue = m.queue
-            self.set_view.show(out.call.after, out.call.before, out.call.changes)
+        self.progress_html.value = wrap(steps_html([s.name for s in m.steps], m.index))
         self._buttons()
         for fn in list(self._listeners):
             fn(out)
