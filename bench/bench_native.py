@@ -21,11 +21,9 @@ and asserts nothing about time.
 from __future__ import annotations
 
 import os
-import platform
 import sys
 
-import redis
-from bench_cluster import cpu_model
+from machine import print_header
 
 from echomq_teach import LocalNode, executor_cost
 
@@ -52,12 +50,10 @@ def main(argv: list[str]) -> int:
         node.stop()
     load_after = os.getloadavg()
 
-    print(f"The Queue · native bench · N={n} calls per executor per leg, in {windows} windows of {n // windows}")
-    print(
-        f"machine: {platform.machine()} · {os.cpu_count()} cores · {cpu_model()} · "
-        f"valkey {version} · Python {platform.python_version()} · redis-py {redis.__version__}"
-    )
-    print(f"load average (1 min) before {load_before[0]:.2f}, after {load_after[0]:.2f}")
+    print_header("The Queue · native bench", f"{n} calls per executor per leg, in {windows} windows of {n // windows}",
+                 packages=("redis",))
+    print(f"the node answered valkey {version}; load average (1 min) before {load_before[0]:.2f}, "
+          f"after {load_after[0]:.2f}")
     print(f"one native node; queues of N jobs, one per executor; pipelined in batches of {executor_cost.BATCH}")
     print()
     print(f"{'server time per call':<30}{'script µs':>10}{'native µs':>11}{'native/script':>15}   pairs of windows")
