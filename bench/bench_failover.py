@@ -26,15 +26,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
-import subprocess
 import time
 from collections import defaultdict
 
+from machine import print_header
+
 from echomq_teach.cluster import LocalCluster
 from echomq_teach.failover import drain_rate, failover
-from echomq_teach.node import server_binary
 
 MODES = {"no WAIT": None, "WAIT 1 2000": (1, 2000), "WAIT 1 50": (1, 50)}
 COLUMNS = ("verdict", "lost", "settled_twice", "double_handouts", "unrecorded", "ran twice+", "unknown outcomes",
@@ -80,10 +79,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=300)
     ap.add_argument("--rate-jobs", type=int, default=600)
     args = ap.parse_args()
-    version = subprocess.run([server_binary(), "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
-          f"{platform.python_version()}; {version}")
-    print(f"load average before: {os.getloadavg()[0]:.2f}")
+    print_header("The Queue · failover bench", f"{args.rounds} rounds of each kind, {args.jobs} jobs a queue",
+                 packages=("redis",))
     cluster = LocalCluster(native=True)
     try:
         print(f"cluster of {len(cluster.nodes)} nodes; {args.rounds} rounds of each kind, {args.jobs} jobs a queue, "
