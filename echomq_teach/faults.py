@@ -91,13 +91,11 @@ class WorkerProcess:
         cmd = [sys.executable, "-m", "echomq_teach.worker", run.queue, "--name", name,
                "--history", str(run.folder), "--wire", str(run.wire)]
         for k, v in options.items():
-            if v is None or v is True:
-                if v is True:
-                    cmd.append("--" + k.replace("_", "-"))
-                continue
-            if v is False:
-                continue
-            cmd += ["--" + k.replace("_", "-"), str(v)]
+            flag = "--" + k.replace("_", "-")
+            if v is True:
+                cmd.append(flag)  # a switch (--no-record)
+            elif v is not None and v is not False:
+                cmd += [flag, str(v)]
         self.command = cmd
         env = dict(os.environ, ECHOMQ_ADDRESS=json.dumps(run.address), PYTHONUNBUFFERED="1")
         self.log = run.folder / f"{name}.log"

@@ -87,6 +87,18 @@ class Recorder:
         # one write per line on an O_APPEND file: a process killed right after still left it whole
         os.write(self._fd, (json.dumps(line, separators=(",", ":")) + "\n").encode())
 
+    def _open(self, op: str, at: str = "send", *, job: str | None = None, token: int | None = None,
+              **extra: Any) -> int:
+        """The first (or only) line of an op: a call going out, or a note. Answers the op's number."""
+        self._n += 1
+        self._write({"w": self.worker, "n": self._n, "op": op, "at": at, "t": self.clock.now_ms(),
+                     "job": job, "token": token, **extra})
+        return self._n
+
+    def _close(self, n: int, at: str, t: float | None = None, **fields: Any) -> None:
+        """The line that ends call ``n``: ``answer``, ``refused`` or ``lost``."""
+        self._write({"w": self.worker, "n": n, "at": at, "t": self.clock.now_ms() if t is None else t, **fields})
+
     def call(
         self, op: str, fn: Callable[[], Any], *, job: str | None = None, token: int | None = None,
         shape: Callable[[Any], dict[str, Any]] | None = None, extra: dict[str, Any] | None = None,
@@ -97,34 +109,19 @@ class Recorder:
         job and token); the reply itself is kept as text. ``extra`` goes on
         the ``send`` line (a claim's ``lease_ms``).
         """
-        self._n += 1
-        n = self._n
-        self._write({"w": self.worker, "n": n, "op": op, "at": "send", "t": self.clock.now_ms(),
-                     "job": job, "token": token, **(extra or {})})
+        n = self._open(op, job=job, token=token, **(extra or {}))
         try:
             reply = fn()
-        except NotSent as exc:
-            # no link could be opened: the call never left this process, so it certainly did not run
-            self._write({"w": self.worker, "n": n, "at": "refused", "t": self.clock.now_ms(), "error": _err(exc)})
-            raise
-        except LINK_ERRORS as exc:
-            self._write({"w": self.worker, "n": n, "at": "lost", "t": self.clock.now_ms(), "error": _err(exc)})
-            raise
         except Exception as exc:
-            self._write({"w": self.worker, "n": n, "at": "refused", "t": self.clock.now_ms(), "error": _err(exc)})
+            self._close(n, _failed(exc), error=_err(exc))
             raise
-        line: dict[str, Any] = {"w": self.worker, "n": n, "at": "answer", "t": self.clock.now_ms(),
-                                "reply": _plain(reply)}
-        if shape is not None:
-            line.update(shape(reply))
-        self._write(line)
+        fields = shape(reply) if shape is not None else {}
+        self._close(n, "answer", reply=_plain(reply), **fields)
         return reply
 
     def note(self, op: str, *, job: str | None = None, token: int | None = None, **extra: Any) -> None:
         """A moment with no answer: a handler run starting or ending, a fault, a crash."""
-        self._n += 1
-        self._write({"w": self.worker, "n": self._n, "op": op, "at": "note", "t": self.clock.now_ms(),
-                     "job": job, "token": token, **extra})
+        self._open(op, "note", job=job, token=token, **extra)
 
     # -- the job functions, recorded -----------------------------------------------------
     def enqueue(self, conn: Connector, queue: str, payload: str | bytes, job_id: str | None = None) -> str:
@@ -139,25 +136,20 @@ class Recorder:
         from . import ids
 
         job_ids = [ids.mint() for _ in payloads]
-        sent = []
-        for job_id in job_ids:
-            self._n += 1
-            sent.append(self._n)
-            self._write({"w": self.worker, "n": self._n, "op": "enqueue", "at": "send", "t": self.clock.now_ms(),
-                         "job": job_id, "token": None})
+        sent = [self._open("enqueue", job=job_id) for job_id in job_ids]
         try:
             answers = jobs.enqueue_many(conn, queue, payloads, job_ids)
-        except LINK_ERRORS as exc:
+        except Exception as exc:
             t = self.clock.now_ms()
             for n in sent:
-                self._write({"w": self.worker, "n": n, "at": "lost", "t": t, "error": _err(exc)})
+                self._close(n, _failed(exc), t, error=_err(exc))
             raise
         t = self.clock.now_ms()
         for n, answer in zip(sent, answers):
             if isinstance(answer, Exception):
-                self._write({"w": self.worker, "n": n, "at": "refused", "t": t, "error": _err(answer)})
+                self._close(n, "refused", t, error=_err(answer))
             else:
-                self._write({"w": self.worker, "n": n, "at": "answer", "t": t, "reply": answer})
+                self._close(n, "answer", t, reply=answer)
         return [a for a in answers if not isinstance(a, Exception)]
 
     def claim(self, conn: Connector, queue: str, lease_ms: int) -> jobs.Claimed | None:
@@ -212,6 +204,14 @@ def _plain(reply: Any) -> Any:
     if isinstance(reply, tuple):
         return list(reply)
     return reply
+
+
+def _failed(exc: BaseException) -> str:
+    """How a call that raised ended: ``lost`` if its link went mid-call (it may have run), else ``refused``.
+
+    A link that could not even be opened (``NotSent``) is a refusal: the call never left this process.
+    """
+    return "lost" if isinstance(exc, LINK_ERRORS) and not isinstance(exc, NotSent) else "refused"
 
 
 def _err(exc: BaseException) -> str:
