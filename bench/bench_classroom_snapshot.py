@@ -23,8 +23,10 @@ import time
 
 from machine import print_header
 
-from echomq_teach import LocalNode, compose, flows, jobs, provision, snapshots
-from echomq_teach.node import free_port
+from echomq_teach import flows, jobs, snapshots
+from echomq_teach.classroom import compose, provision
+from echomq_teach.nodes import LocalNode
+from echomq_teach.nodes.local import free_port
 
 STUDENTS = 30
 GOAL_MS = 20.0

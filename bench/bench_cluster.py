@@ -31,9 +31,9 @@ import time
 from machine import print_header
 
 from echomq_teach import jobs, snapshots
-from echomq_teach.cluster import LocalCluster
 from echomq_teach.cluster_connector import connect_cluster
 from echomq_teach.consumer import Pool
+from echomq_teach.nodes.cluster import LocalCluster
 
 DEFAULT_N = 2_000
 

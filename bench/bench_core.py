@@ -17,8 +17,9 @@ from collections.abc import Callable
 
 from machine import print_header
 
-from echomq_teach import LocalNode, jobs
+from echomq_teach import jobs
 from echomq_teach.connector import Connector
+from echomq_teach.nodes import LocalNode
 
 DEFAULT_N = 10_000
 FLOOR_SCRIPT = "return 1"

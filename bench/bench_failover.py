@@ -32,8 +32,8 @@ from collections import defaultdict
 
 from machine import print_header
 
-from echomq_teach.cluster import LocalCluster
-from echomq_teach.failover import drain_rate, failover
+from echomq_teach.lab.failover import drain_rate, failover
+from echomq_teach.nodes.cluster import LocalCluster
 
 MODES = {"no WAIT": None, "WAIT 1 2000": (1, 2000), "WAIT 1 50": (1, 50)}
 COLUMNS = ("verdict", "lost", "settled_twice", "double_handouts", "unrecorded", "ran twice+", "unknown outcomes",

@@ -3,7 +3,7 @@
 For each leg — ``@claim2`` vs ``EMQ.CLAIM``, ``@complete`` vs ``EMQ.COMPLETE``,
 ``@retry`` vs ``EMQ.FAIL`` — the server's ``INFO commandstats`` gives the time it
 spent per call (``usec_per_call``: ``EVALSHA`` for a script, the command itself
-for the native twin). ``echomq_teach.executor_cost.measure`` does the measuring:
+for the native twin). ``echomq_teach.lab.executor_cost.measure`` does the measuring:
 two queues of N jobs, one per executor; each leg's N calls per executor cut into
 windows, the executors taking turns window by window; each executor's figure is
 its median window. The last column shows the range of the ratio over the pairs of
@@ -25,7 +25,8 @@ import sys
 
 from machine import print_header
 
-from echomq_teach import LocalNode, executor_cost
+from echomq_teach.lab import executor_cost
+from echomq_teach.nodes import LocalNode
 
 DEFAULT_N = 20_000
 DEFAULT_WINDOWS = 10

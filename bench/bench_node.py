@@ -24,7 +24,7 @@ GOAL_MS = 50.0
 
 
 def starts(n: int, native: bool) -> list[float]:
-    from echomq_teach.node import LocalNode
+    from echomq_teach.nodes.local import LocalNode
 
     LocalNode(native=native).stop()  # the module built and cached, the binary in the page cache
     out = []

@@ -13,7 +13,7 @@
 #
 # Host networking: JupyterLab and every node the kernels start bind 127.0.0.1
 # of the host, and nothing else. The same image is what a classroom's hub starts
-# for each student (echomq_teach/spawner.py): jupyterhub is installed with the
+# for each student (echomq_teach/hub/spawner.py): jupyterhub is installed with the
 # 'hub' extra, so /usr/local/bin/jupyterhub-singleuser is there, as in the offline image.
 FROM python:3.11-slim-bookworm
 
@@ -33,7 +33,7 @@ RUN apt-get update \
 
 RUN useradd --create-home --uid 1000 learner
 COPY . /opt/the-queue
-# editable: native.build() finds native/ beside the package, and the notebooks stay next to it
+# editable: trafikey.build() finds native/ beside the package, and the notebooks stay next to it
 RUN pip install -e "/opt/the-queue[hub]" \
  && chmod -R a+rX /opt/the-queue \
  && install -D -m 0644 /opt/the-queue/tools/jupyterlab/overrides.json \
@@ -42,7 +42,7 @@ RUN pip install -e "/opt/the-queue[hub]" \
 USER learner
 WORKDIR /home/learner
 # compile trafikey once, into the learner's cache (keyed by the hash of native/)
-RUN python -c "from echomq_teach import native; print(native.build())" \
+RUN python -c "from echomq_teach.nodes import trafikey; print(trafikey.build())" \
  && cp -r /opt/the-queue/notebooks /home/learner/the-queue
 
 # the port from $JUPYTER_PORT, as in the offline image; a taken port fails instead of moving
@@ -51,4 +51,4 @@ EXPOSE 8888
 CMD ["jupyter", "lab", "--ip=127.0.0.1", "--no-browser", "--ServerApp.port_retries=0", \
      "--ServerApp.root_dir=/home/learner/the-queue", "--LabApp.news_url=None", \
      "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", \
-     "--ServerApp.kernel_websocket_connection_class=echomq_teach.lab_server.NoDelayConnection"]
+     "--ServerApp.kernel_websocket_connection_class=echomq_teach.hub.lab_server.NoDelayConnection"]

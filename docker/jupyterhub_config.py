@@ -1,15 +1,15 @@
-# JupyterHub for a classroom of The Queue (also what tests/test_hub.py runs, unchanged).
+# JupyterHub for a classroom of The Queue (also what tests/classroom/test_hub.py runs, unchanged).
 #
 # The hub runs as root on the classroom's host. Everything listens on
 # 127.0.0.1: the hub's public port, its internal API, the proxy's API and every
 # student's server (serve the room through a TLS reverse proxy of your own).
 #
-# - Who: echomq_teach.authenticator.ClassroomAuthenticator (the native
+# - Who: echomq_teach.hub.authenticator.ClassroomAuthenticator (the native
 #   authenticator): each student signs up with a password of their own, only
 #   roster names may, and the instructor authorizes each sign-up at
 #   /hub/authorize. The instructor (an admin) is created at start from a
 #   root-only password file (`classroom init` writes instructor.password).
-# - Where: echomq_teach.spawner.ClassroomSpawner (DockerSpawner): one container
+# - Where: echomq_teach.hub.spawner.ClassroomSpawner (DockerSpawner): one container
 #   per student from the offline course image, on the engine at DOCKER_HOST,
 #   with a memory and CPU cap and a named volume echomq-<name> for their work.
 # - Their node: with ECHOMQ_CLASSROOM_CREDENTIALS (root-only), each student's
@@ -76,7 +76,7 @@ c.ConfigurableHTTPProxy.pid_file = str(state / "proxy.pid")
 
 # -- who may log in ----------------------------------------------------------------------------------
 admin = os.environ.get("ECHOMQ_HUB_ADMIN", "instructor")
-c.JupyterHub.authenticator_class = "echomq_teach.authenticator.ClassroomAuthenticator"
+c.JupyterHub.authenticator_class = "echomq_teach.hub.authenticator.ClassroomAuthenticator"
 c.ClassroomAuthenticator.roster_file = required("ECHOMQ_CLASSROOM_ROSTER")
 c.ClassroomAuthenticator.instructor_password_file = required("ECHOMQ_HUB_ADMIN_PASSWORD_FILE")
 c.Authenticator.admin_users = {admin}
@@ -97,7 +97,7 @@ if os.environ.get("ECHOMQ_HUB_API_TOKEN"):
     ]
 
 # -- each student's server: a container of their own --------------------------------------------------------
-c.JupyterHub.spawner_class = "echomq_teach.spawner.ClassroomSpawner"
+c.JupyterHub.spawner_class = "echomq_teach.hub.spawner.ClassroomSpawner"
 c.ClassroomSpawner.credentials_file = os.environ.get("ECHOMQ_CLASSROOM_CREDENTIALS", "")
 c.DockerSpawner.image = os.environ.get("ECHOMQ_COURSE_IMAGE", "echomq-course:local")
 c.DockerSpawner.pull_policy = "never"  # the offline image is built here; nothing is pulled
@@ -113,8 +113,8 @@ c.DockerSpawner.extra_create_kwargs = {"entrypoint": ["/usr/local/bin/jupyterhub
 c.DockerSpawner.cmd = [
     "--ServerApp.root_dir=/home/learner/the-queue",
     "--ServerApp.terminals_enabled=False",
-    # kernel websockets with TCP_NODELAY: a widget's redraw is not held back (echomq_teach/lab_server.py)
-    "--ServerApp.kernel_websocket_connection_class=echomq_teach.lab_server.NoDelayConnection",
+    # kernel websockets with TCP_NODELAY: a widget's redraw is not held back (echomq_teach/hub/lab_server.py)
+    "--ServerApp.kernel_websocket_connection_class=echomq_teach.hub.lab_server.NoDelayConnection",
 ]
 c.DockerSpawner.extra_host_config = {"cap_drop": ["ALL"], "security_opt": ["no-new-privileges"], "pids_limit": 512}
 c.Spawner.ip = "127.0.0.1"

@@ -56,7 +56,7 @@ install_valkey_server() {
   copy_libs "$rootfs" "$server"
 }
 
-# build_trafikey MODE PYTHON [VAR=VALUE...]: native.build() with MODE auto|yes|no (and the
+# build_trafikey MODE PYTHON [VAR=VALUE...]: trafikey.build() with MODE auto|yes|no (and the
 # environment given, e.g. ECHOMQ_CACHE_DIR); prints the .so's path, or nothing when the module
 # is not built (auto says why on stderr; yes fails)
 build_trafikey() {
@@ -64,7 +64,7 @@ build_trafikey() {
   shift 2
   [ "$mode" = no ] && return 0
   err=$(mktemp)
-  if so=$(cd "$repo" && env "$@" "$python" -c 'from echomq_teach import native; print(native.build())' 2>"$err"); then
+  if so=$(cd "$repo" && env "$@" "$python" -c 'from echomq_teach.nodes import trafikey; print(trafikey.build())' 2>"$err"); then
     rm -f "$err"
     echo "$so"
   elif [ "$mode" = yes ]; then

@@ -12,26 +12,23 @@ native command) on a real Valkey node that the kit starts::
 
 from __future__ import annotations
 
-from . import inspect, jobs, keyspace, scripts, snapshots, stalled  # inspect: the old name, one release
+from . import jobs, keyspace, scripts, snapshots, stalled
 from .connector import Connector, TraceEntry
 from .errors import BadInput, DuplicateJob, EchoMQError, NodeError, UnknownJob, WireError, WrongState
-from .node import LocalNode, Node, RemoteNode
-from .providers import start_node
+
+# the course's entry point; the nodes themselves live in echomq_teach.nodes
+from .nodes.providers import start_node
 
 __all__ = [
     "BadInput",
     "Connector",
     "DuplicateJob",
     "EchoMQError",
-    "LocalNode",
-    "Node",
     "NodeError",
-    "RemoteNode",
     "TraceEntry",
     "UnknownJob",
     "WireError",
     "WrongState",
-    "inspect",
     "jobs",
     "keyspace",
     "scripts",

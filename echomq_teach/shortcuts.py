@@ -22,7 +22,7 @@ it shapes, so the trace still shows what was sent:
     the hiredis C parser on the consumers' links (a connector made with
     ``parser="hiredis"``): the same replies, parsed in C.
 
-``tests/test_shortcuts.py`` runs the same work with and without each one and
+``tests/queue/test_shortcuts.py`` runs the same work with and without each one and
 compares the end states.
 """
 

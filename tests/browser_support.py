@@ -28,7 +28,7 @@ from urllib.parse import quote
 import pytest
 from conftest import terminate
 
-from echomq_teach.lab_server import SERVER_ARGS
+from echomq_teach.hub.lab_server import SERVER_ARGS
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts"

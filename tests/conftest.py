@@ -12,7 +12,7 @@ import pytest
 from skip_check import pytest_addoption, pytest_configure  # noqa: F401 - the unexpected-skip check
 
 from echomq_teach import snapshots, start_node
-from echomq_teach.node import LocalNode
+from echomq_teach.nodes.local import LocalNode
 
 _names = itertools.count()
 
@@ -44,7 +44,7 @@ def durable():
 @pytest.fixture(scope="session")
 def object_store():
     """A real SeaweedFS S3 server (``weed``) for the session's remote floors, stopped by PID at the end."""
-    from echomq_teach.objectstore import start_object_store
+    from echomq_teach.nodes.objectstore import start_object_store
 
     store = start_object_store()
     yield store
@@ -58,7 +58,7 @@ def cluster():
     Every node is stopped by PID at the end. A queue's brand is its own on a
     cluster, so scripted (wire 4) and native (wire 6) queues share it.
     """
-    from echomq_teach.cluster import LocalCluster
+    from echomq_teach.nodes.cluster import LocalCluster
 
     c = LocalCluster(native=True)
     try:
@@ -169,12 +169,12 @@ def terminate(proc, timeout: float = 20) -> None:
 def pytest_sessionfinish(session, exitstatus):
     # kernels the notebook and browser tests shut down run no exit hooks: their servers died
     # with them, and this removes the folders they left, and the containers of any that died hard
-    from echomq_teach.node import sweep_stale_dirs
+    from echomq_teach.nodes.local import sweep_stale_dirs
 
     sweep_stale_dirs()
     if os.environ.get("DOCKER_HOST"):
         try:
-            from echomq_teach import container
+            from echomq_teach.nodes import container
 
             container.sweep()
         except Exception:  # noqa: BLE001 - no engine (any more): nothing to sweep

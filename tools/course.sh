@@ -11,6 +11,6 @@ install -D -m 0644 tools/jupyterlab/overrides.json "$app_dir/settings/overrides.
 extra=(--LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate)
 # JupyterLab refuses root unless told; a classroom VM or container often is root
 [ "$(id -u)" = 0 ] && extra+=(--allow-root)
-# kernel websockets with TCP_NODELAY: a widget's redraw is not held back (echomq_teach/lab_server.py)
-nodelay=--ServerApp.kernel_websocket_connection_class=echomq_teach.lab_server.NoDelayConnection
+# kernel websockets with TCP_NODELAY: a widget's redraw is not held back (echomq_teach/hub/lab_server.py)
+nodelay=--ServerApp.kernel_websocket_connection_class=echomq_teach.hub.lab_server.NoDelayConnection
 exec .venv/bin/jupyter lab --ServerApp.root_dir="$root/notebooks" --ip 127.0.0.1 "$nodelay" "${extra[@]}" "$@"

@@ -26,7 +26,7 @@ if [ ! -x "$chp" ]; then
   fi
   # a version whose declared engines the installed node meets: 5.3.0 wants node 20 (what a
   # node-20 machine gets), 5.1.0 is the newest that declares node 18 (Debian 12's nodejs); npm
-  # itself only warns on an unmet engine. Both ran tests/test_hub.py, 5.1.0 on Debian's node 18.
+  # itself only warns on an unmet engine. Both ran tests/classroom/test_hub.py, 5.1.0 on Debian's node 18.
   node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
   if [ "$node_major" -ge 20 ]; then
     chp_version=5.3.0

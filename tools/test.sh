@@ -31,7 +31,7 @@ if [ "$(id -u)" = 0 ] && command -v dockerd >/dev/null 2>&1 && [ -z "${DOCKER_HO
   engine=$(mktemp -d /tmp/emq-docker.XXXXXX)  # short: the socket path must fit sun_path
   eval "$(bash tools/dockerd.sh start "$engine")"
   bash docker/build-offline.sh
-  # JupyterLab, the kit, the notebooks and jupyterhub-singleuser, for tests/test_course_image.py
+  # JupyterLab, the kit, the notebooks and jupyterhub-singleuser, for tests/classroom/test_course_image.py
   # and the hub test's per-student containers (about 30 s)
   bash docker/build-course-offline.sh
 fi

@@ -1,6 +1,6 @@
 """ChaosView: worker processes drain one queue while you kill, freeze, thaw and restart things.
 
-The widget of ``chaos_model.ChaosRun`` (which drives an ``echomq_teach.faults.Run``)::
+The widget of ``chaos_model.ChaosRun`` (which drives an ``echomq_teach.lab.faults.Run``)::
 
     node = start_node(durable=True)          # durable: so that "restart node" keeps the queue
     chaos = ChaosView(node, workers=4, jobs=300)
@@ -14,7 +14,7 @@ its worker (``w1``, and after a kill ``w1b``, ``w1c`` …), its PID, its state
 workers it replaced — with *kill*, *freeze*, *thaw* and *drop link*; the four
 set sizes over node seconds, each action marked where it happened; the list
 of what you did, each in words; and, once the queue drains, the checker's
-verdict (``Report.summary()``) and the run's timeline (``echomq_teach.timeline``).
+verdict (``Report.summary()``) and the run's timeline (``echomq_teach.lab.timeline``).
 
 What each button does, on a real process or the real node:
 
@@ -65,7 +65,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from echomq_teach.timeline import draw as draw_timeline
+from echomq_teach.lab.timeline import draw as draw_timeline
 
 from .chaos_model import EVENT_COLOURS, LIFETIME_S, WATCH_LIMIT_S, ChaosRun, SlotState, Verdict, Watch
 from .plots import draw_sizes, new_figure, png

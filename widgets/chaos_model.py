@@ -2,7 +2,7 @@
 
 The logic of the chaos widget (``echomq_widgets.ChaosView``), with no
 ipywidgets import, so that it tests headless. A ``ChaosRun`` drives one
-``echomq_teach.faults.Run``: worker processes started and stopped by PID, a
+``echomq_teach.lab.faults.Run``: worker processes started and stopped by PID, a
 metronome (promote and reap) in this process, every call recorded. It keeps
 
 * the state of each worker slot: running, frozen (since when, on the node's
@@ -15,7 +15,7 @@ metronome (promote and reap) in this process, every call recorded. It keeps
 * a drain detector: the round is over when pending, active and schedule are
   empty, no worker is frozen, and nothing has happened for ``quiet_ms`` (a
   thawed worker's late settle has time to land and be refused);
-* the checker's verdict (``echomq_teach.checker``) on the whole history so
+* the checker's verdict (``echomq_teach.lab.checker``) on the whole history so
   far, once per round.
 
 Everything it starts is bounded: the workers end by themselves after the
@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from echomq_teach import jobs
-from echomq_teach.checker import Report, check
 from echomq_teach.consumer import LINK_ERRORS
 from echomq_teach.errors import BadInput
-from echomq_teach.faults import Run
-from echomq_teach.history import History, ServerClock
 from echomq_teach.keyspace import SETS, queue_key
+from echomq_teach.lab.checker import Report, check
+from echomq_teach.lab.faults import Run
+from echomq_teach.lab.history import History, ServerClock
 
 from .counter import SizeSeries
 from .model import fresh_queue
@@ -213,7 +213,7 @@ class ChaosRun:
     ``start_node(durable=True)``). ``queue`` defaults to a fresh name of the
     run's own, dropped on ``close()``; a queue you name is left as it is.
     ``workers`` (1–8) worker processes start at once and claim with
-    ``lease_ms``; the handler (``echomq_teach.handlers:work``) works ``work_ms``.
+    ``lease_ms``; the handler (``echomq_teach.lab.handlers:work``) works ``work_ms``.
     The run lives at most ``lifetime_s`` seconds. Each action answers or raises
     ``BadInput`` before it touches the node or a process.
     """
@@ -228,7 +228,7 @@ class ChaosRun:
         work_ms: int = 40,
         tick_ms: int = 100,
         idle_ms: int = 100,
-        handler: str = "echomq_teach.handlers:work",
+        handler: str = "echomq_teach.lab.handlers:work",
         max_attempts: int = jobs.DEFAULT_MAX_ATTEMPTS,
         quiet_ms: int | None = None,
         lifetime_s: float = LIFETIME_S,

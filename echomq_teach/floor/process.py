@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..node import launcher
+from ..nodes.local import launcher
 
 LINE_WAIT_S = 60.0
 STOP_WAIT_S = 10.0

@@ -352,7 +352,7 @@ stepper
 # in that order. *Solution: `solutions/01_1_fill_the_queue.py`.*
 
 # %%
-from echomq_teach import exercises
+from echomq_teach.course import exercises
 
 
 def fill_the_queue(conn, queue):

@@ -294,7 +294,7 @@ view
 # *Solution: `solutions/02_1_five_second_lease.py`.*
 
 # %%
-from echomq_teach import exercises
+from echomq_teach.course import exercises
 
 
 def five_second_lease(conn, queue, job_id):

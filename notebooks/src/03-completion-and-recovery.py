@@ -431,7 +431,7 @@ full.stop()
 # *Solution: `solutions/03_1_into_the_morgue.py`.*
 
 # %%
-from echomq_teach import exercises
+from echomq_teach.course import exercises
 
 
 def into_the_morgue(conn, queue, job_id):

@@ -44,13 +44,13 @@ assert (s_raw.get("{emq}:version"), n_raw.get("{emq}:version")) == ("echomq:4.0.
 # shared classroom node, the instructor's image brought the module).
 
 # %%
-from echomq_teach import native as native_build
+from echomq_teach.nodes import trafikey
 
 print("trafikey loaded — scripted node:", s_conn.module_loaded(), "· native node:", n_conn.module_loaded())
 assert n_conn.module_loaded() and not s_conn.module_loaded()
 if native.owned:
     so = native.module_path
-    assert so == native_build.build() and so.parent == native_build.cache_dir() and so.name.startswith("trafikey-")
+    assert so == trafikey.build() and so.parent == trafikey.cache_dir() and so.name.startswith("trafikey-")
 
 # %% [markdown]
 # ## One claim, two executors
@@ -382,7 +382,7 @@ executors
 # the machine and on what else it is doing; those counts do not.
 
 # %%
-from echomq_teach import executor_cost
+from echomq_teach.lab import executor_cost
 
 lab = native if native.owned else start_node(native=True, provider="local")
 lab_conn = lab.connector()
@@ -408,7 +408,7 @@ if lab is not native:
 # pair `(scripted_claim, native_claim)`. *Solution: `solutions/04_1_claim_both.py`.*
 
 # %%
-from echomq_teach import exercises
+from echomq_teach.course import exercises
 
 
 def claim_both(s_conn, n_conn, queue, job_id):

@@ -351,7 +351,7 @@ composer
 # *Solution: `solutions/05_1_land_four.py`.*
 
 # %%
-from echomq_teach import exercises
+from echomq_teach.course import exercises
 
 
 def land_four(conn, queue):

@@ -29,11 +29,12 @@ import time
 
 import matplotlib.pyplot as plt
 
-from echomq_teach import handlers, jobs, keyspace, races, scripts, start_node
-from echomq_teach.checker import FinalState, check
-from echomq_teach.faults import Nemesis, Run, crash_points
-from echomq_teach.history import History, Recorder, ServerClock
-from echomq_teach.timeline import draw
+from echomq_teach import jobs, keyspace, scripts, start_node
+from echomq_teach.lab import handlers, races
+from echomq_teach.lab.checker import FinalState, check
+from echomq_teach.lab.faults import Nemesis, Run, crash_points
+from echomq_teach.lab.history import History, Recorder, ServerClock
+from echomq_teach.lab.timeline import draw
 
 node = start_node()
 conn = node.connector()
@@ -52,7 +53,7 @@ print(node)
 # each line stamped with the node's clock. A call whose answer never came (the worker was killed, the
 # link dropped) stays half-written: its outcome is *unknown*, and the checker treats it so.
 #
-# The **checker** (`echomq_teach.checker.check`) reads all the histories of a run plus what the node
+# The **checker** (`echomq_teach.lab.checker.check`) reads all the histories of a run plus what the node
 # holds at the end — the four sets, the rows, and the completions stream — and says, job by job:
 #
 # | finding | means | under faults |
@@ -179,7 +180,7 @@ assert atomic.valid and atomic.settled == 200 and set(atomic.handler_runs.values
 #
 # A worker makes its round trips one after another: claim, then (after the handler) settle. It can
 # die between any two. `faults.crash_point` starts a real worker process (`python -m
-# echomq_teach.worker`) that kills itself with SIGKILL on its first job at one of four points, then a
+# echomq_teach.lab.worker`) that kills itself with SIGKILL on its first job at one of four points, then a
 # healthy worker; a metronome reaps every 25 ms, the lease is 300 ms, and the handler is
 # `handlers.charge` — it works, then charges the customer (a side effect: an `RPUSH` of the job's id):
 
@@ -245,7 +246,7 @@ def until(predicate, timeout=60.0):
         time.sleep(0.02)
 
 
-job, report, zombie, charged, _ = frozen_run("zombie", "echomq_teach.handlers:charge")
+job, report, zombie, charged, _ = frozen_run("zombie", "echomq_teach.lab.handlers:charge")
 print("the zombie's settle:", zombie, "· handler runs:", report.handler_runs[job], "· charges:", charged)
 print("checker:", report.verdict, "· stale settles refused:", report.stale_refused)
 assert zombie == ["stale"] and report.handler_runs[job] == 2 and charged == 2 and report.valid
@@ -261,7 +262,7 @@ print(source.getsource(handlers.charge_once))
 print(source.getsource(handlers.Context.effect_once))
 
 # %%
-job, report, zombie, charged, once = frozen_run("zombie-once", "echomq_teach.handlers:charge_once")
+job, report, zombie, charged, once = frozen_run("zombie-once", "echomq_teach.lab.handlers:charge_once")
 print("the zombie's settle:", zombie, "· handler runs:", report.handler_runs[job],
       "· charges recorded once:", list(once) == [job], "· charges made again:", charged)
 assert zombie == ["stale"] and report.handler_runs[job] == 2 and list(once) == [job] and charged == 0
@@ -461,7 +462,7 @@ chaos
 # after it:
 
 # %%
-from echomq_teach import exercises  # noqa: E402
+from echomq_teach.course import exercises  # noqa: E402
 
 print(source.getsource(handlers.charge_first))
 
@@ -499,7 +500,7 @@ print(source.getsource(handlers.careless_charge))
 # is a handler you write in this cell — a function `h(job, ctx)` that stands alone, as every
 # handler sent to a worker process must; its `ctx` (a `handlers.Context`) does the 60 ms of work and
 # makes the charges, as in the handlers you met above. Try the team's settings first, if you like, with
-# `"handler": "echomq_teach.handlers:careless_charge"`, and read what the check says.
+# `"handler": "echomq_teach.lab.handlers:careless_charge"`, and read what the check says.
 # *Solution: `solutions/07_2_pass_the_nemesis.py`.*
 
 # %%

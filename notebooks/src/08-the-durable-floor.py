@@ -28,13 +28,14 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from echomq_teach import exercises, floor, jobs, keyspace, scripts, snapshots, start_node
+from echomq_teach import floor, jobs, keyspace, scripts, snapshots, start_node
 from echomq_teach.consumer import Error, Pool
+from echomq_teach.course import exercises
 from echomq_teach.floor import reads
 from echomq_teach.floor.embedded import select_sql
 from echomq_teach.floor.process import DriverProcess
 from echomq_teach.floor.workload import settle_jobs, stream_len
-from echomq_teach.objectstore import start_object_store
+from echomq_teach.nodes.objectstore import start_object_store
 
 node = start_node()
 conn = node.connector()

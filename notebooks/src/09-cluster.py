@@ -28,11 +28,11 @@ import redis
 from echomq_widgets import CounterPlot
 
 from echomq_teach import jobs, keyspace
-from echomq_teach.cluster import start_cluster
 from echomq_teach.consumer import Pools
 from echomq_teach.errors import CrossSlot, WireError
-from echomq_teach.failover import failover
-from echomq_teach.timeline import draw
+from echomq_teach.lab.failover import failover
+from echomq_teach.lab.timeline import draw
+from echomq_teach.nodes.cluster import start_cluster
 
 cluster = start_cluster(native=True)  # 3 primaries + 1 replica each, trafikey on every node
 conn = cluster.connector(wire=6)  # the traced cluster connector, native executor

@@ -1,0 +1,104 @@
+"""Provisioning a shared node: brand it, and give each student an ACL user of their own.
+
+``provision(admin, roster)`` creates (or resets) one ACL user per student with
+a fresh random password, on the scripted node and, when given, on its native
+twin; ``revoke`` deletes users (their keys stay). The rules are ``acl.student_rules``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Sequence
+
+import redis
+
+from .. import keyspace
+from ..errors import EchoMQError
+from ..nodes.local import claim_slots
+from .acl import native_commands, student_rules
+from .credentials import Student
+from .roster import check_name, read_roster
+
+
+def brand(admin: redis.Redis) -> str:
+    """Brand the node once (``echomq:6.0.0`` with the module, else ``echomq:4.0.0``); answers the brand.
+
+    A cluster-mode node takes its slots first (``claim_slots``).
+    """
+    claim_slots(admin)
+    want = keyspace.BRAND_WIRE6 if native_commands(admin) else keyspace.BRAND_WIRE4
+    admin.set(keyspace.VERSION_KEY, want, nx=True)
+    return admin.get(keyspace.VERSION_KEY)
+
+
+def where(admin: redis.Redis) -> tuple[str, int]:
+    """The host and port students reach the node at (a classroom node listens on TCP)."""
+    kw = admin.connection_pool.connection_kwargs
+    if "path" in kw:
+        raise EchoMQError("a classroom node must listen on TCP (students connect from their own kernels)")
+    return str(kw.get("host", "127.0.0.1")), int(kw.get("port", 6379))
+
+
+def provision_names(
+    admin_client: redis.Redis,
+    names: Sequence[str],
+    native_admin_client: redis.Redis | None = None,
+) -> list[Student]:
+    """Create (or reset) one ACL user per name, with a fresh random password each; brand the node(s)."""
+    for n in names:
+        check_name(n)
+    host, port = where(admin_client)
+    nhost: str | None = None
+    nport: int | None = None
+    targets = [admin_client]
+    if native_admin_client is not None:
+        nhost, nport = where(native_admin_client)
+        targets.append(native_admin_client)
+    students = [Student(n, secrets.token_urlsafe(18), host, port, nhost, nport) for n in names]
+    for admin in targets:
+        brand(admin)
+        native = native_commands(admin)
+        for s in students:
+            admin.execute_command("ACL", "SETUSER", s.name, *student_rules(s.name, s.password, native))
+        try:
+            admin.execute_command("ACL", "SAVE")  # kept across restarts when the node has an aclfile
+        except redis.exceptions.ResponseError:
+            pass  # no aclfile: the users live until the node restarts; provision again then
+    return students
+
+
+def provision(
+    admin_client: redis.Redis,
+    roster_path: str | os.PathLike[str],
+    native_admin_client: redis.Redis | None = None,
+) -> list[Student]:
+    """Provision every student of the roster file on the shared node (and its native twin, if given)."""
+    return provision_names(admin_client, read_roster(roster_path), native_admin_client)
+
+
+def revoke(admin_client: redis.Redis, names: Sequence[str]) -> int:
+    """Delete the students' ACL users (their keys stay); answers how many existed."""
+    return int(admin_client.execute_command("ACL", "DELUSER", *names)) if names else 0
+
+
+def kill_script(admin_client: redis.Redis) -> str:
+    """End the busy script or function on the node (the instructor's ``SCRIPT KILL``/``FUNCTION KILL``).
+
+    Answers what happened. A script that already wrote cannot be killed (the
+    server refuses, to keep the data whole): then only ``SHUTDOWN NOSAVE`` ends it.
+    """
+    for cmd in (("SCRIPT", "KILL"), ("FUNCTION", "KILL")):
+        try:
+            admin_client.execute_command(*cmd)
+            return f"{' '.join(cmd)}: the busy {cmd[0].lower()} was ended"
+        except redis.exceptions.ResponseError as exc:
+            text = str(exc)
+            if "UNKILLABLE" in text:
+                return (
+                    f"{' '.join(cmd)}: {text}; it has written, so only SHUTDOWN NOSAVE ends it "
+                    "(the AOF keeps everything up to the script; compose restarts the node)"
+                )
+            if "NOTBUSY" not in text:
+                raise
+    return "no script or function is running"

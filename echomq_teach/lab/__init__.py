@@ -1,0 +1,11 @@
+"""The fault lab: real worker processes run against a real node under faults, and a checker judges the run.
+
+``history`` records every call a process makes (send, then answer); ``checker``
+reads a history and the node's final state and names what went wrong (a lost
+job, a settle twice, a fence violated, a job handed out twice); ``worker`` is the
+worker process, ``faults`` the run harness, the nemesis and the crash points,
+``handlers`` the handlers whose effects the checker can count, ``races`` threads
+racing on one node, ``timeline`` the picture of a run, ``failover`` a primary
+killed under the checker, ``executor_cost`` the two executors measured side by
+side. The lab uses the queue's core and the nodes; the core never imports it.
+"""

@@ -1,0 +1,129 @@
+"""Handlers for worker processes, and the side effects they make where the checker can count them.
+
+A worker process (``python -m echomq_teach.lab.worker``) runs a handler named
+``module:function``; the function takes the claimed job and a ``Context`` and
+returns a result (the job completes) or ``consumer.Error`` / raises (the job is
+retried), as a Consumer's handler does.
+
+The side effects are what at-least-once is about: a job whose handler ran
+twice made its effect twice, unless the handler makes it idempotently.
+``Context.effect`` appends the job's id to ``emq:{q}:effects`` on every run
+(a charge made again each time); ``Context.effect_once`` sets the job's field
+in ``emq:{q}:effects:once`` only if absent (the same charge, keyed by the job:
+a second run finds it made and does nothing). Both keys carry the queue's
+hashtag, so they live beside the queue, on its shard, and ``jobs.drop`` clears them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..connector import Connector
+from ..consumer import Error
+from ..jobs import Claimed
+from ..keyspace import job_key, queue_key
+
+
+def effects_key(queue: str) -> str:
+    """The list every run of a not-idempotent handler appends its job's id to."""
+    return queue_key(queue, "effects")
+
+
+def once_key(queue: str) -> str:
+    """The hash an idempotent handler writes its job's field in, once."""
+    return queue_key(queue, "effects:once")
+
+
+@dataclass
+class Context:
+    """What a handler in a worker process may use: its worker's connector, the queue, the work time."""
+
+    conn: Connector
+    queue: str
+    worker: str
+    work_ms: int = 0
+    #: called halfway through ``work()``: the worker's "inside the handler" crash point
+    midway: Any = field(default=None, repr=False)
+
+    def work(self) -> None:
+        """Do the job's work: sleep ``work_ms``, passing the handler's crash point halfway."""
+        half = self.work_ms / 2000
+        time.sleep(half)
+        if self.midway is not None:
+            self.midway()
+        time.sleep(half)
+
+    def effect(self, job: Claimed) -> int:
+        """A side effect made on every run (RPUSH): answers how many times this queue's effects ran."""
+        return int(self.conn.call("RPUSH", effects_key(self.queue), job.id))
+
+    def effect_once(self, job: Claimed) -> bool:
+        """The same side effect, idempotent (HSETNX keyed by the job): True only the first time."""
+        return self.conn.call("HSETNX", once_key(self.queue), job.id, self.worker) == 1
+
+
+def effects(conn: Connector, queue: str) -> Counter[str]:
+    """How many times each job's not-idempotent effect was made (the list ``effect`` appends to)."""
+    return Counter(conn.client.lrange(effects_key(queue), 0, -1))
+
+
+def effects_once(conn: Connector, queue: str) -> dict[str, str]:
+    """Each job whose idempotent effect was made, with the worker that made it."""
+    return dict(conn.client.hgetall(once_key(queue)))
+
+
+# -- ready handlers ------------------------------------------------------------------------------
+def work(job: Claimed, ctx: Context) -> str:
+    """Work for ``work_ms``, then complete with the payload."""
+    ctx.work()
+    return f"done {job.payload}"
+
+
+def charge(job: Claimed, ctx: Context) -> str:
+    """Charge (a not-idempotent effect) after half the work: a second run charges again."""
+    ctx.work()
+    ctx.effect(job)
+    return f"charged {job.id}"
+
+
+def charge_once(job: Claimed, ctx: Context) -> str:
+    """The same charge, made idempotent: keyed by the job, so a second run finds it made."""
+    ctx.work()
+    ctx.effect_once(job)
+    return f"charged {job.id}"
+
+
+def flaky(job: Claimed, ctx: Context) -> str | Error:
+    """Fail the first try of every job whose payload ends in ``!``: it is retried, then completes."""
+    ctx.work()
+    if job.payload.endswith("!") and job.attempts == 1:
+        return Error("the first try of a job marked '!' fails")
+    return f"done {job.payload}"
+
+
+def charge_first(job: Claimed, ctx: Context) -> str:
+    """Charge first, then work: a crash inside the work comes after the charge."""
+    ctx.effect(job)
+    ctx.work()
+    return f"charged {job.id}"
+
+
+def careless_charge(job: Claimed, ctx: Context) -> str:
+    """A team's first handler: it charges, then the provider fails the first try of a job marked ``!``."""
+    ctx.work()
+    ctx.effect(job)
+    if job.payload.endswith("!") and job.attempts == 1:
+        raise RuntimeError("the payment provider timed out (after it took the money)")
+    return f"charged {job.id}"
+def stalls(job: Claimed, ctx: Context) -> str:
+    """Work, then complete with the stalls the job's row has counted so far: ``"stalled N"``.
+
+    The completions stream then keeps each job's count: a lease the stall
+    sweep put back uncounted (the lease_epoch rule) shows ``stalled 0``.
+    """
+    ctx.work()
+    n = ctx.conn.call("HGET", job_key(ctx.queue, job.id), "stalled")
+    return f"stalled {int(n or 0)}"

@@ -1,0 +1,577 @@
+"""Nodes: the Valkey server a kernel talks to (EchoMQ's node providers).
+
+``start_node()`` is the embedded default: a ``valkey-server`` child process on
+a free 127.0.0.1 port (or a Unix socket in a private 0700 folder) with a
+random password and no persistence. ``durable=True`` keeps an AOF so that
+``restart()`` can show what survives. ``native=True`` builds and loads the
+``trafikey`` module and brands the node ``echomq:6.0.0``. ``ECHOMQ_URL``
+points the kit at an existing node instead (a classroom's shared node); the
+providers (``start_node``) live in ``providers.py``, so this module knows no
+container and ``container.py`` builds on it.
+
+A server's life follows its kernel's in every case: it is forked from one
+launcher thread that lives as long as the process (Linux binds the death
+signal to the *thread* that forked, so a node started from a worker thread
+would otherwise die with that thread), with SIGKILL as its death signal; a
+node whose last reference is dropped is stopped by a finalizer, and every
+connector and raw client of a node holds a reference to it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import weakref
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from .. import keyspace
+from ..connector import Connector, address_from_url, connect, make_client
+from ..errors import NodeError
+from . import trafikey
+
+READY_TIMEOUT_S = 15.0
+INSTALL_HINT = (
+    "valkey-server (Valkey 8) is not installed. On Debian 12, as root: "
+    "`bash tools/setup-system.sh` (adds bookworm-backports from this machine's own "
+    "Debian sources and installs valkey-server); with conda: "
+    "`conda install -c conda-forge valkey`; or set ECHOMQ_URL to a running node."
+)
+
+_live: weakref.WeakSet[Node] = weakref.WeakSet()
+
+
+def server_binary() -> str:
+    """The ``valkey-server`` to run (``$ECHOMQ_VALKEY_SERVER`` wins), or one clear error."""
+    env = os.environ.get("ECHOMQ_VALKEY_SERVER")
+    if env:
+        # a named binary that is not there is the same missing server, not a bare FileNotFoundError
+        found = shutil.which(env)
+        if not found:
+            raise NodeError(f"ECHOMQ_VALKEY_SERVER={env!r} is not an executable file. " + INSTALL_HINT)
+        return found
+    path = shutil.which("valkey-server")
+    if not path:
+        raise NodeError(INSTALL_HINT)
+    return path
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+_DIR_PREFIX = "echomq-node-"
+_OWNER_FILE = "owner.pid"
+_SERVER_FILE = "server.pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0 only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_dirs() -> None:
+    """Delete node folders whose kernel and server are both gone.
+
+    A kernel that is shut down runs no exit hooks: its server dies with it
+    (PR_SET_PDEATHSIG) but the small temp folder stays. Only folders that name
+    their owner are touched, and only once neither process is alive.
+    """
+    for d in Path(tempfile.gettempdir()).glob(_DIR_PREFIX + "*"):
+        try:
+            owner = int((d / _OWNER_FILE).read_text())
+            server = int((d / _SERVER_FILE).read_text()) if (d / _SERVER_FILE).exists() else None
+        except (OSError, ValueError):
+            continue
+        if owner == os.getpid() or _alive(owner) or (server is not None and _alive(server)):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _death_signal(parent: int) -> object:
+    """The child's first act: die by SIGKILL when its parent thread ends (and at once if it already has)."""
+
+    def arm() -> None:
+        try:
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        except OSError:
+            return  # not Linux: the finalizer and exit hooks still stop it
+        # the parent may have died between fork and prctl: then no signal would ever come
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arm
+
+
+#: run by sh after setpriv armed the death signal: $1 is the parent's pid; a child already orphaned
+#: (its parent died before the signal was armed) exits instead of running the server for nobody
+_PARENT_GUARD = 'if [ "$PPID" != "$1" ]; then exit 1; fi; shift; exec "$@"'
+
+
+@functools.cache
+def _exec_tools() -> tuple[str, str] | None:
+    """``setpriv`` (util-linux) and ``sh``, when both are there; else None (the death signal by preexec_fn)."""
+    setpriv, sh = shutil.which("setpriv"), shutil.which("sh")
+    return (setpriv, sh) if setpriv and sh else None
+
+
+class _Launcher:
+    """One daemon thread per process that forks every server the kit starts.
+
+    PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the
+    process: a node started from a worker thread (a widget callback, a pool, an
+    executor) would die with that thread. This thread ends only with the
+    process, so the signal comes exactly when the kernel dies, however it dies.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+        self._jobs: list[tuple[Future[subprocess.Popen[bytes]], list[str], dict[str, Any]]] = []
+        self._wake = threading.Condition(self._lock)
+
+    def popen(self, args: list[str], **kw: Any) -> subprocess.Popen[bytes]:
+        if threading.current_thread() is self._thread:
+            return self._spawn(args, kw)
+        fut: Future[subprocess.Popen[bytes]] = Future()
+        with self._lock:
+            if self._thread is None or self._pid != os.getpid():  # none yet, or we are a fork's child
+                self._pid = os.getpid()
+                self._jobs = []
+                self._thread = threading.Thread(target=self._run, name="echomq-launcher", daemon=True)
+                self._thread.start()
+            self._jobs.append((fut, args, kw))
+            self._wake.notify()
+        return fut.result()
+
+    def _spawn(self, args: list[str], kw: dict[str, Any]) -> subprocess.Popen[bytes]:
+        tools = _exec_tools()
+        if tools is None:
+            return subprocess.Popen(args, preexec_fn=_death_signal(os.getpid()), **kw)
+        # the same death signal without a Python function in the child, so that the child is
+        # vforked (well under a millisecond) instead of forked from a kernel's whole address space
+        # (tens of ms): setpriv arms it, then sh leaves at once if the parent is already gone
+        setpriv, sh = tools
+        guard = [sh, "-c", _PARENT_GUARD, "echomq-launch", str(os.getpid())]
+        return subprocess.Popen([setpriv, "--pdeathsig", "KILL", "--", *guard, *args], **kw)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._jobs:
+                    self._wake.wait()
+                fut, args, kw = self._jobs.pop(0)
+            try:
+                fut.set_result(self._spawn(args, kw))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                fut.set_exception(exc)
+
+
+launcher = _Launcher()
+
+
+class _Process:
+    """What a LocalNode's finalizer needs, held apart from the node so the node can be collected."""
+
+    def __init__(self, folder: Path) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.folder = folder
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def end(self) -> None:
+        """Kill the server (if still running) and delete its folder: the node is gone."""
+        self.kill()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def server_config(
+    port: int,
+    password: str,
+    *,
+    logfile: str,
+    data_dir: str,
+    durable: bool,
+    module_path: str | None,
+) -> list[str]:
+    """The valkey.conf lines every node the kit starts shares: loopback, a password, no RDB, no eviction.
+
+    It goes in a file in a 0700 folder, which keeps the password out of ``ps``.
+    ``durable`` keeps an AOF (fsync on every write, so a restart shows all of it).
+    ``noeviction`` is the server's default, set here all the same: a queue must
+    never lose a key to eviction, whatever default a build or a later
+    ``maxmemory`` brings (a full node refuses writes instead: docs/decisions.md).
+    """
+    lines = [
+        "bind 127.0.0.1",
+        f"port {port}",
+        f"requirepass {password}",
+        "protected-mode yes",
+        f"dir {data_dir}",
+        f'logfile "{logfile}"',
+        "daemonize no",
+        'save ""',
+        "enable-debug-command local",
+        "databases 1",
+        "maxmemory-policy noeviction",
+    ]
+    lines += ["appendonly yes", "appendfsync always", "appenddirname aof"] if durable else ["appendonly no"]
+    if module_path:
+        lines.append(f"loadmodule {module_path}")
+    return lines
+
+
+#: every slot of a cluster-mode node
+SLOTS = (0, 16383)
+
+
+def claim_slots(admin: redis.Redis, timeout: float = 10.0) -> bool:
+    """On a cluster-mode node that serves no slot yet, take all 16384; answers True when it did.
+
+    A classroom node runs in cluster mode alone: then ``SCAN MATCH emq:{q}:…`` (the
+    hashtag names one slot) visits only that queue's slot, so ``@snapshot`` and
+    ``@drop`` cost what one queue holds, not what the whole class holds.
+    """
+    if admin.info("cluster").get("cluster_enabled") != 1:
+        return False
+    if _assigned(admin):
+        return False
+    admin.execute_command("CLUSTER", "ADDSLOTSRANGE", *SLOTS)
+    deadline = time.monotonic() + timeout
+    while _state(admin) != "ok":
+        if time.monotonic() > deadline:
+            raise NodeError("the classroom node took every slot but its cluster state did not turn ok")
+        time.sleep(0.05)
+    return True
+
+
+def _cluster_info(admin: redis.Redis) -> dict[str, str]:
+    text = admin.execute_command("CLUSTER", "INFO")
+    if isinstance(text, dict):
+        return {str(k): str(v) for k, v in text.items()}
+    return dict(line.split(":", 1) for line in str(text).splitlines() if ":" in line)
+
+
+def _assigned(admin: redis.Redis) -> int:
+    return int(_cluster_info(admin).get("cluster_slots_assigned", "0"))
+
+
+def _state(admin: redis.Redis) -> str:
+    return _cluster_info(admin).get("cluster_state", "")
+
+
+
+class Node:
+    """A node the kit talks to; it hands out connectors (``node.connector()``)."""
+
+    native: bool = False
+    durable: bool = False
+
+    @property
+    def address(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @property
+    def wire(self) -> int:
+        return 6 if self.native else 4
+
+    def client(self) -> redis.Redis:
+        """A raw redis-py client, for looking under the hood (no trace); it keeps the node alive."""
+        c = make_client(self.address)
+        c.echomq_node = self  # a node whose last reference is dropped stops: this is one
+        return c
+
+    def connector(self, wire: int | None = None) -> Connector:
+        """A traced connector: wire 4 on a scripted node, wire 6 on a native one; it keeps the node alive."""
+        return connect(self.address, wire=self.wire if wire is None else wire, node=self)
+
+    #: True for a node this kernel started (and so stops); a shared node stays up
+    owned: bool = False
+
+    @property
+    def running(self) -> bool:
+        """True while the node answers for this kernel; a shared node counts as always running."""
+        return True
+
+    def stop(self) -> None:
+        """Stop the node if this kernel owns it; a shared node is left alone."""
+
+    def __enter__(self) -> Node:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class LocalNode(Node):
+    """A ``valkey-server`` child process that this kernel started and will stop."""
+
+    owned = True
+
+    def __init__(
+        self,
+        native: bool = False,
+        durable: bool = False,
+        unix_socket: bool = False,
+        replica_of: LocalNode | None = None,
+        extra_config: dict[str, str] | None = None,
+        *,
+        password: str | None = None,
+        port: int | None = None,
+        brand: bool = True,
+    ) -> None:
+        """``password``, ``port`` and ``brand=False`` are for a cluster's nodes (``echomq_teach.nodes.cluster``):
+        one password for all, ports chosen together, and no node-wide brand (a cluster's brand is per queue).
+        """
+        self.native = native
+        self.brand = brand
+        self.durable = durable
+        self.unix_socket = unix_socket
+        self.replica_of = replica_of
+        # built before the folder exists: a missing compiler then leaves nothing behind
+        self.module_path = native and native_module_path()
+        self.password = password or secrets.token_urlsafe(24)
+        sweep_stale_dirs()
+        self.dir = Path(tempfile.mkdtemp(prefix=_DIR_PREFIX))
+        self.dir.chmod(0o700)
+        (self.dir / _OWNER_FILE).write_text(str(os.getpid()))
+        self.port = 0 if unix_socket else (port or free_port())
+        self.socket_path = str(self.dir / "valkey.sock") if unix_socket else None
+        self.log_path = self.dir / "valkey.log"
+        # what the server prints before its logfile opens (a config error) lands here
+        self.stderr_path = self.dir / "valkey.stderr"
+        self.extra_config = dict(extra_config or {})
+        self._process = _Process(self.dir)
+        self.run_ids: list[str] = []
+        # the last reference dropped (or the interpreter exiting): kill the server, delete the folder
+        self._finalizer = weakref.finalize(self, self._process.end)
+        try:
+            self._write_config()
+            self._launch()
+        except BaseException:
+            # a node that never started leaves no folder behind (its log tail is in the error)
+            self._finalizer()
+            raise
+        _live.add(self)
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return self._process.proc
+
+    # -- config and process ----------------------------------------------------------
+    def _write_config(self) -> None:
+        lines = server_config(
+            self.port,
+            self.password,
+            logfile=str(self.log_path),
+            data_dir=str(self.dir),
+            durable=self.durable,
+            module_path=str(self.module_path) if self.module_path else None,
+        )
+        if self.socket_path:
+            lines += [f"unixsocket {self.socket_path}", "unixsocketperm 700"]
+        if self.replica_of is not None:
+            lines += [f"replicaof 127.0.0.1 {self.replica_of.port}", f"masterauth {self.replica_of.password}"]
+        lines += [f"{k} {v}" for k, v in self.extra_config.items()]
+        conf = self.dir / "valkey.conf"
+        conf.write_text("\n".join(lines) + "\n")
+        conf.chmod(0o600)
+
+    def _launch(self) -> None:
+        binary = server_binary()
+        with open(self.stderr_path, "ab") as err:
+            try:
+                self._process.proc = launcher.popen(
+                    [binary, str(self.dir / "valkey.conf")],
+                    stdin=subprocess.DEVNULL,
+                    stdout=err,
+                    stderr=subprocess.STDOUT,
+                )
+            except OSError as exc:
+                raise NodeError(f"could not run {binary!r}: {exc}. " + INSTALL_HINT) from exc
+        assert self.proc is not None
+        (self.dir / _SERVER_FILE).write_text(str(self.proc.pid))
+        self._wait_ready()
+        c = self.client()
+        try:
+            self.run_ids.append(c.info("server")["run_id"])
+            if self.replica_of is None and self.brand:
+                claim_slots(c)  # a node in cluster mode, alone, serves every slot before the brand goes on
+            if self.native and self.brand and self.replica_of is None:
+                c.set(keyspace.VERSION_KEY, keyspace.BRAND_WIRE6)
+        finally:
+            c.close()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        last: Exception | None = None
+        pause = 0.001  # a server is up in a few ms: look often at first, then back off to 20 ms
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise NodeError(
+                    f"valkey-server exited with code {self.proc.returncode} while starting; "
+                    f"the end of its log:\n{self.log_tail()}"
+                )
+            try:
+                c = self.client()
+                try:
+                    if c.ping():
+                        return
+                finally:
+                    c.close()
+            except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError, OSError) as exc:
+                last = exc
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
+        self._kill()
+        raise NodeError(
+            f"valkey-server did not answer within {READY_TIMEOUT_S:.0f} s ({last}); log:\n{self.log_tail()}"
+        )
+
+    def log_tail(self, lines: int = 15) -> str:
+        """The last lines of the server's log, and of what it printed before the log opened."""
+        out: list[str] = []
+        for path in (self.log_path, self.stderr_path):
+            try:
+                out += path.read_text(errors="replace").splitlines()
+            except OSError:
+                pass
+        return "\n".join(out[-lines:]) if out else "(no log written)"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def address(self) -> dict[str, Any]:
+        if self.socket_path:
+            return {"unix_socket_path": self.socket_path, "password": self.password}
+        return {"host": "127.0.0.1", "port": self.port, "password": self.password}
+
+    @property
+    def url(self) -> str:
+        """A URL for this node, password included (give it only to your own kernels)."""
+        if self.socket_path:
+            return f"unix://:{self.password}@{self.socket_path}"
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+
+    @property
+    def run_id(self) -> str:
+        """The server's current run_id: it changes at every restart."""
+        return self.run_ids[-1]
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    # -- restart and stop -----------------------------------------------------------------
+    def restart(self, forget: bool = False) -> None:
+        """Stop the server and start it again on the same port and data (``durable=True``).
+
+        A node without persistence keeps nothing across a restart, so it restarts
+        only when asked with ``forget=True``: it comes back empty, as memory does.
+        """
+        if not self.durable and not forget:
+            raise NodeError(
+                "restart() keeps data only on a durable node: use start_node(durable=True), "
+                "or restart(forget=True) to restart this one empty"
+            )
+        self._shutdown()
+        self._launch()
+
+    def kill(self) -> None:
+        """SIGKILL the server by its PID, as a crash would: no shutdown, no save; the folder stays."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def relaunch(self) -> None:
+        """Start a killed server again on the same port, folder and config: a new process, a new run_id."""
+        if self.running:
+            raise NodeError(f"{self!r} is still running: kill() or stop it before relaunch()")
+        self._launch()
+
+    def _shutdown(self) -> None:
+        if not self.running:
+            return
+        try:
+            c = self.client()
+            try:
+                c.shutdown(nosave=not self.durable)
+            except (redis.exceptions.ConnectionError, redis.exceptions.ResponseError):
+                pass  # the server closes the link as it goes
+            finally:
+                c.close()
+            assert self.proc is not None
+            self.proc.wait(timeout=10)
+        except (subprocess.TimeoutExpired, OSError, redis.exceptions.RedisError):
+            self._kill()
+
+    def _kill(self) -> None:
+        self._process.kill()
+
+    def stop(self) -> None:
+        """Stop the server (by its PID if it will not shut down) and delete its folder."""
+        self._shutdown()
+        self._finalizer()
+        _live.discard(self)
+
+    def __repr__(self) -> str:
+        where = self.socket_path or f"127.0.0.1:{self.port}"
+        kind = "native" if self.native else "scripted"
+        state = "running" if self.running else "stopped"
+        return f"<LocalNode {kind}{' durable' if self.durable else ''} {where} {state}>"
+
+
+class RemoteNode(Node):
+    """An existing node named by a URL (``ECHOMQ_URL``): the kit neither starts nor stops it."""
+
+    def __init__(self, url: str, native: bool = False) -> None:
+        self.url = url
+        self.native = native
+        self._address = address_from_url(url)
+
+    @property
+    def address(self) -> dict[str, Any]:
+        return dict(self._address)
+
+    def __repr__(self) -> str:
+        a = self._address
+        where = a.get("unix_socket_path") or f"{a.get('host')}:{a.get('port')}"
+        return f"<RemoteNode {where}>"
+
+
+def native_module_path() -> Path:
+    """The built trafikey module (compiled on first use, cached by source hash)."""
+    return trafikey.build()

@@ -1,0 +1,87 @@
+"""Building the ``trafikey`` native module from ``native/`` with the system C compiler.
+
+The built ``.so`` is cached under a name that carries the hash of the sources,
+so a change to the C rebuilds it and an unchanged tree reuses it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from ..errors import NodeError
+
+MODULE_NAME = "trafikey"
+CFLAGS = ["-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
+
+
+class NativeBuildError(NodeError):
+    """The module could not be compiled (no compiler, or the C failed)."""
+
+
+def source_dir() -> Path:
+    """``native/`` beside the package (or ``$ECHOMQ_NATIVE_DIR``)."""
+    env = os.environ.get("ECHOMQ_NATIVE_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "native"
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("ECHOMQ_CACHE_DIR")
+    root = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "echomq-teach"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _sources(src: Path) -> list[Path]:
+    files = sorted(src.glob("*.c")) + sorted(src.glob("*.h"))
+    if not any(f.suffix == ".c" for f in files):
+        raise NativeBuildError(f"no C sources for the {MODULE_NAME} module in {src}")
+    return files
+
+
+_INSTALL_CC = "install one (Debian: apt-get install gcc libc6-dev) or set CC"
+
+
+def compiler() -> str:
+    """The system C compiler, or a clear error naming what to install."""
+    env = os.environ.get("CC")
+    if env:
+        # a CC that names nothing runnable is the same missing compiler, not a bare FileNotFoundError
+        found = shutil.which(env)
+        if not found:
+            raise NativeBuildError(f"CC={env!r} is not a runnable C compiler for the trafikey module: " + _INSTALL_CC)
+        return found
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        raise NativeBuildError("no C compiler (cc, gcc or clang) on PATH to build the trafikey module: " + _INSTALL_CC)
+    return cc
+
+
+def build(force: bool = False) -> Path:
+    """The path of a built ``trafikey.so`` for the current sources, compiling it if needed."""
+    src = source_dir()
+    files = _sources(src)
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.name.encode() + b"\0" + f.read_bytes())
+    digest.update(" ".join(CFLAGS).encode())
+    out = cache_dir() / f"{MODULE_NAME}-{digest.hexdigest()[:16]}.so"
+    if out.exists() and not force:
+        return out
+    tmp = out.with_suffix(f".{os.getpid()}.tmp")
+    cmd = [compiler(), *CFLAGS, "-I", str(src), "-o", str(tmp), *[str(f) for f in files if f.suffix == ".c"]]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as exc:
+        # the compiler vanished or cannot run (no execute bit): still one clear error
+        raise NativeBuildError(f"could not run the C compiler {cmd[0]!r}: {exc}; " + _INSTALL_CC) from exc
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise NativeBuildError(f"building {MODULE_NAME} failed:\n{' '.join(cmd)}\n{proc.stderr.strip()}")
+    # the server refuses a module file without its execute bit
+    tmp.chmod(0o755)
+    os.replace(tmp, out)
+    return out

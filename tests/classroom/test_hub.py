@@ -1,0 +1,571 @@
+"""The classroom's JupyterHub, in its production configuration (mark ``hub``).
+
+The hub runs ``docker/jupyterhub_config.py`` as it is deployed: as root, the
+classroom authenticator (the native authenticator: a password of each
+student's own, sign-ups approved by the instructor, the instructor an admin
+made from a root-only password file), one container per student from the
+offline course image (DockerSpawner on the private engine the suite starts),
+configurable-http-proxy, all on 127.0.0.1, and a shared scripted node with
+one ACL user per student provisioned into a root-only credentials file.
+
+Two students sign up and log in with their own passwords, the instructor
+authorizes them, each runs ``notebooks/00-start-here.ipynb`` cell by cell in a
+kernel of their own server (over the kernel websocket, through the proxy),
+and then, from inside alice's kernel, the test proves that bob's files,
+credentials, environment, server, node and keys are out of reach; alice
+cannot log in as bob. Everything started is stopped by PID (and container id)
+at the end. Needs: root, ``bash tools/install-hub.sh``, a Docker engine at
+DOCKER_HOST with the course image built (tools/test.sh does all three).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from conftest import terminate
+
+from echomq_teach.classroom import compose, credentials, provision
+from echomq_teach.connector import address_from_url
+from echomq_teach.nodes import container
+from echomq_teach.nodes.local import LocalNode, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "docker" / "jupyterhub_config.py"
+START_HERE = ROOT / "notebooks" / "00-start-here.ipynb"
+IMAGE = os.environ.get("ECHOMQ_COURSE_IMAGE") or "echomq-course:local"
+USERS = ("alice", "bob")
+ADMIN = "instructor"
+CELL_TIMEOUT_S = 90
+
+pytestmark = [pytest.mark.hub, pytest.mark.container, pytest.mark.timeout(300)]
+
+requests = pytest.importorskip("requests")
+websocket = pytest.importorskip("websocket", reason="websocket-client is not installed")
+
+
+def _chp() -> str | None:
+    for cand in (
+        os.environ.get("ECHOMQ_CHP"),
+        shutil.which("configurable-http-proxy"),
+        str(ROOT / "build" / "hub-proxy" / "node_modules" / ".bin" / "configurable-http-proxy"),
+    ):
+        if cand and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+def _hub_bin() -> Path:
+    return Path(sys.executable).with_name("jupyterhub")
+
+
+def _missing() -> str | None:
+    if os.getuid() != 0:
+        return "the classroom hub runs as root (it starts a container per student)"
+    if not _hub_bin().exists():
+        return "jupyterhub is not installed in this venv (bash tools/install-hub.sh)"
+    for mod in ("dockerspawner", "nativeauthenticator"):
+        try:
+            __import__(mod)
+        except ImportError:
+            return f"{mod} is not installed in this venv (bash tools/install-hub.sh)"
+    if _chp() is None:
+        return "configurable-http-proxy is not installed (bash tools/install-hub.sh)"
+    try:
+        client = container.engine()
+    except Exception as exc:  # noqa: BLE001
+        return f"no Docker engine answers at {os.environ.get('DOCKER_HOST', 'the default socket')} ({exc})"
+    try:
+        container.image_info(client, IMAGE)
+    except Exception:  # noqa: BLE001
+        return f"the course image {IMAGE} is not built (bash docker/build-course-offline.sh)"
+    finally:
+        client.close()
+    return None
+
+
+# -- processes, by PID -------------------------------------------------------------------------------------
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie waiting for its parent counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+def wait_gone(pids: list[int], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = [p for p in pids if alive(p)]
+        if not left:
+            return []
+        time.sleep(0.1)
+    return [p for p in pids if alive(p)]
+
+
+def end(pids: list[int]) -> None:
+    """SIGTERM, then SIGKILL, to processes this test started (its hub and the proxy)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in pids:
+            if alive(p):
+                try:
+                    os.kill(p, sig)
+                except ProcessLookupError:
+                    pass
+        if not wait_gone(pids, 5):
+            return
+
+
+# -- the classroom -----------------------------------------------------------------------------------------------
+@dataclass
+class Hub:
+    proc: subprocess.Popen[bytes]
+    state: Path
+    port: int
+    token: str
+    log: Path
+    node: LocalNode
+    admin_password: str
+    creds_path: Path
+    started: list[int] = field(default_factory=list)  # every PID seen, for the cleanup
+    containers: dict[str, str] = field(default_factory=dict)  # student -> container id
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def api(self, method: str, path: str, token: str | None = None, **kw: object) -> requests.Response:
+        headers = {"Authorization": f"token {token or self.token}"}
+        return requests.request(method, f"{self.base}{path}", headers=headers, timeout=30, **kw)
+
+    def log_tail(self, n: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return "(no hub log)"
+
+
+def _our_containers() -> list:
+    client = container.engine()
+    try:
+        return [ct for ct in client.containers.list(all=True) if ct.name in {f"echomq-{u}" for u in USERS}]
+    finally:
+        client.close()
+
+
+def _remove_volumes() -> None:
+    client = container.engine()
+    try:
+        for u in USERS:
+            try:
+                client.volumes.get(f"echomq-{u}").remove(force=True)
+            except Exception:  # noqa: BLE001 - never made, or gone
+                pass
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[Hub]:
+    reason = _missing()
+    if reason:
+        pytest.skip(reason)
+    if _our_containers():
+        pytest.fail(f"containers named echomq-{USERS} exist already in this engine: not ours to remove")
+    _remove_volumes()  # a previous run's volumes, in this suite's own engine
+    state = Path(tempfile.mkdtemp(prefix="emq-hub-"))  # 0700, root's
+    node = LocalNode(extra_config={**compose.protection(), **compose.cluster_mode(bus_port=free_port())})
+    admin = node.client()
+    roster = state / "roster.txt"
+    roster.write_text("\n".join(USERS) + "\n")
+    creds = state / "credentials.json"
+    credentials.write_credentials(creds, provision.provision(admin, roster))
+    admin_password = secrets.token_urlsafe(12)
+    credentials.write_secret(state / "instructor.password", admin_password + "\n")
+    port, token = free_port(), uuid.uuid4().hex
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ECHOMQ_", "JUPYTER", "CONFIGPROXY"))}
+    env.update(
+        ECHOMQ_HUB_DIR=str(state / "hub"),
+        ECHOMQ_HUB_PORT=str(port),
+        ECHOMQ_HUB_API_PORT=str(free_port()),
+        ECHOMQ_PROXY_API_PORT=str(free_port()),
+        ECHOMQ_CLASSROOM_ROSTER=str(roster),
+        ECHOMQ_HUB_ADMIN_PASSWORD_FILE=str(state / "instructor.password"),
+        ECHOMQ_CLASSROOM_CREDENTIALS=str(creds),
+        ECHOMQ_COURSE_IMAGE=IMAGE,
+        ECHOMQ_HUB_API_TOKEN=token,
+        ECHOMQ_CHP=_chp() or "",
+    )
+    log = state / "hub.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [str(_hub_bin()), "-f", str(CONFIG)],
+            cwd=state,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    h = Hub(proc, state, port, token, log, node, admin_password, creds, started=[proc.pid])
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"jupyterhub exited with {proc.returncode}:\n{h.log_tail()}")
+            try:
+                if requests.get(f"{h.base}/hub/api/", timeout=2).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"jupyterhub did not answer within 60 s:\n{h.log_tail()}")
+            time.sleep(0.1)
+        proxy_pid = state / "hub" / "proxy.pid"
+        if proxy_pid.exists():
+            h.started.append(int(proxy_pid.read_text().strip()))
+        yield h
+    finally:
+        # the hub stops its proxy and the containers it spawned (cleanup_servers); we check by PID and id
+        terminate(proc)
+        left = wait_gone(h.started, 10)
+        end(left)  # anything the hub did not stop, we do
+        leftover = _our_containers()
+        for ct in leftover:
+            ct.remove(force=True)
+        _remove_volumes()
+        admin.close()
+        node.stop()
+        shutil.rmtree(state, ignore_errors=True)
+        assert not left, f"still running after the hub stopped: {left}"
+        assert not leftover, f"containers left after the hub stopped: {[ct.name for ct in leftover]}"
+
+
+# -- the login form -------------------------------------------------------------------------------------
+def _form(s: requests.Session, hub: Hub, path: str, data: dict) -> requests.Response:
+    s.get(f"{hub.base}/hub/{path}", timeout=10)
+    return s.post(
+        f"{hub.base}/hub/{path}",
+        data={**data, "_xsrf": s.cookies.get("_xsrf")},
+        allow_redirects=False,
+        timeout=30,
+    )
+
+
+def signup(hub: Hub, name: str, password: str) -> str:
+    r = _form(
+        requests.Session(),
+        hub,
+        "signup",
+        {"username": name, "signup_password": password, "signup_password_confirmation": password},
+    )
+    assert r.status_code == 200, (r.status_code, r.text[:300])
+    return r.text
+
+
+def login(hub: Hub, name: str, password: str) -> requests.Session | None:
+    """The login form, as a browser sends it: a session on success, None when refused."""
+    s = requests.Session()
+    r = _form(s, hub, "login", {"username": name, "password": password})
+    if r.status_code == 302 and "/hub/login" not in r.headers.get("Location", ""):
+        return s
+    assert r.status_code in (200, 403), (r.status_code, r.text[:300], hub.log_tail(80))
+    return None
+
+
+def start_server(hub: Hub, name: str) -> None:
+    r = hub.api("POST", f"/hub/api/users/{name}/server")
+    assert r.status_code in (201, 202), (r.status_code, r.text, hub.log_tail(60))
+
+
+def wait_ready(hub: Hub, name: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        server = hub.api("GET", f"/hub/api/users/{name}").json().get("servers", {}).get("")
+        if server and server.get("ready"):
+            return
+        time.sleep(0.2)
+    pytest.fail(f"{name}'s server was not ready within {timeout:.0f} s:\n{hub.log_tail()}")
+
+
+def user_token(hub: Hub, name: str) -> str:
+    r = hub.api("POST", f"/hub/api/users/{name}/tokens", json={"note": "hub test", "expires_in": 600})
+    assert r.status_code == 201, (r.status_code, r.text)
+    return r.json()["token"]
+
+
+class Kernel:
+    """One kernel of a student's server, driven over its websocket through the hub's proxy."""
+
+    def __init__(self, hub: Hub, name: str, token: str, notebook: str) -> None:
+        self.name, self.token, self.hub = name, token, hub
+        r = hub.api(
+            "POST",
+            f"/user/{name}/api/sessions",
+            token=token,
+            json={"path": notebook, "type": "notebook", "name": notebook, "kernel": {"name": "python3"}},
+        )
+        assert r.status_code == 201, (r.status_code, r.text[:500])
+        self.session = r.json()
+        kid = self.session["kernel"]["id"]
+        self.ws = websocket.create_connection(
+            f"ws://127.0.0.1:{hub.port}/user/{name}/api/kernels/{kid}/channels",
+            header=[f"Authorization: token {token}"],
+            timeout=CELL_TIMEOUT_S,
+        )
+        self.sid = uuid.uuid4().hex
+
+    def run(self, code: str, quiet: bool = False) -> str:
+        """Execute ``code``; answers its printed output, or fails with the kernel's traceback."""
+        msg_id = uuid.uuid4().hex
+        header = {
+            "msg_id": msg_id,
+            "username": self.name,
+            "session": self.sid,
+            "msg_type": "execute_request",
+            "version": "5.3",
+        }
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": not quiet,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": True,
+        }
+        self.ws.send(
+            json.dumps(
+                {
+                    "header": header,
+                    "parent_header": {},
+                    "metadata": {},
+                    "content": content,
+                    "channel": "shell",
+                    "buffers": [],
+                }
+            )
+        )
+        out: list[str] = []
+        error: dict | None = None
+        replied = idle = False
+        deadline = time.monotonic() + CELL_TIMEOUT_S
+        while not (replied and idle):
+            if time.monotonic() > deadline:
+                pytest.fail(f"{self.name}: a cell ran past {CELL_TIMEOUT_S} s:\n{code[:300]}")
+            m = json.loads(self.ws.recv())
+            if m.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind = m["header"]["msg_type"]
+            if kind == "stream":
+                out.append(m["content"]["text"])
+            elif kind in ("execute_result", "display_data"):
+                out.append(m["content"]["data"].get("text/plain", "") + "\n")
+            elif kind == "error":
+                error = m["content"]
+            elif kind == "execute_reply":
+                replied = True
+                if m["content"]["status"] == "error" and error is None:
+                    error = m["content"]
+            elif kind == "status" and m["content"]["execution_state"] == "idle":
+                idle = True
+        if error is not None:
+            tb = "\n".join(error.get("traceback", []))
+            pytest.fail(f"{self.name}: cell failed: {error.get('ename')}: {error.get('evalue')}\n{code[:500]}\n{tb}")
+        return "".join(out)
+
+    def json(self, code: str) -> dict:
+        """Run ``code``, which prints ``OUT`` + one JSON document; answers the document."""
+        return json.loads(self.run(code, quiet=True).split("OUT", 1)[1])
+
+    def close(self) -> None:
+        self.ws.close()
+        self.hub.api("DELETE", f"/user/{self.name}/api/sessions/{self.session['id']}", token=self.token)
+
+
+def run_notebook(kernel: Kernel, path: Path) -> int:
+    """Every code cell of the notebook, in order; answers how many ran."""
+    nb = json.loads(path.read_text())
+    n = 0
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            kernel.run("".join(cell["source"]))
+            n += 1
+    return n
+
+
+# what alice's kernel finds when it reaches for bob's things; every probe answers what happened
+PROBE = """
+import glob as _g, json as _j, os as _o, socket as _s, urllib.request as _u, urllib.error as _ue
+import redis as _r
+from echomq_teach.connector import address_from_url as _a, make_client as _m
+_args = _j.loads(ARGS)
+out = {"me": _o.environ.get("ECHOMQ_NAMESPACE"), "url_user": _a(_o.environ["ECHOMQ_URL"]).get("username"),
+       "uid": _o.getuid()}
+# bob's credentials and environment: nowhere in this container's environment, files or processes
+out["env_mentions_other"] = [k for k, v in _o.environ.items() if _args["other"] in v]
+out["proc_environ_mentions_other"] = []
+for p in _g.glob("/proc/[0-9]*/environ"):
+    try:
+        if _args["other_secret"].encode() in open(p, "rb").read():
+            out["proc_environ_mentions_other"].append(p)
+    except OSError:
+        pass
+out["pids_seen"] = len(_g.glob("/proc/[0-9]*"))
+out["host_paths"] = {}
+for path in _args["host_paths"]:
+    try:
+        open(path).read()
+        out["host_paths"][path] = "read"
+    except OSError as exc:
+        out["host_paths"][path] = type(exc).__name__
+out["docker_socket"] = any(_o.path.exists(p) for p in ("/var/run/docker.sock", _args["docker_socket"]))
+# bob's files: his volume is not mounted here; this home is alice's own
+out["home"] = sorted(_o.listdir("/home/learner"))
+_mounts = open("/proc/self/mountinfo").read()
+out["mounts_other"] = _args["other"] in _mounts
+out["mounts_own"] = "echomq-" + out["me"] in _mounts
+# bob's keys on the shared node: every key of his, by name, refused
+c = _m(_a(_o.environ["ECHOMQ_URL"]))
+out["keys"] = {}
+for key in _args["other_keys"]:
+    try:
+        c.execute_command("TYPE", key)
+        out["keys"][key] = "read"
+    except _r.exceptions.NoPermissionError:
+        out["keys"][key] = "NOPERM"
+out["own_write"] = c.set(f"emq:{{{out['me']}.probe}}:x", "1")
+# bob's own embedded node: alice reaches its port (the host's loopback) but has no password
+try:
+    _m({"host": "127.0.0.1", "port": _args["other_node_port"]}).ping()
+    out["other_node"] = "answered"
+except _r.exceptions.AuthenticationError:
+    out["other_node"] = "AuthenticationError"
+except _r.exceptions.ConnectionError as exc:
+    out["other_node"] = "ConnectionError: " + str(exc)[:80]
+# bob's server, with alice's own hub token
+req = _u.Request(_args["other_server"], headers={"Authorization": "token " + _o.environ["JUPYTERHUB_API_TOKEN"]})
+try:
+    out["other_server"] = _u.urlopen(req, timeout=10).status
+except _ue.HTTPError as exc:
+    out["other_server"] = exc.code
+print("OUT" + _j.dumps(out))
+"""
+
+# 00-start-here stops the node its kernel started; bob starts one more, his own, to be reached for
+NODE_PORTS = """
+import json as _j
+from echomq_teach import start_node as _start
+_mine = _start(provider="local")
+print("OUT" + _j.dumps({"ports": [_mine.port]}))
+"""
+
+
+# -- the test -----------------------------------------------------------------------------------------------
+def test_two_students_each_in_a_container_of_their_own(hub: Hub) -> None:
+    t0 = time.monotonic()
+    passwords = {u: secrets.token_urlsafe(12) for u in USERS}
+
+    # sign-ups: roster names only; nobody gets in before the instructor authorizes them
+    for name in USERS:
+        signup(hub, name, passwords[name])
+    signup(hub, "mallory", "mallory-password-1")
+    assert login(hub, "mallory", "mallory-password-1") is None, "not on the roster"
+    assert login(hub, "alice", passwords["alice"]) is None, "not authorized yet"
+    # the instructor's account came from the password file: a sign-up as the instructor is refused
+    assert "already in use" in signup(hub, ADMIN, "taken-over-pw-1")
+    teacher = login(hub, ADMIN, hub.admin_password)
+    assert teacher is not None, f"the instructor could not log in:\n{hub.log_tail()}"
+    for name in USERS:  # each visit of /hub/authorize/<name> toggles that sign-up's authorization
+        r = teacher.get(f"{hub.base}/hub/authorize/{name}", timeout=30, allow_redirects=False)
+        assert r.status_code in (200, 302), (r.status_code, r.text[:300])
+    # each student logs in with their own password, and only with it
+    sessions = {name: login(hub, name, passwords[name]) for name in USERS}
+    assert all(sessions.values()), f"a student could not log in:\n{hub.log_tail()}"
+    r = sessions["alice"].get(f"{hub.base}/hub/authorize/bob", timeout=30, allow_redirects=False)
+    assert r.status_code == 403, "only the instructor authorizes sign-ups"
+    assert login(hub, "bob", passwords["alice"]) is None, "alice's password does not open bob's account"
+    assert login(hub, "bob", "not-bobs-password") is None
+    assert login(hub, "alice", passwords["bob"]) is None
+
+    t_accounts = time.monotonic()
+    for name in USERS:  # both spawns in flight at once
+        start_server(hub, name)
+    for name in USERS:
+        wait_ready(hub, name)
+    t_ready = time.monotonic()
+    for ct in _our_containers():
+        hub.containers[ct.name.removeprefix("echomq-")] = ct.id
+        attrs = ct.attrs
+        assert attrs["HostConfig"]["NetworkMode"] == "host" and attrs["HostConfig"]["Memory"] > 0
+        assert "ALL" in (attrs["HostConfig"]["CapDrop"] or [])
+    assert set(hub.containers) == set(USERS)
+
+    kernels: dict[str, Kernel] = {}
+    tokens = {name: user_token(hub, name) for name in USERS}
+    try:
+        cells = 0
+        for name in USERS:
+            kernels[name] = Kernel(hub, name, tokens[name], START_HERE.name)
+            cells = run_notebook(kernels[name], START_HERE)
+        t_ran = time.monotonic()
+
+        # bob's things, as the host sees them
+        bob_env = credentials.read_credentials(hub.creds_path)["bob"]
+        bob_secret = address_from_url(bob_env["ECHOMQ_URL"])["password"]
+        admin = hub.node.client()
+        bob_keys = sorted(admin.scan_iter("emq:{bob.*}:*"))
+        admin.close()
+        assert bob_keys, "bob's run of 00-start-here wrote keys on the shared node"
+        bob_node = kernels["bob"].json(NODE_PORTS)
+        assert bob_node["ports"], "bob's kernel started a node of its own"
+        other_server = hub.api("GET", "/hub/api/users/bob").json()["servers"][""]["url"]
+        args = {
+            "other": "bob",
+            "other_secret": bob_secret,
+            "other_keys": bob_keys,
+            "other_node_port": bob_node["ports"][0],
+            "other_server": f"http://127.0.0.1:{hub.port}{other_server}api/status",
+            "host_paths": [
+                str(hub.creds_path),
+                str(hub.state / "instructor.password"),
+                str(hub.state / "hub" / "jupyterhub_cookie_secret"),
+                str(hub.state / "hub" / "jupyterhub.sqlite"),
+            ],
+            "docker_socket": os.environ.get("DOCKER_HOST", "").removeprefix("unix://"),
+        }
+        seen = kernels["alice"].json(PROBE.replace("ARGS", repr(json.dumps(args))))
+    finally:
+        for k in kernels.values():
+            k.close()
+    for s in sessions.values():
+        s.close()
+    teacher.close()
+
+    assert seen["me"] == "alice" and seen["url_user"] == "alice" and seen["uid"] == 65534
+    assert seen["env_mentions_other"] == [] and seen["proc_environ_mentions_other"] == []
+    assert set(seen["host_paths"].values()) == {"FileNotFoundError"}, seen["host_paths"]
+    assert seen["docker_socket"] is False
+    assert seen["mounts_other"] is False and seen["mounts_own"] is True, "alice's volume, and only hers"
+    assert "the-queue" in seen["home"] and not [f for f in seen["home"] if "bob" in f]
+    assert set(seen["keys"].values()) == {"NOPERM"} and len(seen["keys"]) == len(bob_keys)
+    assert seen["own_write"] is True
+    assert seen["other_node"] == "AuthenticationError"
+    assert seen["other_server"] == 403
+    print(
+        f"hub test: sign-ups, approvals and logins {t_accounts - t0:.1f} s; both containers ready "
+        f"{t_ready - t_accounts:.1f} s later; 00-start-here ({cells} cells) "
+        f"run twice in {t_ran - t_ready:.1f} s; alice's kernel saw {seen['pids_seen']} processes"
+    )

@@ -1,0 +1,233 @@
+"""Faults on real worker processes and a real durable node, judged by the checker.
+
+The nemesis run is the suite's load test under faults: 4 worker processes, a
+seeded schedule of SIGKILL, SIGSTOP past the lease, dropped links, SCRIPT
+FLUSH and one node restart, 5,000 jobs (``ECHOMQ_FAULT_JOBS=20000`` for the
+long run). Every bound here is a bound, not a measurement.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+
+import pytest
+from conftest import gone, wait_for
+
+from echomq_teach import jobs, keyspace
+from echomq_teach.errors import BadInput
+from echomq_teach.lab import handlers
+from echomq_teach.lab.faults import Fault, Nemesis, Run, crash_point, crash_points
+
+FAULT_JOBS = int(os.environ.get("ECHOMQ_FAULT_JOBS", "5000"))
+SEED = int(os.environ.get("ECHOMQ_FAULT_SEED", "20261203"))
+
+
+
+
+def stream_ids(run: Run) -> Counter[str]:
+    entries = run.conn.client.xrange(keyspace.queue_key(run.queue, "stream:completions"))
+    return Counter(f["id"] for _, f in entries)
+
+
+
+@pytest.mark.slow
+def test_a_seeded_nemesis_loses_nothing_and_settles_each_job_once(durable, queue):
+    nemesis = Nemesis(seed=SEED, kinds=("kill", "freeze", "drop_link", "script_flush"),
+                      count=max(10, FAULT_JOBS // 400), gap_s=(0.1, 0.35), freeze_s=(0.7, 1.2),
+                      must=("restart", "kill", "freeze"))
+    with Run(durable, queue, workers=4, lease_ms=500, work_ms=2, tick_ms=50, timeout=240) as run:
+        try:
+            enqueued = run.produce(FAULT_JOBS)
+            run.start()
+            applied = nemesis.run(run, deadline_s=120)
+            assert run.wait_drained(240), run.sizes()
+        finally:
+            run.stop()
+        pids = [w.pid for w in run.all]
+        report = run.check()
+        ids = stream_ids(run)
+        print(report.summary())
+        print("\n".join(map(str, applied)))
+    assert all(gone(p) for p in pids)  # every worker the run started was stopped by its PID
+    kinds = {f.kind for f in applied}
+    assert {"kill", "freeze", "restart"} <= kinds
+    assert len(run.all) > 4  # each kill put a new worker in its slot
+    assert report.valid, report.summary()
+    assert report.lost == [] and report.settled_twice == [] and report.unfinished == []
+    assert (report.enqueued, report.settled) == (FAULT_JOBS, FAULT_JOBS)
+    # every job settled exactly once in the completions stream, and nothing else did
+    assert set(ids) == set(enqueued) and set(ids.values()) == {1}
+
+
+def test_the_schedule_is_the_seed_s():
+    a = Nemesis(seed=5, count=12, kinds=("kill", "freeze"), must=("restart",)).draw(4)
+    b = Nemesis(seed=5, count=12, kinds=("kill", "freeze"), must=("restart",)).draw(4)
+    c = Nemesis(seed=6, count=12, kinds=("kill", "freeze"), must=("restart",)).draw(4)
+    assert a == b and a != c
+    assert [f.kind for f in a].count("restart") == 1
+    assert all(f.slot in range(4) for f in a if f.kind != "restart")
+    assert all(x.at_s < y.at_s for x, y in zip(a, a[1:]))
+
+
+# -- crash points ------------------------------------------------------------------------------------
+# (point, handler runs, charges made, the token that settled, whether a second worker ran it)
+CRASHES = [
+    ("claimed", 1, 1, 2),  # died holding the claim: the next worker's run is the only one
+    ("handler", 2, 1, 2),  # died halfway through: ran twice, charged once (the charge comes at the end)
+    ("handled", 2, 2, 2),  # died after the charge, before the settle: charged twice — at least once
+    ("settle-sent", 1, 1, 1),  # the settle ran; the worker never read the answer: settled once, by token 1
+]
+
+
+@pytest.mark.parametrize(("point", "runs", "charges", "token"), CRASHES, ids=[c[0] for c in CRASHES])
+def test_a_worker_killed_at_each_crash_point(either, point, runs, charges, token, queue):
+    out = crash_point(either.node, queue, point, handler="echomq_teach.lab.handlers:charge")
+    h, report, job = out.history, out.report, out.job
+    crash = h.notes("crash")
+    assert [(o.worker, o.extra["point"], o.job) for o in crash] == [("w0", point, job)]
+    assert report.valid, report.summary()
+    assert (out.runs, out.charges, out.token) == (runs, charges, token)
+    w0_settles = [o for o in h.calls("complete") if o.worker == "w0"]
+    if point == "settle-sent":
+        # the worker's history holds the settle it sent and no answer: the stream shows it ran
+        assert [o.indeterminate for o in w0_settles] == [True] and report.indeterminate["complete"] == 1
+        assert not out.recovered and out.settled_by == "w0"
+    else:
+        assert w0_settles == [] and out.recovered and out.settled_by != "w0"
+
+
+def test_crash_points_run_side_by_side_in_order(node, queue):
+    outs = crash_points(node, queue)
+    assert [o.row() for o in outs] == [(p, r, c, t, o.settled_by, p != "settle-sent")
+                                       for (p, r, c, t), o in zip(CRASHES, outs)]
+    with pytest.raises(BadInput, match="point"):
+        crash_point(node, queue, "lunch")
+
+
+def report_settles(run: Run) -> list[tuple[str, str, str]]:
+    entries = run.conn.client.xrange(keyspace.queue_key(run.queue, "stream:completions"))
+    return [(f["id"], f["outcome"], f["attempts"]) for _, f in entries]
+
+
+# -- the zombie, dropped links, a flushed script cache ---------------------------------------------------
+@pytest.mark.parametrize("handler", ["charge", "charge_once"])
+def test_a_frozen_worker_wakes_after_its_lease_and_its_settle_is_refused(node, queue, handler):
+    # the lease (300 ms) is longer than the work (120 ms): only a freeze makes a worker outlive it
+    with Run(node, queue, workers=2, lease_ms=300, work_ms=120, handler=f"echomq_teach.lab.handlers:{handler}",
+             tick_ms=20, timeout=60) as run:
+        try:
+            [job] = run.produce(1)
+            a = run.spawn(0)
+            a.wait_ready()
+            run.start_metronome()
+            wait_for(lambda: any(o.worker == "w0" for o in run.history().notes("run")), "w0 runs the job")
+            run.freeze(0)
+            b = run.spawn(1)
+            b.wait_ready()
+            wait_for(lambda: [o.reply for o in run.history().calls("complete") if o.worker == "w1"] == ["ok"],
+                     "w1 completes the job")
+            run.thaw(0)
+            wait_for(lambda: any(o.worker == "w0" and o.ok for o in run.history().calls("complete")),
+                     "the zombie's settle is answered")
+            assert run.wait_drained(10)
+        finally:
+            run.stop()
+        report = run.check()
+        zombie = [o for o in run.history().calls("complete") if o.worker == "w0"]
+        settles = report_settles(run)
+        charged, once = handlers.effects(run.conn, queue)[job], handlers.effects_once(run.conn, queue)
+    assert [o.reply for o in zombie] == ["stale"]  # the fence: w1's claim moved the token
+    assert report.valid and report.stale_refused == 1 and report.handler_runs[job] == 2
+    assert job in report.recovered
+    assert settles == [(job, "completed", "2")]
+    if handler == "charge":
+        assert charged == 2  # at least once: the job was charged twice
+    else:
+        assert charged == 0 and list(once) == [job]  # idempotent: charged once, whoever ran it
+
+
+def test_dropped_links_and_a_flushed_script_cache_lose_nothing(node, queue):
+    with Run(node, queue, workers=4, lease_ms=400, work_ms=3, tick_ms=30, timeout=60) as run:
+        try:
+            enqueued = run.produce(800)
+            run.start()
+            for slot in range(4):
+                time.sleep(0.05)
+                assert run.drop_link(slot) >= 1  # each worker's link was found by its name and killed
+            run.script_flush()
+            assert run.wait_drained(60)
+        finally:
+            run.stop()
+        report = run.check()
+        notes = [o.op for o in run.history().notes() if o.worker == "nemesis"]
+        ids = stream_ids(run)
+    assert notes == ["drop_link"] * 4 + ["script_flush"]
+    assert report.valid, report.summary()
+    assert set(ids) == set(enqueued) and set(ids.values()) == {1}
+
+
+# -- bad input: refused before anything starts or is written -----------------------------------------------
+def test_bad_input_is_refused_before_any_process_or_write(node, queue, tmp_path):
+    from conftest import state
+
+    conn = node.connector()
+    try:
+        before = state(conn, queue)
+        for kwargs, words in (
+            ({"workers": 0}, "workers"), ({"lease_ms": -1}, "lease_ms"), ({"recovery": "hope"}, "recovery"),
+            ({"handler": "nocolon"}, "module:function"), ({"timeout": 0}, "timeout"),
+        ):
+            with pytest.raises(BadInput, match=words):
+                Run(node, queue, folder=tmp_path / "r", **kwargs)
+        assert not (tmp_path / "r").exists()
+        with pytest.raises(BadInput, match="queue name"):
+            Run(node, "no spaces", folder=tmp_path / "r")
+        with Run(node, queue, workers=2, folder=tmp_path / "ok") as run:
+            with pytest.raises(BadInput, match="slot"):
+                run.spawn(2)
+            with pytest.raises(BadInput, match="crash_at"):
+                run.spawn(0, crash_at="lunch")
+            with pytest.raises(BadInput, match="unknown worker options"):
+                run.spawn(0, colour="red")
+            with pytest.raises(BadInput, match="durable"):
+                run.restart_node()  # a node without persistence would come back empty
+            with pytest.raises(BadInput, match="unknown fault"):
+                run.apply(Fault(0.0, "meteor"))
+            assert run.all == []  # no process was started
+        with pytest.raises(BadInput, match="unknown fault kinds"):
+            Nemesis(seed=1, kinds=("kill", "flood"))
+        with pytest.raises(BadInput, match="freeze_s"):
+            Nemesis(seed=1, freeze_s=(2.0, 1.0))
+        assert state(conn, queue) == before
+    finally:
+        conn.close()
+
+
+def test_a_worker_with_a_handler_it_cannot_load_says_so(node, queue):
+    with Run(node, queue, workers=1, handler="no_such_module:go") as run:
+        w = run.spawn(0)
+        with pytest.raises(RuntimeError, match="cannot load handler 'no_such_module:go'"):
+            w.wait_ready(timeout=20)
+    assert w.proc.returncode not in (None, 0)
+    assert jobs.paused(node.connector(), queue) is False
+
+
+def shout(job, ctx):
+    """A handler defined here, not in a module the workers know: it travels as its source."""
+    ctx.work()
+    return job.payload.upper()
+
+
+def test_a_handler_function_travels_to_the_workers_as_its_source(node, queue):
+    with Run(node, queue, workers=2, handler=shout, work_ms=1, timeout=30) as run:
+        run.produce(20, payload=lambda i: f"job {i}")
+        run.start()
+        assert run.wait_drained(30)
+        run.stop()
+        results = {f["result"] for _, f in run.conn.client.xrange(keyspace.queue_key(queue, "stream:completions"))}
+        assert (run.folder / "run_handler_shout.py").exists()
+    assert results == {f"JOB {i}" for i in range(20)}
+    with pytest.raises(BadInput, match="lambda"):
+        Run(node, queue, handler=lambda job, ctx: "x")
