@@ -2,7 +2,7 @@
 # The course image without any registry: JupyterLab, the kit, valkey-server and
 # a prebuilt trafikey module in a FROM-scratch root filesystem assembled from
 # this machine (the interpreter the project's venv is made from, the venv's
-# runtime packages, the installed valkey-server), imported into the local
+# runtime packages, the kit's pinned valkey-server 9.1.2), imported into the local
 # Docker engine as echomq-course:local.
 #
 #   bash docker/build-course-offline.sh [--tag TAG] [--module auto|yes|no] [--rootfs DIR] [--bytecode yes|no]
@@ -26,7 +26,7 @@
 #   /etc/passwd, /etc/group, /tmp (1777)
 # --bytecode yes (the default) compiles the .py files once, so a kernel starts
 # without compiling JupyterLab's and matplotlib's imports; no is smaller.
-# Needs the venv (bash tools/bootstrap.sh), valkey-server 8 and DOCKER_HOST.
+# Needs the venv with its valkey-server (bash tools/bootstrap.sh) and DOCKER_HOST.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+import attacks
 import pytest
 import redis
 
@@ -24,6 +25,7 @@ from echomq_teach.classroom import cli as classroom
 from echomq_teach.classroom import compose, credentials, provision, roster
 from echomq_teach.connector import address_from_url, make_client
 from echomq_teach.errors import EchoMQError, NodeError
+from echomq_teach.nodes import valkey
 from echomq_teach.nodes.local import LocalNode, RemoteNode, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -184,6 +186,35 @@ def test_a_may_not_flush_or_reconfigure(shared, students, cmd):
     a.close()
     assert admin.dbsize() == before
     assert admin.ping()
+
+
+def test_the_shared_node_runs_the_pinned_release(shared):
+    _, admin = shared
+    version = admin.info("server")["valkey_version"]
+    assert version == valkey.PINNED and valkey.known_crashes(version) == []
+
+
+def test_the_three_inputs_that_broke_8_0_1_are_refused(shared, students):
+    """CVE-2025-46817, -32023 and -46818 sent by alice, as she would: each refused, bob's data whole."""
+    _, admin = shared
+    a, b = raw(students["alice"]), raw(students["bob"])
+    row, mark = "emq:{bob.cve}:job:1", "emq:{bob.cve}:mark"
+    b.hset(row, "payload", "bob's payload")
+    run_id = admin.info("server")["run_id"]
+    try:
+        assert "too many results to unpack" in attacks.unpack_overflow(a)["error"]
+        hll = attacks.hll_overflow(a, "emq:{alice.cve}:hll1", "emq:{alice.cve}:hll2")
+        assert all(str(v).startswith("error: INVALIDOBJ") for v in hll.values()), hll
+        assert "readonly table" in attacks.metatable_plant(a, row, mark)["error"]
+        # bob's own script calls a string method: nothing of alice's runs inside it
+        assert b.eval(attacks.VICTIM_SCRIPT, 1, row) == "BOB'S PAYLOAD"
+        assert attacks.metatable_loot(a) == {"loot": []}
+        assert admin.exists(mark) == 0 and admin.hget(row, "payload") == "bob's payload"
+        assert admin.info("server")["run_id"] == run_id, "the node is the same process: it never went down"
+    finally:
+        admin.delete(row, mark)
+        a.close()
+        b.close()
 
 
 def test_the_default_user_needs_the_admin_password(shared):
