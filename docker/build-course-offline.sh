@@ -198,7 +198,7 @@ fi
 size=$(du -sh "$rootfs" | cut -f1)
 ms=$(rootfs_import "$rootfs" "$tag" "echomq course: python $py_full, valkey $valkey_version, module $label" \
   --user-tree "$learner_home" "$uid" \
-  -c 'ENTRYPOINT ["/usr/local/bin/python3", "-m", "jupyterlab", "--ip=127.0.0.1", "--no-browser", "--ServerApp.port_retries=0", "--ServerApp.root_dir=/home/learner/the-queue", "--ServerApp.terminals_enabled=False", "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.extension_manager=readonly", "--ServerApp.kernel_websocket_connection_class=echomq_teach.hub.lab_server.NoDelayConnection"]' \
+  -c 'ENTRYPOINT ["/usr/local/bin/python3", "-m", "jupyterlab", "--ip=127.0.0.1", "--no-browser", "--ServerApp.port_retries=0", "--ServerApp.root_dir=/home/learner/the-queue", "--ServerApp.terminals_enabled=False", "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.extension_manager=readonly", "--ServerApp.kernel_websocket_connection_class=echomq_teach.hub.lab_server.NoDelayConnection", "--KernelManager.transport=ipc"]' \
   -c "USER $uid:$uid" \
   -c 'WORKDIR /home/learner/the-queue' \
   -c "ENV PATH=/usr/local/bin HOME=/home/learner $lang_env ECHOMQ_CACHE_DIR=/opt/the-queue/cache JUPYTER_PORT=8888" \

@@ -52,4 +52,5 @@ EXPOSE 8888
 CMD ["jupyter", "lab", "--ip=127.0.0.1", "--no-browser", "--ServerApp.port_retries=0", \
      "--ServerApp.root_dir=/home/learner/the-queue", "--LabApp.news_url=None", \
      "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", \
-     "--ServerApp.kernel_websocket_connection_class=echomq_teach.hub.lab_server.NoDelayConnection"]
+     "--ServerApp.kernel_websocket_connection_class=echomq_teach.hub.lab_server.NoDelayConnection", \
+     "--KernelManager.transport=ipc"]
