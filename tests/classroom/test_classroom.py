@@ -383,16 +383,28 @@ def test_init_writes_a_folder_whose_secrets_only_its_owner_reads(tmp_path):
     assert credentials.admin_urls(d / "admin.env") == admin
     node_dir = d / "node"
     assert stat.S_IMODE(node_dir.stat().st_mode) == 0o700
+    run = node_dir / compose.SOCKET_DIR  # the socket's folder: the only part of node/ a student's container sees
+    assert stat.S_IMODE(run.stat().st_mode) == 0o755 and list(run.iterdir()) == []
+    assert admin["ECHOMQ_ADMIN_URL"].startswith(f"unix://:{pw}@{run}/")
+    env = credentials.read_env_file(d / ".env")
+    assert int(env["ECHOMQ_NODE_DATA_LIMIT"]) == 128 * 2**20 + compose.DATA_HEADROOM
+    assert int(env["ECHOMQ_NODE_MEM_LIMIT"]) == 128 * 2**20 + compose.MEMORY_HEADROOM
     for f in node_dir.iterdir():
+        if f == run:
+            continue
         assert stat.S_IMODE(f.stat().st_mode) == 0o600
         assert pw not in f.read_text(), f"{f.name} holds the admin password"
     if os.getuid() == 0:  # the nodes run as nobody: they own their folder, not the secrets
         assert node_dir.stat().st_uid == compose.NOBODY and (d / "admin.env").stat().st_uid == 0
     conf = (node_dir / "node.conf").read_text()
+    assert f"unixsocket {compose.MOUNT}/{compose.SOCKET_DIR}/{compose.SOCKET_NAME}" in conf
     for line in ("maxmemory 128mb", "maxmemory-policy noeviction", "busy-reply-threshold 1000", "maxclients 300"):
         assert line in conf
     with pytest.raises(EchoMQError, match="already a classroom folder"):
         compose.init_folder(d)
+    with pytest.raises(EchoMQError, match="not a size"):  # refused before anything is written
+        compose.init_folder(tmp_path / "other", maxmemory="lots")
+    assert not (tmp_path / "other").exists()
 
 
 def test_the_hashed_acl_line_lets_the_admin_in(shared):
