@@ -2,7 +2,7 @@
 # The course image without any registry: JupyterLab, the kit, valkey-server and
 # a prebuilt trafikey module in a FROM-scratch root filesystem assembled from
 # this machine (the interpreter the project's venv is made from, the venv's
-# runtime packages, the installed valkey-server), imported into the local
+# runtime packages, the kit's pinned valkey-server 9.1.2), imported into the local
 # Docker engine as echomq-course:local.
 #
 #   bash docker/build-course-offline.sh [--tag TAG] [--module auto|yes|no] [--rootfs DIR] [--bytecode yes|no]
@@ -26,7 +26,7 @@
 #   /etc/passwd, /etc/group, /tmp (1777)
 # --bytecode yes (the default) compiles the .py files once, so a kernel starts
 # without compiling JupyterLab's and matplotlib's imports; no is smaller.
-# Needs the venv (bash tools/bootstrap.sh), valkey-server 8 and DOCKER_HOST.
+# Needs the venv with its valkey-server (bash tools/bootstrap.sh) and DOCKER_HOST.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -198,7 +198,7 @@ fi
 size=$(du -sh "$rootfs" | cut -f1)
 ms=$(rootfs_import "$rootfs" "$tag" "echomq course: python $py_full, valkey $valkey_version, module $label" \
   --user-tree "$learner_home" "$uid" \
-  -c 'ENTRYPOINT ["/usr/local/bin/python3", "-m", "jupyterlab", "--ip=127.0.0.1", "--no-browser", "--ServerApp.port_retries=0", "--ServerApp.root_dir=/home/learner/the-queue", "--ServerApp.terminals_enabled=False", "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.extension_manager=readonly", "--ServerApp.kernel_websocket_connection_class=echomq_teach.hub.lab_server.NoDelayConnection"]' \
+  -c 'ENTRYPOINT ["/usr/local/bin/python3", "-m", "jupyterlab", "--ip=127.0.0.1", "--no-browser", "--ServerApp.port_retries=0", "--ServerApp.root_dir=/home/learner/the-queue", "--ServerApp.terminals_enabled=False", "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.extension_manager=readonly", "--ServerApp.kernel_websocket_connection_class=echomq_teach.hub.lab_server.NoDelayConnection", "--KernelManager.transport=ipc"]' \
   -c "USER $uid:$uid" \
   -c 'WORKDIR /home/learner/the-queue' \
   -c "ENV PATH=/usr/local/bin HOME=/home/learner $lang_env ECHOMQ_CACHE_DIR=/opt/the-queue/cache JUPYTER_PORT=8888" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The node image without any registry: a FROM-scratch root filesystem assembled
-# from this machine's own valkey-server (Valkey 8) and, when native/ compiles,
+# from the kit's own valkey-server (the pinned Valkey 9.1.2: tools/install-valkey.sh) and, when native/ compiles,
 # the trafikey module, imported into the local Docker engine.
 #
 #   bash docker/build-offline.sh [--tag TAG] [--module auto|yes|no] [--rootfs DIR]

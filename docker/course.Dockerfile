@@ -1,4 +1,4 @@
-# The course image: JupyterLab, the kit, valkey-server (for each learner's
+# The course image: JupyterLab, the kit, valkey-server 9.1.2 (for each learner's
 # embedded node) and a C compiler (for the trafikey module), for a machine
 # that reaches an image registry and Debian's archive.
 #
@@ -18,8 +18,7 @@
 FROM python:3.11-slim-bookworm
 
 ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-# valkey-server 8 from bookworm-backports, gcc and make; the script reuses the
-# image's own Debian sources, so no mirror is named here
+# gcc and make (the script reuses the image's own Debian sources, so no mirror is named here)
 COPY tools/setup-system.sh /tmp/setup-system.sh
 RUN bash /tmp/setup-system.sh && rm -rf /var/lib/apt/lists/* /tmp/setup-system.sh
 
@@ -34,7 +33,9 @@ RUN apt-get update \
 RUN useradd --create-home --uid 1000 learner
 COPY . /opt/the-queue
 # editable: trafikey.build() finds native/ beside the package, and the notebooks stay next to it
+# and the kit's pinned valkey-server 9.1.2, beside the interpreter where the kit looks first
 RUN pip install -e "/opt/the-queue[hub]" \
+ && PYTHON=python bash /opt/the-queue/tools/install-valkey.sh /usr/local/bin \
  && chmod -R a+rX /opt/the-queue \
  && install -D -m 0644 /opt/the-queue/tools/jupyterlab/overrides.json \
       "$(python -c 'from jupyterlab.commands import get_app_dir; print(get_app_dir())')/settings/overrides.json"
@@ -51,4 +52,5 @@ EXPOSE 8888
 CMD ["jupyter", "lab", "--ip=127.0.0.1", "--no-browser", "--ServerApp.port_retries=0", \
      "--ServerApp.root_dir=/home/learner/the-queue", "--LabApp.news_url=None", \
      "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", \
-     "--ServerApp.kernel_websocket_connection_class=echomq_teach.hub.lab_server.NoDelayConnection"]
+     "--ServerApp.kernel_websocket_connection_class=echomq_teach.hub.lab_server.NoDelayConnection", \
+     "--KernelManager.transport=ipc"]

@@ -23,6 +23,8 @@
 #   ECHOMQ_HUB_ADMIN          the instructor's hub name (default "instructor")
 #   ECHOMQ_HUB_ADMIN_PASSWORD_FILE  the instructor's password, a root-only file (required)
 #   ECHOMQ_CLASSROOM_CREDENTIALS    the provisioned credentials file (set-up b)
+#   ECHOMQ_CLASSROOM_SOCKETS  the scripted node's socket folder (DIR/node/run), mounted read-only
+#                             into each student's container at /run/echomq (set-up b)
 #   ECHOMQ_COURSE_IMAGE       the course image (default echomq-course:local)
 #   ECHOMQ_HUB_MEM_LIMIT      each student's container memory cap (default 2G); ECHOMQ_HUB_CPU_LIMIT (1.0)
 #   ECHOMQ_CHP                configurable-http-proxy (default: PATH, then build/hub-proxy)
@@ -106,6 +108,9 @@ c.DockerSpawner.use_internal_ip = True  # no port map (host networking has none)
 c.DockerSpawner.remove = True  # a stopped server's container goes; the student's volume stays
 c.DockerSpawner.name_template = "echomq-{username}"
 c.DockerSpawner.volumes = {"echomq-{username}": "/home/learner/the-queue"}
+if os.environ.get("ECHOMQ_CLASSROOM_SOCKETS"):
+    # the shared scripted node's only door: its socket folder, nothing else of the node's
+    c.DockerSpawner.volumes[os.environ["ECHOMQ_CLASSROOM_SOCKETS"]] = {"bind": "/run/echomq", "mode": "ro"}
 c.DockerSpawner.mem_limit = os.environ.get("ECHOMQ_HUB_MEM_LIMIT", "2G")
 c.DockerSpawner.cpu_limit = float(os.environ.get("ECHOMQ_HUB_CPU_LIMIT", "1.0"))
 # the image's entrypoint is JupyterLab alone: run the hub's single-user server instead
@@ -115,6 +120,9 @@ c.DockerSpawner.cmd = [
     "--ServerApp.terminals_enabled=False",
     # kernel websockets with TCP_NODELAY: a widget's redraw is not held back (echomq_teach/hub/lab_server.py)
     "--ServerApp.kernel_websocket_connection_class=echomq_teach.hub.lab_server.NoDelayConnection",
+    # kernels talk to the server over Unix sockets inside the container: on TCP they would listen
+    # on the host's loopback, where any other student could subscribe to their output
+    "--KernelManager.transport=ipc",
 ]
 c.DockerSpawner.extra_host_config = {"cap_drop": ["ALL"], "security_opt": ["no-new-privileges"], "pids_limit": 512}
 c.Spawner.ip = "127.0.0.1"

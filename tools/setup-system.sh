@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the system parts the kit needs on Debian 12 (as root): python3 with
-# venv, valkey-server from <codename>-backports, a C compiler, and (with
-# --browser) Debian's chromium, (with --docker) docker.io.
-# The backports suite reuses the URIs of this machine's own Debian sources, so
-# no mirror host is ever written here.
+# venv, a C compiler, and (with --browser) Debian's chromium, (with --docker) docker.io.
+# valkey-server is not among them: Debian 12 offers Valkey 8.0.1, which a script can
+# crash (docs/classroom.md); tools/bootstrap.sh installs the pinned Valkey 9.1.2 into
+# the venv instead (tools/install-valkey.sh). Should a part ever need <codename>-backports,
+# the suite is added on the URIs of this machine's own Debian sources
+# (tools/debian-uris.sh), so no mirror host is ever written here.
 set -euo pipefail
 
 want_browser=0
@@ -20,53 +22,19 @@ need=()
 # a fresh Debian has python3 (3.11) without ensurepip: `python3 -m venv` needs python3-venv
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
-command -v valkey-server >/dev/null 2>&1 || need+=(valkey-server)
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev make)
 [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null 2>&1 && need+=(chromium)
 [ "$want_docker" = 1 ] && ! command -v dockerd >/dev/null 2>&1 && need+=(docker.io)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 if [ ! -r /etc/os-release ] || ! grep -q '^ID=debian' /etc/os-release; then
-  echo "setup-system: not Debian; install these yourself: ${need[*]} (Valkey 8 or newer)" >&2
+  echo "setup-system: not Debian; install these yourself: ${need[*]}" >&2
   exit 1
 fi
 if [ "$(id -u)" != 0 ]; then
-  echo "setup-system: run as root, or install these yourself: ${need[*]} (Valkey 8 from ${VERSION_CODENAME:-<codename>}-backports)" >&2
+  echo "setup-system: run as root, or install these yourself: ${need[*]}" >&2
   exit 1
 fi
-. /etc/os-release
-codename=${VERSION_CODENAME:?no VERSION_CODENAME in /etc/os-release}
-bp=/etc/apt/sources.list.d/echomq-backports.sources
-
-uris_of() { bash "$(dirname "${BASH_SOURCE[0]}")/debian-uris.sh" "$1"; }
-# only Valkey comes from backports; a machine that lists the suite already keeps its own entry
-if [[ " ${need[*]} " == *" valkey-server "* ]] && [ ! -e "$bp" ] && [ -z "$(uris_of "${codename}-backports")" ]; then
-  # the URIs this machine already uses for the codename's own suite (mirror or snapshot alike)
-  uris=$(uris_of "$codename" | tr '\n' ' ')
-  if [ -z "$uris" ]; then
-    echo "setup-system: no source in /etc/apt names the suite ${codename}; add ${codename}-backports yourself" >&2
-    exit 1
-  fi
-  cat > "$bp" <<SRC
-Types: deb
-URIs: ${uris% }
-Suites: ${codename}-backports
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-fi
-
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-for p in "${need[@]}"; do
-  if [ "$p" = valkey-server ]; then
-    apt-get install -y -qq -t "${codename}-backports" valkey-server >/dev/null
-  else
-    apt-get install -y -qq "$p" >/dev/null
-  fi
-done
-# The package starts a system-wide service on 6379; the kit runs its own nodes.
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet valkey-server 2>/dev/null; then
-  systemctl stop valkey-server || true
-fi
-valkey-server --version
+apt-get install -y -qq "${need[@]}" >/dev/null

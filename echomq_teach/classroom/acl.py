@@ -46,7 +46,10 @@ def student_rules(name: str, password: str, native_commands: Sequence[str] = ())
         # ... less the dangerous ones (FLUSHALL, FLUSHDB, KEYS, SORT, DEBUG, CONFIG, MODULE,
         # CLIENT LIST/KILL/PAUSE, MONITOR, ...)
         "-@dangerous",
-        "+info",  # notebooks read the version and run_id
+        # INFO's server section (the version, run_id) and commandstats (notebook 04 counts its own
+        # calls), not the rest: keyspace, clients, memory, persistence are the whole class's
+        "+info|server",
+        "+info|commandstats",
         "+time",  # the scripts read the server clock
         "+eval",
         "+evalsha",
@@ -65,6 +68,8 @@ def student_rules(name: str, password: str, native_commands: Sequence[str] = ())
         "-fcall_ro",
         "-config",
         "-module",
+        # CLIENT TRACKING ... BCAST would stream every key name anyone writes (other students' too)
+        "-client|tracking",
         *[f"+{c}" for c in native_commands],
     ]
 

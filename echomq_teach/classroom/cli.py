@@ -26,7 +26,8 @@ from ..connector import address_from_url, make_client
 from ..errors import EchoMQError
 from .compose import init_folder
 from .credentials import admin_urls, export_lines, read_credentials, write_credentials
-from .provision import brand, kill_script, provision, revoke
+from .holders import holders
+from .provision import brand, flush_scripts, kill_script, provision, revoke
 
 
 def _admin(urls: dict[str, str], var: str = "ECHOMQ_ADMIN_URL") -> redis.Redis:
@@ -61,8 +62,10 @@ def _parser() -> argparse.ArgumentParser:
     for name, text in (
         ("brand", "brand the node once (echomq:6.0.0 with trafikey loaded, else echomq:4.0.0)"),
         ("kill-script", "end a script that keeps the node busy (the instructor only)"),
+        ("flush-scripts", "empty the node's script cache (loaded scripts are never evicted; the kit reloads)"),
     ):
         admin_env(sub.add_parser(name, help=text))
+    sub.add_parser("holders", help="open sockets per student container, from the host (when the node is full)")
     r = sub.add_parser("revoke", help="delete students' ACL users")
     r.add_argument("names", nargs="+")
     admin_env(r)
@@ -72,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        urls = admin_urls(getattr(args, "admin_env", None)) if args.cmd not in ("init", "env") else {}
+        urls = admin_urls(getattr(args, "admin_env", None)) if args.cmd not in ("init", "env", "holders") else {}
         if args.cmd == "provision":
             admin = _admin(urls)
             native = None if args.no_native or "ECHOMQ_NATIVE_ADMIN_URL" not in urls else _admin(
@@ -101,9 +104,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(brand(_admin(urls)))
         elif args.cmd == "kill-script":
             print(kill_script(_admin(urls)))
+        elif args.cmd == "flush-scripts":
+            print(f"flushed the script cache ({flush_scripts(_admin(urls))} scripts)")
+        elif args.cmd == "holders":
+            from ..nodes import container  # the Docker client: only this command needs it
+
+            client = container.engine()
+            try:
+                for name, n in holders(client):
+                    print(f"{name}\t{n} open sockets")
+            finally:
+                client.close()
         elif args.cmd == "revoke":
             print(f"deleted {revoke(_admin(urls), args.names)} users")
-    except (EchoMQError, OSError, redis.exceptions.RedisError) as exc:
+    except (EchoMQError, OSError, redis.exceptions.RedisError) as exc:  # a NodeError from engine() too
         print(f"classroom: {exc}", file=sys.stderr)
         return 1
     return 0

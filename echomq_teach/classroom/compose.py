@@ -10,10 +10,18 @@
       node/            0700, owned by the user the node containers run as (nobody on a root host)
         node.conf, native.conf         the two nodes' configs (limits below)
         users.acl, native-users.acl    the admin user, by the SHA-256 of its password only
+        run/           0755  the scripted node's Unix socket, node.sock: its only way in
 
 Students' credentials (``provision --out DIR/credentials.json``) join the
 0600 files of DIR. The nodes never see DIR itself, only ``node/``, so
 nothing a node runs as can read the admin password or the credentials.
+
+The scripted node runs in cluster mode, and a cluster node obeys anyone who
+reaches its bus port (no password: ``CLUSTER MEET``, then a takeover). So it runs
+in a network namespace of its own (compose: ``network_mode: none``), its TCP
+port and bus on a loopback nobody else shares, and listens for clients on a
+Unix socket in ``node/run``: the hub mounts that folder, alone and read-only,
+into each student's container at ``/run/echomq``.
 """
 
 from __future__ import annotations
@@ -29,6 +37,12 @@ from ..errors import EchoMQError
 MOUNT = "/classroom"
 NODE_PORT, NATIVE_PORT, HUB_PORT = 6390, 6391, 8000
 NOBODY = 65534
+#: the scripted node's socket: in the node's folder, and where a student's container sees it
+SOCKET_DIR, SOCKET_NAME = "run", "node.sock"
+STUDENT_SOCKET_DIR = "/run/echomq"
+#: the node container's memory and its data-segment limit, past maxmemory: client buffers, the
+#: AOF rewrite's copies, and the Lua heap, which maxmemory does not count (docs/classroom.md)
+MEMORY_HEADROOM, DATA_HEADROOM = 1024 * 2**20, 768 * 2**20
 
 
 def protection(maxmemory: str = "512mb", maxclients: int = 1000) -> dict[str, str]:
@@ -41,7 +55,8 @@ def protection(maxmemory: str = "512mb", maxclients: int = 1000) -> dict[str, st
       (students may not: ``acl.student_rules``);
     - ``maxclients`` and ``maxmemory-clients``: a bound on connections, and on the
       memory their buffers take (the biggest client is dropped first); ``timeout``
-      closes connections idle for an hour. Valkey 8 has no per-user client limit.
+      closes connections idle for an hour. Valkey has no per-user client limit (docs/classroom.md:
+      the instructor's ``holders``).
     """
     return {
         "maxmemory": maxmemory,
@@ -86,12 +101,39 @@ def node_conf(port: int, acl: str, native: bool, limits: dict[str, str] | None =
     ]
     if not native:
         # not the native node: trafikey reads the brand {emq}:version, a key of another slot, from
-        # inside its commands, and in cluster mode Valkey 8 looks such a key up in the command's slot
+        # inside its commands, and in cluster mode Valkey looks such a key up in the command's slot
         lines += [f"{k} {v}" for k, v in cluster_mode(f"nodes-{acl.removesuffix('.acl')}.conf").items()]
+        # clients come in through the socket only: the TCP port and the bus stay in the node's own
+        # network namespace (compose: network_mode none); the ACL, not the file mode, keeps students apart
+        lines += [f"unixsocket {MOUNT}/{SOCKET_DIR}/{SOCKET_NAME}", "unixsocketperm 666"]
     lines += [f"{k} {v}" for k, v in (limits or protection()).items()]
     if native:
         lines.append("loadmodule /usr/local/lib/valkey/trafikey.so")
     return "\n".join(lines) + "\n"
+
+
+def size_bytes(size: str) -> int:
+    """``"512mb"`` (kb, mb, gb; k, m, g; or plain bytes, as valkey.conf writes sizes) in bytes."""
+    text = size.strip().lower()
+    units = {"gb": 2**30, "mb": 2**20, "kb": 2**10, "g": 10**9, "m": 10**6, "k": 10**3, "b": 1}
+    for unit, factor in units.items():
+        if text.endswith(unit) and text[: -len(unit)].isdigit():
+            return int(text[: -len(unit)]) * factor
+    if text.isdigit():
+        return int(text)
+    raise EchoMQError(f"{size!r} is not a size (e.g. 512mb, 1gb)")
+
+
+def container_limits(maxmemory: str) -> dict[str, int]:
+    """The node containers' memory cap and data-segment limit (bytes), from the node's ``maxmemory``.
+
+    The data limit comes first: a script's one big allocation past it fails as
+    "not enough memory" and the node lives on; the memory cap is the backstop the
+    host keeps whatever else happens (the kernel ends the node, compose restarts it
+    from its AOF).
+    """
+    cap = size_bytes(maxmemory)
+    return {"memory": cap + MEMORY_HEADROOM, "data": cap + DATA_HEADROOM}
 
 
 def acl_admin_line(password: str) -> str:
@@ -111,17 +153,19 @@ def init_folder(path: str | os.PathLike[str], maxmemory: str = "512mb", maxclien
     d = Path(path).resolve()
     if (d / "admin.env").exists() or (d / "node").exists():
         raise EchoMQError(f"{d} is already a classroom folder (admin.env or node/ exists); use another folder")
+    sizes = container_limits(maxmemory)  # refuses a size it cannot read, before anything is written
     d.mkdir(parents=True, exist_ok=True)
     d.chmod(0o700)
     uid, gid = (NOBODY, NOBODY) if os.getuid() == 0 else (os.getuid(), os.getgid())
     admin_pw = secrets.token_urlsafe(24)
+    node = d / "node"
+    limits = protection(maxmemory, maxclients)
     admin = {
-        "ECHOMQ_ADMIN_URL": f"redis://:{admin_pw}@127.0.0.1:{NODE_PORT}/0",
+        "ECHOMQ_ADMIN_URL": f"unix://:{admin_pw}@{node / SOCKET_DIR / SOCKET_NAME}",
         "ECHOMQ_NATIVE_ADMIN_URL": f"redis://:{admin_pw}@127.0.0.1:{NATIVE_PORT}/0",
     }
-    node = d / "node"
     node.mkdir(mode=0o700)
-    limits = protection(maxmemory, maxclients)
+    (node / SOCKET_DIR).mkdir(mode=0o755)
     node_files = {
         "node.conf": node_conf(NODE_PORT, "users.acl", native=False, limits=limits),
         "native.conf": node_conf(NATIVE_PORT, "native-users.acl", native=True, limits=limits),
@@ -134,8 +178,13 @@ def init_folder(path: str | os.PathLike[str], maxmemory: str = "512mb", maxclien
             os.chown(node / name, uid, gid)
     if os.getuid() == 0:
         os.chown(node, uid, gid)
+        os.chown(node / SOCKET_DIR, uid, gid)
     _create(d / "admin.env", "".join(f"{k}={v}\n" for k, v in admin.items()))
     _create(d / "instructor.password", secrets.token_urlsafe(12) + "\n")
-    _create(d / ".env", f"ECHOMQ_NODE_DIR={node}\nECHOMQ_UID={uid}\nECHOMQ_GID={gid}\n")
+    _create(
+        d / ".env",
+        f"ECHOMQ_NODE_DIR={node}\nECHOMQ_UID={uid}\nECHOMQ_GID={gid}\n"
+        f"ECHOMQ_NODE_MEM_LIMIT={sizes['memory']}\nECHOMQ_NODE_DATA_LIMIT={sizes['data']}\n",
+    )
     (d / "hub").mkdir(mode=0o700, exist_ok=True)
     return admin

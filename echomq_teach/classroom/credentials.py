@@ -35,9 +35,13 @@ class Student:
     port: int
     native_host: str | None = None
     native_port: int | None = None
+    #: the scripted node's Unix socket as the student's container sees it (then host/port are unused)
+    socket: str | None = None
 
     @property
     def url(self) -> str:
+        if self.socket:
+            return f"unix://{self.name}:{self.password}@{self.socket}"
         return f"redis://{self.name}:{self.password}@{self.host}:{self.port}/0"
 
     @property

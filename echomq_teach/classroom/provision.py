@@ -17,6 +17,7 @@ from .. import keyspace
 from ..errors import EchoMQError
 from ..nodes.local import claim_slots
 from .acl import native_commands, student_rules
+from .compose import STUDENT_SOCKET_DIR
 from .credentials import Student
 from .roster import check_name, read_roster
 
@@ -32,12 +33,16 @@ def brand(admin: redis.Redis) -> str:
     return admin.get(keyspace.VERSION_KEY)
 
 
-def where(admin: redis.Redis) -> tuple[str, int]:
-    """The host and port students reach the node at (a classroom node listens on TCP)."""
+def where(admin: redis.Redis) -> tuple[str, int, str | None]:
+    """Where students reach the node: host and port, and for a node behind a Unix socket that socket.
+
+    The instructor reaches the scripted node at ``DIR/node/run/node.sock``; a
+    student's container has that folder at ``/run/echomq`` (``compose.STUDENT_SOCKET_DIR``).
+    """
     kw = admin.connection_pool.connection_kwargs
     if "path" in kw:
-        raise EchoMQError("a classroom node must listen on TCP (students connect from their own kernels)")
-    return str(kw.get("host", "127.0.0.1")), int(kw.get("port", 6379))
+        return "127.0.0.1", 0, f"{STUDENT_SOCKET_DIR}/{os.path.basename(kw['path'])}"
+    return str(kw.get("host", "127.0.0.1")), int(kw.get("port", 6379)), None
 
 
 def provision_names(
@@ -48,14 +53,16 @@ def provision_names(
     """Create (or reset) one ACL user per name, with a fresh random password each; brand the node(s)."""
     for n in names:
         check_name(n)
-    host, port = where(admin_client)
+    host, port, sock = where(admin_client)
     nhost: str | None = None
     nport: int | None = None
     targets = [admin_client]
     if native_admin_client is not None:
-        nhost, nport = where(native_admin_client)
+        nhost, nport, nsock = where(native_admin_client)
+        if nsock:
+            raise EchoMQError("the native node listens on TCP (docker/compose.yaml); give its TCP admin URL")
         targets.append(native_admin_client)
-    students = [Student(n, secrets.token_urlsafe(18), host, port, nhost, nport) for n in names]
+    students = [Student(n, secrets.token_urlsafe(18), host, port, nhost, nport, sock) for n in names]
     for admin in targets:
         brand(admin)
         native = native_commands(admin)
@@ -80,6 +87,18 @@ def provision(
 def revoke(admin_client: redis.Redis, names: Sequence[str]) -> int:
     """Delete the students' ACL users (their keys stay); answers how many existed."""
     return int(admin_client.execute_command("ACL", "DELUSER", *names)) if names else 0
+
+
+def flush_scripts(admin_client: redis.Redis) -> int:
+    """Empty the node's script cache (the instructor's ``SCRIPT FLUSH``); answers the scripts it held.
+
+    ``SCRIPT LOAD`` is accepted even on a full node and a loaded script is never
+    evicted: this is how the instructor gets that memory back. Every kit
+    connector loads its scripts again on the next ``NOSCRIPT``.
+    """
+    held = int(admin_client.info("memory").get("number_of_cached_scripts", 0))
+    admin_client.execute_command("SCRIPT", "FLUSH", "SYNC")
+    return held
 
 
 def kill_script(admin_client: redis.Redis) -> str:

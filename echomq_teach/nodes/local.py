@@ -22,11 +22,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import re
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -40,32 +42,60 @@ import redis
 from .. import keyspace
 from ..connector import Connector, address_from_url, connect, make_client
 from ..errors import NodeError
-from . import trafikey
+from . import trafikey, valkey
 
 READY_TIMEOUT_S = 15.0
-INSTALL_HINT = (
-    "valkey-server (Valkey 8) is not installed. On Debian 12, as root: "
-    "`bash tools/setup-system.sh` (adds bookworm-backports from this machine's own "
-    "Debian sources and installs valkey-server); with conda: "
-    "`conda install -c conda-forge valkey`; or set ECHOMQ_URL to a running node."
+INSTALL_HOW = (
+    "Run `bash tools/bootstrap.sh` (it puts the pinned server into .venv/bin), or "
+    "`bash tools/install-valkey.sh DIR` for any folder DIR and set ECHOMQ_VALKEY_SERVER=DIR/valkey-server; "
+    "or set ECHOMQ_URL to a running node."
 )
+INSTALL_HINT = f"valkey-server (Valkey {valkey.PINNED}) is not installed. " + INSTALL_HOW
 
 _live: weakref.WeakSet[Node] = weakref.WeakSet()
 
 
 def server_binary() -> str:
-    """The ``valkey-server`` to run (``$ECHOMQ_VALKEY_SERVER`` wins), or one clear error."""
+    """The ``valkey-server`` to run, or one clear error.
+
+    ``$ECHOMQ_VALKEY_SERVER`` wins; then the one beside this interpreter (``.venv/bin``,
+    where ``tools/install-valkey.sh`` puts the pinned build; in the images
+    ``/usr/local/bin``), then ``PATH``. A release a script can crash
+    (``valkey.known_crashes``) is refused, by name.
+    """
     env = os.environ.get("ECHOMQ_VALKEY_SERVER")
     if env:
         # a named binary that is not there is the same missing server, not a bare FileNotFoundError
         found = shutil.which(env)
         if not found:
             raise NodeError(f"ECHOMQ_VALKEY_SERVER={env!r} is not an executable file. " + INSTALL_HINT)
-        return found
-    path = shutil.which("valkey-server")
-    if not path:
-        raise NodeError(INSTALL_HINT)
-    return path
+    else:
+        beside = Path(sys.prefix) / "bin" / "valkey-server"
+        found = str(beside) if os.access(beside, os.X_OK) else shutil.which("valkey-server")
+        if not found:
+            raise NodeError(INSTALL_HINT)
+    version = server_version(found)
+    crashes = valkey.known_crashes(version)
+    if crashes:
+        raise NodeError(
+            f"{found} is Valkey {version}, which a script can crash or subvert ({', '.join(crashes)}). "
+            f"The kit runs Valkey {valkey.PINNED}: " + INSTALL_HOW
+        )
+    return found
+
+
+@functools.lru_cache(maxsize=8)
+def _version_of(path: str, mtime_ns: int) -> str:
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout
+    m = re.search(r"v=(\d+\.\d+\.\d+)", out)
+    if not m:
+        raise NodeError(f"{path} --version did not name a Valkey version: {out.strip()[:200]!r}")
+    return m.group(1)
+
+
+def server_version(path: str) -> str:
+    """``path --version``'s release, e.g. ``"9.1.2"`` (asked once per file and modification time)."""
+    return _version_of(path, os.stat(path).st_mtime_ns)
 
 
 def free_port() -> int:

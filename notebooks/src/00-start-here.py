@@ -23,9 +23,10 @@
 # is; no Valkey or Redis beforehand — the course shows every command it sends. No Elixir: the course
 # page it follows is written in Elixir, and each name is given in Python beside it.
 #
-# **What the machine needs.** `valkey-server` 8 (the kit starts it), and from notebook 04 on a C
-# compiler (the kit compiles its native module the first time). `bash tools/course.sh` installs what
-# is missing on Debian; `start_node()` below says what to install elsewhere.
+# **What the machine needs.** `valkey-server` 9.1.2 (the kit starts it; `bash tools/course.sh` puts
+# that exact build in the project's `.venv`), and from notebook 04 on a C compiler (the kit compiles
+# its native module the first time). `tools/course.sh` installs what is missing on Debian;
+# `start_node()` below says what to install elsewhere.
 #
 # ## How the course moves
 #
@@ -97,8 +98,9 @@ if node.owned:  # a node this kernel started: nothing it holds is written to dis
 raw = node.client()
 assert raw.ping() is True
 info = raw.info("server")
-print("valkey", info["valkey_version"].split(".")[0] + ".x")
-assert info["valkey_version"].startswith("8."), "the course is built on Valkey 8"
+print("valkey", info["valkey_version"])
+# one release everywhere: older ones have crashes that any script can reach (tools/valkey.lock)
+assert info["valkey_version"] == "9.1.2", "the course runs on Valkey 9.1.2"
 
 # %% [markdown]
 # The node wants its password: a client that does not know it is turned away. A node the kit
@@ -217,7 +219,7 @@ print("None, stale, BadInput: as the table says")
 # %% [markdown]
 # ## When something is missing
 #
-# The kit needs `valkey-server` (Valkey 8). If it is not installed, `start_node()` stops with one
+# The kit needs `valkey-server` (Valkey 9.1.2). If it is not installed, `start_node()` stops with one
 # message that says how to get it. Here is that message, shown by pointing the kit at a server that
 # does not exist:
 
@@ -239,7 +241,7 @@ finally:
     else:
         os.environ["ECHOMQ_VALKEY_SERVER"] = yours
 print(message)
-assert message and "valkey-server" in message and "setup-system.sh" in message
+assert message and "valkey-server" in message and "bootstrap.sh" in message
 
 # %% [markdown]
 # Other places to look when you are stuck:
@@ -260,7 +262,7 @@ print("node stopped" if node.owned else "the classroom's shared node stays up")
 # %% [markdown]
 # ## Recap
 #
-# - Your kernel owns a real Valkey 8 node on `127.0.0.1`, with a password, stopped with the kernel.
+# - Your kernel owns a real Valkey 9.1.2 node on `127.0.0.1`, with a password, stopped with the kernel.
 # - Every call goes through a connector that keeps a trace written as you would type it.
 # - A job went in through `@enqueue`, came out through `@claim2`, and its row was deleted on completion.
 # - The words above (lease, token, fence, ghost, sweep, wire, brand, mint, fan-in) and the value table

@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+import attacks
 import pytest
 import redis
 
@@ -24,6 +25,7 @@ from echomq_teach.classroom import cli as classroom
 from echomq_teach.classroom import compose, credentials, provision, roster
 from echomq_teach.connector import address_from_url, make_client
 from echomq_teach.errors import EchoMQError, NodeError
+from echomq_teach.nodes import valkey
 from echomq_teach.nodes.local import LocalNode, RemoteNode, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -184,6 +186,35 @@ def test_a_may_not_flush_or_reconfigure(shared, students, cmd):
     a.close()
     assert admin.dbsize() == before
     assert admin.ping()
+
+
+def test_the_shared_node_runs_the_pinned_release(shared):
+    _, admin = shared
+    version = admin.info("server")["valkey_version"]
+    assert version == valkey.PINNED and valkey.known_crashes(version) == []
+
+
+def test_the_three_inputs_that_broke_8_0_1_are_refused(shared, students):
+    """CVE-2025-46817, -32023 and -46818 sent by alice, as she would: each refused, bob's data whole."""
+    _, admin = shared
+    a, b = raw(students["alice"]), raw(students["bob"])
+    row, mark = "emq:{bob.cve}:job:1", "emq:{bob.cve}:mark"
+    b.hset(row, "payload", "bob's payload")
+    run_id = admin.info("server")["run_id"]
+    try:
+        assert "too many results to unpack" in attacks.unpack_overflow(a)["error"]
+        hll = attacks.hll_overflow(a, "emq:{alice.cve}:hll1", "emq:{alice.cve}:hll2")
+        assert all(str(v).startswith("error: INVALIDOBJ") for v in hll.values()), hll
+        assert "readonly table" in attacks.metatable_plant(a, row, mark)["error"]
+        # bob's own script calls a string method: nothing of alice's runs inside it
+        assert b.eval(attacks.VICTIM_SCRIPT, 1, row) == "BOB'S PAYLOAD"
+        assert attacks.metatable_loot(a) == {"loot": []}
+        assert admin.exists(mark) == 0 and admin.hget(row, "payload") == "bob's payload"
+        assert admin.info("server")["run_id"] == run_id, "the node is the same process: it never went down"
+    finally:
+        admin.delete(row, mark)
+        a.close()
+        b.close()
 
 
 def test_the_default_user_needs_the_admin_password(shared):
@@ -352,16 +383,28 @@ def test_init_writes_a_folder_whose_secrets_only_its_owner_reads(tmp_path):
     assert credentials.admin_urls(d / "admin.env") == admin
     node_dir = d / "node"
     assert stat.S_IMODE(node_dir.stat().st_mode) == 0o700
+    run = node_dir / compose.SOCKET_DIR  # the socket's folder: the only part of node/ a student's container sees
+    assert stat.S_IMODE(run.stat().st_mode) == 0o755 and list(run.iterdir()) == []
+    assert admin["ECHOMQ_ADMIN_URL"].startswith(f"unix://:{pw}@{run}/")
+    env = credentials.read_env_file(d / ".env")
+    assert int(env["ECHOMQ_NODE_DATA_LIMIT"]) == 128 * 2**20 + compose.DATA_HEADROOM
+    assert int(env["ECHOMQ_NODE_MEM_LIMIT"]) == 128 * 2**20 + compose.MEMORY_HEADROOM
     for f in node_dir.iterdir():
+        if f == run:
+            continue
         assert stat.S_IMODE(f.stat().st_mode) == 0o600
         assert pw not in f.read_text(), f"{f.name} holds the admin password"
     if os.getuid() == 0:  # the nodes run as nobody: they own their folder, not the secrets
         assert node_dir.stat().st_uid == compose.NOBODY and (d / "admin.env").stat().st_uid == 0
     conf = (node_dir / "node.conf").read_text()
+    assert f"unixsocket {compose.MOUNT}/{compose.SOCKET_DIR}/{compose.SOCKET_NAME}" in conf
     for line in ("maxmemory 128mb", "maxmemory-policy noeviction", "busy-reply-threshold 1000", "maxclients 300"):
         assert line in conf
     with pytest.raises(EchoMQError, match="already a classroom folder"):
         compose.init_folder(d)
+    with pytest.raises(EchoMQError, match="not a size"):  # refused before anything is written
+        compose.init_folder(tmp_path / "other", maxmemory="lots")
+    assert not (tmp_path / "other").exists()
 
 
 def test_the_hashed_acl_line_lets_the_admin_in(shared):

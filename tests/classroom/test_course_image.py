@@ -25,7 +25,7 @@ import pytest
 
 from echomq_teach import keyspace
 from echomq_teach.errors import NodeError
-from echomq_teach.nodes import container
+from echomq_teach.nodes import container, valkey
 from echomq_teach.nodes.local import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -187,8 +187,8 @@ def test_start_here_runs_inside_the_container(lab):
     errors = [o for o in outputs if o["output_type"] == "error"]
     assert not errors, f"{errors[0]['ename']}: {errors[0]['evalue']}" if errors else ""
     text = "".join("".join(o["text"]) if isinstance(o["text"], list) else o["text"] for o in outputs if "text" in o)
-    # the kernel started its own embedded node, a Valkey 8 in this container, and stopped it
-    assert "LocalNode scripted" in text and "valkey 8.x" in text
+    # the kernel started its own embedded node, the pinned Valkey 9.1.2 in this container, and stopped it
+    assert "LocalNode scripted" in text and f"valkey {valkey.PINNED}" in text
     assert "without the password the node answers: AuthenticationError" in text
     assert "node stopped" in text
 

@@ -20,8 +20,10 @@ DOCKER_HOST with the course image built (tools/test.sh does all three).
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -34,16 +36,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import attacks
 import pytest
+import redis
+import yaml
 from conftest import terminate
 
 from echomq_teach.classroom import compose, credentials, provision
-from echomq_teach.connector import address_from_url
-from echomq_teach.nodes import container
-from echomq_teach.nodes.local import LocalNode, free_port
+from echomq_teach.classroom.holders import holders
+from echomq_teach.connector import address_from_url, make_client
+from echomq_teach.nodes import container, valkey
+from echomq_teach.nodes.local import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "docker" / "jupyterhub_config.py"
+COMPOSE = ROOT / "docker" / "compose.yaml"
+NODE_IMAGE = os.environ.get("ECHOMQ_NODE_IMAGE") or "echomq-node:local"
+#: the shared node's limits here: small, so the attacks reach them quickly
+MAXMEMORY, MAXCLIENTS = "64mb", 64
 START_HERE = ROOT / "notebooks" / "00-start-here.ipynb"
 IMAGE = os.environ.get("ECHOMQ_COURSE_IMAGE") or "echomq-course:local"
 USERS = ("alice", "bob")
@@ -89,8 +99,9 @@ def _missing() -> str | None:
         return f"no Docker engine answers at {os.environ.get('DOCKER_HOST', 'the default socket')} ({exc})"
     try:
         container.image_info(client, IMAGE)
-    except Exception:  # noqa: BLE001
-        return f"the course image {IMAGE} is not built (bash docker/build-course-offline.sh)"
+        container.image_info(client, NODE_IMAGE)
+    except Exception as exc:  # noqa: BLE001
+        return f"an image is not built ({exc}; bash docker/build-offline.sh, bash docker/build-course-offline.sh)"
     finally:
         client.close()
     return None
@@ -137,7 +148,8 @@ class Hub:
     port: int
     token: str
     log: Path
-    node: LocalNode
+    node_id: str  # the shared node's container, started as docker/compose.yaml describes it
+    admin_url: str  # the instructor's: the node's Unix socket on the host
     admin_password: str
     creds_path: Path
     started: list[int] = field(default_factory=list)  # every PID seen, for the cleanup
@@ -150,6 +162,18 @@ class Hub:
     def api(self, method: str, path: str, token: str | None = None, **kw: object) -> requests.Response:
         headers = {"Authorization": f"token {token or self.token}"}
         return requests.request(method, f"{self.base}{path}", headers=headers, timeout=30, **kw)
+
+    def admin(self) -> redis.Redis:
+        return make_client(address_from_url(self.admin_url))
+
+    def node_state(self) -> dict:
+        client = container.engine()
+        try:
+            attrs = client.containers.get(self.node_id).attrs
+        finally:
+            client.close()
+        return {"started": attrs["State"]["StartedAt"], "restarts": attrs["RestartCount"],
+                "oom": attrs["State"]["OOMKilled"], "running": attrs["State"]["Running"], "host": attrs["HostConfig"]}
 
     def log_tail(self, n: int = 40) -> str:
         try:
@@ -178,6 +202,83 @@ def _remove_volumes() -> None:
         client.close()
 
 
+def _interpolate(value: object, env: dict[str, str]) -> object:
+    """compose's ``${VAR}``, ``${VAR:?msg}`` and ``${VAR:-default}``, from ``env``."""
+    if isinstance(value, str):
+        def one(m: re.Match) -> str:
+            name, op, rest = m.group(1), m.group(2) or "", m.group(3) or ""
+            if name in env:
+                return env[name]
+            if op == ":-":
+                return rest
+            raise KeyError(f"{name} is not set ({rest})")
+
+        return re.sub(r"\$\{([A-Z_]+)(:\?|:-)?([^}]*)\}", one, value)
+    if isinstance(value, list):
+        return [_interpolate(v, env) for v in value]
+    if isinstance(value, dict):
+        return {k: _interpolate(v, env) for k, v in value.items()}
+    return value
+
+
+def compose_node(env: dict[str, str], name: str) -> dict:
+    """The docker SDK's ``run`` arguments for compose.yaml's scripted ``node`` service, as compose reads it."""
+    import docker
+
+    svc = _interpolate(yaml.safe_load(COMPOSE.read_text())["services"]["node"], env)
+    assert isinstance(svc, dict)
+    return {
+        "image": svc["image"],
+        "name": name,
+        "command": svc["command"],
+        "network_mode": svc["network_mode"],
+        "user": svc["user"],
+        "volumes": svc["volumes"],
+        "restart_policy": {"Name": svc["restart"]},
+        "read_only": svc["read_only"],
+        "cap_drop": svc["cap_drop"],
+        "security_opt": svc["security_opt"],
+        "mem_limit": int(svc["mem_limit"]),
+        "memswap_limit": int(svc["memswap_limit"]),
+        "ulimits": [docker.types.Ulimit(name=k, soft=int(v), hard=int(v)) for k, v in svc["ulimits"].items()],
+        "log_config": docker.types.LogConfig(type=svc["logging"]["driver"], config=svc["logging"]["options"]),
+        "detach": True,
+    }
+
+
+def start_shared_node(room: Path, name: str) -> tuple[str, str]:
+    """``classroom init`` and the compose ``node`` service; answers its container id and the admin URL."""
+    admin_env = compose.init_folder(room, maxmemory=MAXMEMORY, maxclients=MAXCLIENTS)
+    env = credentials.read_env_file(room / ".env")
+    client = container.engine()
+    try:
+        ct = client.containers.run(**compose_node(env, name))
+    finally:
+        client.close()
+    url = admin_env["ECHOMQ_ADMIN_URL"]
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            c = make_client(address_from_url(url))
+            c.ping()
+            c.close()
+            return ct.id, url
+        except (redis.exceptions.ConnectionError, FileNotFoundError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def remove_container(cid: str) -> None:
+    client = container.engine()
+    try:
+        client.containers.get(cid).remove(force=True)
+    except Exception:  # noqa: BLE001 - already gone
+        pass
+    finally:
+        client.close()
+
+
 @pytest.fixture(scope="module")
 def hub() -> Iterator[Hub]:
     reason = _missing()
@@ -187,8 +288,8 @@ def hub() -> Iterator[Hub]:
         pytest.fail(f"containers named echomq-{USERS} exist already in this engine: not ours to remove")
     _remove_volumes()  # a previous run's volumes, in this suite's own engine
     state = Path(tempfile.mkdtemp(prefix="emq-hub-"))  # 0700, root's
-    node = LocalNode(extra_config={**compose.protection(), **compose.cluster_mode(bus_port=free_port())})
-    admin = node.client()
+    node_id, admin_url = start_shared_node(state / "room", f"emq-hub-node-{uuid.uuid4().hex[:8]}")
+    admin = make_client(address_from_url(admin_url))
     roster = state / "roster.txt"
     roster.write_text("\n".join(USERS) + "\n")
     creds = state / "credentials.json"
@@ -205,6 +306,7 @@ def hub() -> Iterator[Hub]:
         ECHOMQ_CLASSROOM_ROSTER=str(roster),
         ECHOMQ_HUB_ADMIN_PASSWORD_FILE=str(state / "instructor.password"),
         ECHOMQ_CLASSROOM_CREDENTIALS=str(creds),
+        ECHOMQ_CLASSROOM_SOCKETS=str(state / "room" / "node" / compose.SOCKET_DIR),
         ECHOMQ_COURSE_IMAGE=IMAGE,
         ECHOMQ_HUB_API_TOKEN=token,
         ECHOMQ_CHP=_chp() or "",
@@ -220,7 +322,7 @@ def hub() -> Iterator[Hub]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    h = Hub(proc, state, port, token, log, node, admin_password, creds, started=[proc.pid])
+    h = Hub(proc, state, port, token, log, node_id, admin_url, admin_password, creds, started=[proc.pid])
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -248,7 +350,7 @@ def hub() -> Iterator[Hub]:
             ct.remove(force=True)
         _remove_volumes()
         admin.close()
-        node.stop()
+        remove_container(node_id)
         shutil.rmtree(state, ignore_errors=True)
         assert not left, f"still running after the hub stopped: {left}"
         assert not leftover, f"containers left after the hub stopped: {[ct.name for ct in leftover]}"
@@ -525,7 +627,7 @@ def test_two_students_each_in_a_container_of_their_own(hub: Hub) -> None:
         # bob's things, as the host sees them
         bob_env = credentials.read_credentials(hub.creds_path)["bob"]
         bob_secret = address_from_url(bob_env["ECHOMQ_URL"])["password"]
-        admin = hub.node.client()
+        admin = hub.admin()
         bob_keys = sorted(admin.scan_iter("emq:{bob.*}:*"))
         admin.close()
         assert bob_keys, "bob's run of 00-start-here wrote keys on the shared node"
@@ -569,3 +671,266 @@ def test_two_students_each_in_a_container_of_their_own(hub: Hub) -> None:
         f"{t_ready - t_accounts:.1f} s later; 00-start-here ({cells} cells) "
         f"run twice in {t_ran - t_ready:.1f} s; alice's kernel saw {seen['pids_seen']} processes"
     )
+
+
+# -- a student who tries: each attack from inside alice's container, against bob and the node ----------------------
+def ensure_server(hub: Hub, name: str) -> None:
+    server = hub.api("GET", f"/hub/api/users/{name}").json().get("servers", {}).get("")
+    if not (server and server.get("ready")):
+        start_server(hub, name)
+        wait_ready(hub, name)
+
+
+# alice's kernel: her client on the shared node, and the attacks module's functions (sent as text)
+ARM = """
+import json as _j, os as _o, socket as _s, time as _t
+import redis as _r
+from echomq_teach.connector import address_from_url as _a, make_client as _m
+_atk = {}
+exec(ATTACKS, _atk)
+_me = _m(_a(_o.environ["ECHOMQ_URL"]))
+def _try(fn):
+    try:
+        return {"reply": repr(fn())[:120]}
+    except Exception as exc:  # every refusal, whatever its class, is what we report
+        return {"error": type(exc).__name__ + ": " + str(exc)[:160]}
+print("OUT" + _j.dumps({"url": _o.environ["ECHOMQ_URL"].split("@")[-1]}))
+"""
+
+# finding 1: the cluster bus. Alice starts a cluster-mode node of her own in her container and asks it to
+# meet the shared node's bus (port + 10000) on the loopback she shares with the host; then she looks for
+# any listener on that loopback that could be it, and asks the shared node itself to meet hers
+BUS = """
+from echomq_teach.nodes.local import LocalNode as _L, free_port as _fp
+_listening = set()
+for _f in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for _line in open(_f).read().splitlines()[1:]:
+        _p = _line.split()
+        if _p[3] == "0A":
+            _listening.add(int(_p[1].rsplit(":", 1)[1], 16))
+_mine = _L(extra_config={"cluster-enabled": "yes", "cluster-config-file": "nodes.conf", "cluster-port": str(_fp()),
+                         "cluster-node-timeout": "2000"})
+_mc = _mine.client()
+_out = {"listening_node": 6390 in _listening, "listening_bus": 16390 in _listening}
+_mc.execute_command("CLUSTER", "MEET", "127.0.0.1", 6390, 16390)
+_t.sleep(4)
+# CLUSTER NODES: id, address, flags, primary, ping, pong, epoch, link state, slots
+_out["mine_knows"] = [l for l in _mc.execute_command("CLUSTER", "NODES").splitlines() if "myself" not in l]
+_out["meet_via_socket"] = _try(lambda: _me.execute_command("CLUSTER", "MEET", "127.0.0.1", _mine.port,
+                                                           int(_mine.client().config_get("cluster-port")["cluster-port"])))
+_out["failover_via_socket"] = _try(lambda: _me.execute_command("CLUSTER", "FAILOVER", "TAKEOVER"))
+_mc.close(); _mine.stop()
+print("OUT" + _j.dumps(_out))
+"""
+
+CVES_ALICE = """
+_out = {"unpack": attacks_unpack(), "hll": _atk["hll_overflow"](_me, "emq:{alice.cve}:h1", "emq:{alice.cve}:h2"),
+        "plant": _atk["metatable_plant"](_me, VICTIM_ROW, VICTIM_MARK)}
+print("OUT" + _j.dumps(_out))
+""".replace("attacks_unpack()", '_atk["unpack_overflow"](_me)')
+
+VICTIM_BOB = """
+import json as _j, os as _o
+from echomq_teach.connector import address_from_url as _a, make_client as _m
+_b = _m(_a(_o.environ["ECHOMQ_URL"]))
+print("OUT" + _j.dumps({"upper": _b.eval(VICTIM_SCRIPT, 1, VICTIM_ROW)}))
+"""
+
+LOOT = """print("OUT" + _j.dumps(_atk["metatable_loot"](_me)))"""
+
+# finding 3: every TCP listener on the loopback, subscribed to as an IOPub socket would be, while bob prints
+SNIFF_START = """
+import zmq as _z
+_ports = set()
+for _f in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for _line in open(_f).read().splitlines()[1:]:
+        _p = _line.split()
+        if _p[3] == "0A":
+            _ports.add(int(_p[1].rsplit(":", 1)[1], 16))
+_ctx = _z.Context()
+_subs = []
+for _port in sorted(_ports):
+    _sk = _ctx.socket(_z.SUB)
+    _sk.setsockopt(_z.SUBSCRIBE, b"")
+    _sk.setsockopt(_z.RECONNECT_IVL, 1000)
+    _sk.setsockopt(_z.LINGER, 0)
+    _sk.connect(f"tcp://127.0.0.1:{_port}")
+    _subs.append(_sk)
+print("OUT" + _j.dumps({"ports": len(_ports)}))
+"""
+SNIFF_COLLECT = """
+_heard = []
+_poller = _z.Poller()
+for _sk in _subs:
+    _poller.register(_sk, _z.POLLIN)
+_end = _t.monotonic() + 4
+while _t.monotonic() < _end:
+    for _sk, _ev in _poller.poll(200):
+        _heard.append(b"".join(_sk.recv_multipart()))
+for _sk in _subs:
+    _sk.close()
+_ctx.term()
+print("OUT" + _j.dumps({"frames": len(_heard), "marker": any(MARKER.encode() in _h for _h in _heard)}))
+"""
+BOB_TRANSPORT = """
+import json as _j
+from ipykernel.kernelapp import IPKernelApp as _K
+_c = _j.load(open(_K.instance().abs_connection_file))
+print("OUT" + _j.dumps({"transport": _c["transport"], "ip": _c["ip"]}))
+"""
+
+# finding 4: a script that takes 16 MB strings until it has 1 GB, past the 64 MB cap
+LUA_MEMORY = """
+_big = ("#!lua flags=no-writes\\n"
+        "local t = {} for i = 1, 64 do t[i] = string.rep('x', 16 * 1024 * 1024) .. i end return #t")
+# a client that waits as long as the script runs (16 MB pages are slow to come by in a capped container)
+_slow = _r.Redis(**{**_a(_o.environ["ECHOMQ_URL"]), "socket_timeout": 180})
+_out = {"big": _try(lambda: _slow.eval(_big, 0))}
+_slow.close()
+# SCRIPT LOAD of distinct 1 MB scripts until the node is past its cap: accepted (Valkey has no cap on it)
+_loaded = 0
+for _i in range(100):
+    _r2 = _try(lambda: _me.script_load("return '" + ("y" * 1024 * 1024) + str(_i) + "'"))
+    if "error" in _r2:
+        _out["load_refused"] = _r2
+        break
+    _loaded += 1
+_out["loaded"] = _loaded
+_out["write_after"] = _try(lambda: _me.set("emq:{alice.mem}:x", "1"))
+print("OUT" + _j.dumps(_out))
+"""
+
+# finding 5: connections until the node refuses them
+EXHAUST = """
+_held = []
+_refused = None
+for _i in range(200):
+    try:
+        _c = _m(_a(_o.environ["ECHOMQ_URL"]))
+        _c.ping()
+        _held.append(_c)
+    except _r.exceptions.RedisError as exc:
+        _refused = str(exc)[:120]
+        break
+print("OUT" + _j.dumps({"held": len(_held), "refused": _refused}))
+"""
+
+# finding 6: the smaller leaks
+LEAKS = """
+_out = {"tracking": _try(lambda: _me.execute_command("CLIENT", "TRACKING", "on", "BCAST")),
+        "info_keyspace": _try(lambda: _me.execute_command("INFO", "keyspace")),
+        "info_all": _try(lambda: _me.execute_command("INFO")),
+        "info_server": _try(lambda: _me.info("server")["valkey_version"])}
+print("OUT" + _j.dumps(_out))
+"""
+
+
+def test_a_student_who_tries_is_refused(hub: Hub) -> None:
+    for name in USERS:
+        ensure_server(hub, name)
+    tokens = {name: user_token(hub, name) for name in USERS}
+    admin = hub.admin()
+    before = hub.node_state()
+    run_id = admin.info("server")["run_id"]
+    assert admin.info("server")["valkey_version"] == valkey.PINNED
+    assert before["host"]["NetworkMode"] == "none" and before["host"]["Memory"] > 0
+    row, mark = "emq:{bob.cve}:job:1", "emq:{bob.cve}:mark"
+    admin.hset(row, "payload", "bob's payload")
+    bob_keys = {k: admin.type(k) for k in admin.scan_iter("emq:{bob.*}:*")}
+    consts = {"VICTIM_ROW": repr(row), "VICTIM_MARK": repr(mark), "VICTIM_SCRIPT": repr(attacks.VICTIM_SCRIPT)}
+
+    def fill(code: str) -> str:
+        for k, v in consts.items():
+            code = code.replace(k, v)
+        return code
+
+    alice = Kernel(hub, "alice", tokens["alice"], START_HERE.name)
+    bob = Kernel(hub, "bob", tokens["bob"], START_HERE.name)
+    try:
+        seen = alice.json(ARM.replace("ATTACKS", repr(inspect.getsource(attacks))))
+        assert seen["url"] == f"{compose.STUDENT_SOCKET_DIR}/{compose.SOCKET_NAME}"
+
+        # 1. the cluster bus: nothing on the shared loopback is the node, and the node obeys no MEET
+        bus = alice.json(BUS)
+        assert bus["listening_node"] is False and bus["listening_bus"] is False, bus
+        assert not [n for n in bus["mine_knows"] if n.split()[7] == "connected"], bus
+        for attempt in ("meet_via_socket", "failover_via_socket"):
+            assert "NoPermissionError" in bus[attempt]["error"], bus
+        info = dict(line.split(":", 1) for line in admin.execute_command("CLUSTER", "INFO").splitlines() if ":" in line)
+        assert info["cluster_known_nodes"] == "1" and info["cluster_slots_assigned"] == "16384"
+        assert "myself,master" in admin.execute_command("CLUSTER", "NODES")
+
+        # 2. the three inputs that broke Valkey 8.0.1
+        cves = alice.json(fill(CVES_ALICE))
+        assert "too many results to unpack" in cves["unpack"]["error"]
+        assert all(str(v).startswith("error: INVALIDOBJ") for v in cves["hll"].values()), cves["hll"]
+        assert "readonly table" in cves["plant"]["error"]
+        assert bob.json(fill(VICTIM_BOB))["upper"] == "BOB'S PAYLOAD"
+        assert alice.json(LOOT) == {"loot": []} and admin.exists(mark) == 0
+
+        # 3. kernel sniffing: bob's kernel listens on no TCP port; alice hears nothing of his
+        assert bob.json(BOB_TRANSPORT)["transport"] == "ipc"
+        marker = f"BOB-MARKER-{uuid.uuid4().hex}"
+        sniff = alice.json(SNIFF_START)
+        assert sniff["ports"] > 0  # she did find listeners (the hub, the servers) and subscribed to each
+        for _ in range(3):
+            bob.run(f"print({marker!r})")
+        heard = alice.json(SNIFF_COLLECT.replace("MARKER", repr(marker)))
+        assert heard["marker"] is False, heard
+
+        # 4. Lua and script memory past the cap
+        mem = alice.json(LUA_MEMORY)
+        assert "not enough memory" in mem["big"]["error"], mem
+        state = hub.node_state()
+        assert state["restarts"] == 0 and not state["oom"] and state["started"] == before["started"]
+        assert admin.info("server")["run_id"] == run_id, "the node is the same process"
+        # SCRIPT LOAD is accepted past the cap (documented): every write waits until the instructor flushes
+        assert mem["loaded"] >= 1
+        assert provision.flush_scripts(admin) >= mem["loaded"]
+        assert bob.run("print(bool(_b.set('emq:{bob.after}:x', '1')))").strip() == "True"
+
+        # 6. tracking and INFO
+        leaks = alice.json(LEAKS)
+        assert "NoPermissionError" in leaks["tracking"]["error"]
+        for attempt in ("info_keyspace", "info_all"):
+            assert "NoPermissionError" in leaks[attempt]["error"], leaks
+        assert leaks["info_server"]["reply"] == repr(valkey.PINNED)
+
+        # 5. connection exhaustion: the instructor still acts, from the host, not through the node
+        ex = alice.json(EXHAUST)
+        # the node answers "max number of clients reached" and closes: the client sees that, or the closed pipe
+        assert ex["refused"] and ex["held"] >= MAXCLIENTS - 10, ex
+        with pytest.raises(redis.exceptions.RedisError):
+            hub.admin().ping()  # the instructor's new connection is refused too
+        client = container.engine()
+        try:
+            counts = dict(holders(client))
+        finally:
+            client.close()
+        assert max(counts, key=counts.get) == "alice" and counts["alice"] >= ex["held"], counts
+        r = hub.api("DELETE", "/hub/api/users/alice/server")  # what /hub/admin's "stop server" does
+        assert r.status_code in (202, 204), (r.status_code, r.text)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                fresh = hub.admin()
+                fresh.ping()
+                break
+            except redis.exceptions.RedisError:
+                assert time.monotonic() < deadline, "the node did not get its connections back"
+                time.sleep(0.5)
+        assert provision.revoke(fresh, ["alice"]) == 1
+        fresh.close()
+    finally:
+        for k in (alice, bob):
+            try:
+                k.close()
+            except Exception:  # noqa: BLE001 - alice's server is gone by now
+                pass
+
+    # afterwards: the node is the same process, never restarted; bob's keys are all there, his data whole
+    after = hub.node_state()
+    assert after["running"] and after["restarts"] == 0 and after["started"] == before["started"]
+    assert admin.info("server")["run_id"] == run_id
+    assert {k: admin.type(k) for k in bob_keys} == bob_keys and admin.hget(row, "payload") == "bob's payload"
+    admin.close()

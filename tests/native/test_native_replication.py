@@ -37,7 +37,8 @@ def test_the_replica_does_not_load_the_module(pair):
     rc, pc = replica.client(), primary.client()
     try:
         assert not replica.native and replica.module_path is False
-        assert rc.execute_command("MODULE", "LIST") == []
+        # Valkey 9 lists its Lua engine as a module too: no other one is loaded here
+        assert [m["name"] for m in rc.module_list()] == ["lua"]
         assert rc.command_list(module="trafikey") == []
         assert sorted(n.lower() for n in pc.command_list(module="trafikey")) == [
             "emq.claim",

@@ -20,6 +20,7 @@ from echomq_teach import jobs, keyspace, snapshots, stalled
 from echomq_teach.cluster_connector import ClusterConnector
 from echomq_teach.consumer import Pools
 from echomq_teach.errors import CrossSlot, NodeError, WireError
+from echomq_teach.nodes import valkey
 from echomq_teach.nodes.cluster import SLOTS, LocalCluster
 from echomq_teach.nodes.local import _alive, sweep_stale_dirs
 
@@ -76,7 +77,9 @@ def test_three_primaries_one_replica_each_on_loopback(cluster):
             assert c.info("server")["tcp_port"] == n.port
             assert c.config_get("bind")["bind"] == "127.0.0.1"
             assert c.info("cluster")["cluster_enabled"] == 1
-            assert [m["name"] for m in c.module_list()] == ["trafikey"]
+            # Valkey 9 lists its Lua engine as a module beside ours
+            assert sorted(m["name"] for m in c.module_list()) == ["lua", "trafikey"]
+            assert c.info("server")["valkey_version"] == valkey.PINNED
         finally:
             c.close()
         # a random password, on every node (and masterauth, or no replica could sync)

@@ -107,7 +107,8 @@ def test_missing_server_named_by_env(monkeypatch: pytest.MonkeyPatch, node_tmp: 
 def test_missing_server_on_path(monkeypatch: pytest.MonkeyPatch, node_tmp: Path, tmp_path_factory) -> None:
     monkeypatch.delenv("ECHOMQ_VALKEY_SERVER", raising=False)
     monkeypatch.delenv("ECHOMQ_URL", raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path_factory.mktemp("empty-bin")))  # no valkey-server anywhere
+    monkeypatch.setenv("PATH", str(tmp_path_factory.mktemp("empty-bin")))  # no valkey-server anywhere:
+    monkeypatch.setattr(sys, "prefix", str(tmp_path_factory.mktemp("empty-prefix")))  # nor beside the interpreter
     with pytest.raises(NodeError) as err:
         start_node()
     assert str(err.value) == INSTALL_HINT
