@@ -48,9 +48,9 @@ SCHEDULED = "scheduled"
 DEAD = "dead"
 
 # -- how a job's life ended: the ``outcome`` of its one entry on ``emq:{q}:stream:completions`` ---------
-# One vocabulary for the scripts, the native commands, the checker and the floor
-# (docs/decisions.md, "every ending reaches the record"). A recording call writes the entry in the
-# same atomic step as the ending; ``@drop``, which deletes the stream itself, writes none.
+# One vocabulary for the scripts, the native commands, the checker and the floor (D-8 in docs/decisions.md).
+# A recording call writes the entry in the same atomic step as the ending; ``@drop``, which deletes
+# the stream itself, writes none.
 COMPLETED = "completed"  # @complete / EMQ.COMPLETE: the handler's result, under ``result``
 # DEAD: @retry / EMQ.FAIL at the cap, the handler's reason under ``error``
 STALLED = "stalled"  # buried by the counted stall sweep (@stalled_check / EMQ.STALLED.CHECK), ``error`` "stalled"
@@ -386,7 +386,7 @@ def drop(conn: Connector, queue: str) -> int:
     Not a transition: an operator's clean slate, e.g. at the top of a notebook
     re-run on a classroom node that keeps what an earlier run left. It deletes
     the completions stream itself, so it records nothing: the one way a job
-    leaves a queue with no entry, by design (docs/decisions.md).
+    leaves a queue with no entry, by design (D-8 in docs/decisions.md).
     """
     check_queue(queue)
     return int(conn.eval("drop", [queue_key(queue, "")], []))

@@ -42,7 +42,7 @@ def test_the_vocabulary_is_one_tuple() -> None:
 def test_a_recording_consumers_sweep_records_a_burial_once(either: Connector, queue: str) -> None:
     """The issue's reproduction: a recording Consumer, recovery="stalled", max_stalled=1; a job claimed
     with a short lease and never settled; two sweeps. The queue is paused between the crashed claims, so
-    the consumer's beats only sweep (pause holds claims only, D-1)."""
+    the consumer's beats only sweep (pause holds claims only: D-1 in docs/decisions.md)."""
     c = either
     consumer = Consumer(c, queue, lambda j: "done", recovery="stalled", max_stalled=1, record=True)
     job_id = jobs.enqueue(c, queue, "work")
