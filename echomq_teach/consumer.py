@@ -101,11 +101,14 @@ def _combine(reports: Sequence[RunReport], seconds: float, extra_errors: Sequenc
     return total
 
 
-def _recover(conn: Connector, queue: str, leg: str | None, max_stalled: int) -> tuple[list[str], list[str]]:
+def _recover(
+    conn: Connector, queue: str, leg: str | None, max_stalled: int, record: bool = False
+) -> tuple[list[str], list[str]]:
     if leg == "reap":
         return jobs.reap(conn, queue), []
     if leg == "stalled":
-        report = stalled.check(conn, queue, max_stalled)
+        # a burial ends a job's life: a recording consumer's or metronome's sweep records it
+        report = stalled.check(conn, queue, max_stalled, record=record)
         return report.requeued, report.dead
     return [], []
 
@@ -215,6 +218,7 @@ class Consumer:
         positive_int("retry_delay_ms", retry_delay_ms)
         positive_int("max_attempts", max_attempts)
         _check_recovery(recovery, max_stalled)
+        jobs.record_flag(record)
         if not callable(handler):
             raise jobs.BadInput("handler must be callable: it takes a Claimed and returns a result or Error")
         taken = _taken(conn, shortcuts, CONSUMER_SHORTCUTS)
@@ -251,7 +255,7 @@ class Consumer:
         b = Beat()
         if self.promote:
             b.promoted = jobs.promote(self.conn, self.queue)
-        b.recovered, b.buried = _recover(self.conn, self.queue, self.recovery, self.max_stalled)
+        b.recovered, b.buried = _recover(self.conn, self.queue, self.recovery, self.max_stalled, self.record)
         if not self._may_claim():
             return b
         b.claimed = jobs.claim(self.conn, self.queue, self.lease_ms)
@@ -439,11 +443,15 @@ class Metronome:
         recovery: str | None = "reap",
         max_stalled: int = stalled.DEFAULT_MAX_STALLED,
         lost_link: str = "raise",
+        record: bool = False,
     ) -> None:
         check_queue(queue)
         positive_int("interval_ms", interval_ms)
         _check_recovery(recovery, max_stalled)
+        jobs.record_flag(record)
         self.lost_link = _check_lost_link(lost_link)
+        #: the stall sweep's burials go to the completions stream (a recording pool's metronome)
+        self.record = record
         self.lost_links = 0
         self.conn, self.queue, self.interval_ms = conn, queue, interval_ms
         self.recovery, self.max_stalled = recovery, max_stalled
@@ -459,7 +467,7 @@ class Metronome:
         """One tick: promote, then recover. Answers (promoted, recovered); the trace names the tick."""
         with self.conn.tagged("metronome tick"):
             promoted = jobs.promote(self.conn, self.queue)
-            recovered, _ = _recover(self.conn, self.queue, self.recovery, self.max_stalled)
+            recovered, _ = _recover(self.conn, self.queue, self.recovery, self.max_stalled, self.record)
         self.ticks += 1
         self.promoted += len(promoted)
         self.recovered += len(recovered)
@@ -536,8 +544,12 @@ class Pool:
             Consumer(conn.fork(parser=parser) if parser else conn.fork(), queue, handler, **opts)  # type: ignore[arg-type]
             for _ in range(size)
         ]
-        # the metronome runs the pool's recovery leg, so the stall cap is its own
-        self.metronome = Metronome(conn.fork(), queue, metronome_ms, recovery, max_stalled, lost_link=lost_link)
+        # the metronome runs the pool's recovery leg, so the stall cap is its own, and so is the record
+        # flag: a recording pool's sweep records its burials as its consumers record their settles
+        record = bool(consumer_opts.get("record", False))
+        self.metronome = Metronome(
+            conn.fork(), queue, metronome_ms, recovery, max_stalled, lost_link=lost_link, record=record
+        )
 
     def run(self, max_jobs: int | None = None, timeout: float = 10.0, until_idle: bool = False) -> RunReport:
         """Run every consumer on its own thread until the bound is met; answers the combined report.

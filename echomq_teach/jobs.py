@@ -47,6 +47,19 @@ STALE = "stale"
 SCHEDULED = "scheduled"
 DEAD = "dead"
 
+# -- how a job's life ended: the ``outcome`` of its one entry on ``emq:{q}:stream:completions`` ---------
+# One vocabulary for the scripts, the native commands, the checker and the floor (D-8 in docs/decisions.md).
+# A recording call writes the entry in the same atomic step as the ending; ``@drop``, which deletes
+# the stream itself, writes none.
+COMPLETED = "completed"  # @complete / EMQ.COMPLETE: the handler's result, under ``result``
+# DEAD: @retry / EMQ.FAIL at the cap, the handler's reason under ``error``
+STALLED = "stalled"  # buried by the counted stall sweep (@stalled_check / EMQ.STALLED.CHECK), ``error`` "stalled"
+CHILD_FAILED = "child_failed"  # a flow parent failed by a child's death (policy ``fail``), ``error`` naming the child
+REMOVED = "removed"  # an operator's remove of a job that had not ended, ``error`` "removed while <state>"
+OUTCOMES = (COMPLETED, DEAD, STALLED, CHILD_FAILED, REMOVED)
+#: the outcomes that leave the row in the dead set (a reprocess may give it a new life)
+DEATHS = (DEAD, STALLED, CHILD_FAILED)
+
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_RETRY_DELAY_MS = 1_000
 PROMOTE_LIMIT = 100
@@ -98,6 +111,17 @@ def check_id(job_id: object) -> str:
 
 def check_token(token: object) -> int:
     return positive_int("token (the attempts a claim returned)", token)
+
+
+def record_flag(record: object) -> list[str]:
+    """The kit's record flag as a call's optional last argument: ``["1"]`` to record the ending, else none.
+
+    Without it a call has the page's own shape (``@complete``'s five ARGV), and
+    the scripts and ``EMQ.*`` commands read its absence as "not recorded".
+    """
+    if not isinstance(record, bool):
+        raise BadInput(f"record must be True or False, got {record!r}")
+    return ["1"] if record else []
 
 
 _REFUSALS: dict[str, type[Exception]] = {
@@ -227,18 +251,20 @@ def complete(
 
     A flow child declares its parent's keys, and the fan-in inside the script
     counts it once. ``record=True`` adds the settle to ``stream:completions``
-    in the same atomic step.
+    in the same atomic step (a sixth ARGV, ``1``); without it the call has the
+    page's own shape: five ARGV, id, token, base, parent, result.
     """
     check_queue(queue)
     check_id(job_id)
     check_token(token)
     check_payload(result)
+    flag = record_flag(record)
     b = base(queue)
     parent = _parent_of(conn, queue, job_id)
     keys = [queue_key(queue, "active"), job_key(queue, job_id)]
     if parent:
         keys += [job_key(queue, parent, "dependencies"), job_key(queue, parent, "processed"), job_key(queue, parent)]
-    argv = [job_id, str(token), b, parent, result, "1" if record else "0"]
+    argv = [job_id, str(token), b, parent, result, *flag]
     reply = send(conn, "" if parent else "EMQ.COMPLETE", "complete", keys, argv)
     return OK if reply == 1 else STALE
 
@@ -260,12 +286,16 @@ def retry(
     at the cap it lands in dead with its ``last_error``. The cap counts the
     claims of this life: ``attempts`` minus ``prior_attempts`` (set by
     ``reprocess``; absent, 0), so a reprocessed job gets its full count again.
+    ``record=True`` adds a death to ``stream:completions`` in the same atomic
+    step, and, when the dying job is a flow child whose policy fails its
+    parent, the parent's ``child_failed`` entry after it.
     """
     check_queue(queue)
     check_id(job_id)
     check_token(token)
     positive_int("delay_ms", delay_ms)
     positive_int("max_attempts", max_attempts)
+    flag = record_flag(record)
     if not isinstance(reason, str):
         raise BadInput(f"reason must be a str, got {type(reason).__name__}")
     b = base(queue)
@@ -273,7 +303,7 @@ def retry(
     keys = [queue_key(queue, "active"), queue_key(queue, "schedule"), queue_key(queue, "dead"), job_key(queue, job_id)]
     if parent:
         keys += [job_key(queue, parent, "dependencies"), job_key(queue, parent, "unsuccessful"), job_key(queue, parent)]
-    argv = [job_id, str(token), str(delay_ms), str(max_attempts), reason, b, parent, "1" if record else "0"]
+    argv = [job_id, str(token), str(delay_ms), str(max_attempts), reason, b, parent, *flag]
     reply = send(conn, "" if parent else "EMQ.FAIL", "retry", keys, argv)
     return reply if reply in (SCHEDULED, DEAD) else STALE
 
@@ -323,15 +353,24 @@ def reprocess(conn: Connector, queue: str, job_id: str) -> str:
     return OK
 
 
-def remove(conn: Connector, queue: str, job_id: str) -> bool:
-    """EchoMQ.Jobs.remove/3 → ``@remove``: delete one job wherever it is; True if anything went."""
+def remove(conn: Connector, queue: str, job_id: str, *, record: bool = False) -> bool:
+    """EchoMQ.Jobs.remove/3 → ``@remove``: delete one job wherever it is; True if anything went.
+
+    Removing a job that had not ended (pending, active, scheduled, or a flow
+    parent awaiting its children) ends its life: ``record=True``, for a queue
+    whose consumers record, adds its one ``removed`` entry to
+    ``stream:completions`` in the same atomic step. A dead job had ended
+    already (its entry, if any, was written when it died): it leaves no second.
+    """
     check_queue(queue)
     check_id(job_id)
+    flag = record_flag(record)
     keys = [queue_key(queue, s) for s in ("pending", "active", "schedule", "dead")]
     keys += [job_key(queue, job_id)] + [
         job_key(queue, job_id, s) for s in ("dependencies", "processed", "unsuccessful")
     ]
-    return send(conn, "", "remove", keys, [job_id]) == 1
+    keys.append(queue_key(queue, "stream:completions"))
+    return send(conn, "", "remove", keys, [job_id, *flag]) == 1
 
 
 def trim_dead(conn: Connector, queue: str, keep: int) -> list[str]:
@@ -345,7 +384,9 @@ def drop(conn: Connector, queue: str) -> int:
     """``@drop``: delete every key of the queue, answering how many went (EchoMQ.Jobs.drop/2).
 
     Not a transition: an operator's clean slate, e.g. at the top of a notebook
-    re-run on a classroom node that keeps what an earlier run left.
+    re-run on a classroom node that keeps what an earlier run left. It deletes
+    the completions stream itself, so it records nothing: the one way a job
+    leaves a queue with no entry, by design (D-8 in docs/decisions.md).
     """
     check_queue(queue)
     return int(conn.eval("drop", [queue_key(queue, "")], []))

@@ -35,7 +35,7 @@ import redis
 
 from .connector import Connector, TraceEntry
 from .errors import BadInput, EchoMQError
-from .jobs import DEAD, OK, SCHEDULED, STALE, Claimed, check_id, check_token, complete, reply_error, retry
+from .jobs import DEAD, OK, SCHEDULED, STALE, Claimed, check_id, check_token, complete, record_flag, reply_error, retry
 from .keyspace import base
 
 NATIVE_READS = "native-reads"
@@ -118,7 +118,8 @@ class Lane:
         self.retry_keys = [b + "active", b + "schedule", b + "dead"]
         self.lease, self.delay, self.max_attempts = str(lease_ms), str(retry_delay_ms), str(max_attempts)
         self.retry_delay_ms, self.max_attempts_int = retry_delay_ms, max_attempts
-        self.record_arg = "1" if record else "0"
+        # the flag only when recording: otherwise the settle has the page's own shape
+        self.record_arg = record_flag(record)
 
     # -- the claim -------------------------------------------------------------------------------
     def claim_entry(self) -> TraceEntry:
@@ -187,14 +188,15 @@ class Lane:
             if parent:
                 keys += [f"{self.base}job:{parent}:dependencies", f"{self.base}job:{parent}:processed"]
                 keys.append(f"{self.base}job:{parent}")
-            argv = [job.id, str(job.attempts), self.base, parent, value, self.record_arg]
+            argv = [job.id, str(job.attempts), self.base, parent, value, *self.record_arg]
             command, script = "EMQ.COMPLETE", "complete"
         else:
             keys = [*self.retry_keys, row]
             if parent:
                 keys += [f"{self.base}job:{parent}:dependencies", f"{self.base}job:{parent}:unsuccessful"]
                 keys.append(f"{self.base}job:{parent}")
-            argv = [job.id, str(job.attempts), self.delay, self.max_attempts, value, self.base, parent, self.record_arg]
+            argv = [job.id, str(job.attempts), self.delay, self.max_attempts, value, self.base, parent]
+            argv += self.record_arg
             command, script = "EMQ.FAIL", "retry"
         if not native:
             return self.conn.script_call(script, keys, argv)

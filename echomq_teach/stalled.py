@@ -6,6 +6,11 @@ as ``EMQ.STALLED.CHECK``, which exempts a lease taken before a server restart:
 a native claim writes the server's ``run_id`` as the row's ``lease_epoch``, and
 every transition that ends the lease (complete, retry, reap, promote, either
 sweep, reprocess) clears it, so only a live lease carries one.
+
+A burial ends the job's life: ``record=True`` (a recording consumer's or
+metronome's sweep) adds its ``stalled`` entry to ``stream:completions`` in the
+same atomic step, and, for a flow child whose policy fails its parent, the
+parent's ``child_failed`` entry after it.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .connector import Connector
-from .jobs import positive_int, send
+from .jobs import positive_int, record_flag, send
 from .keyspace import check_queue, queue_key
 
 DEFAULT_MAX_STALLED = 1
@@ -26,10 +31,14 @@ class StallReport(NamedTuple):
     dead: list[str]
 
 
-def check(conn: Connector, queue: str, max_stalled: int = DEFAULT_MAX_STALLED) -> StallReport:
-    """EchoMQ.Stalled.check/3 → ``@stalled_check`` (or ``EMQ.STALLED.CHECK``)."""
+def check(conn: Connector, queue: str, max_stalled: int = DEFAULT_MAX_STALLED, *, record: bool = False) -> StallReport:
+    """EchoMQ.Stalled.check/3 → ``@stalled_check`` (or ``EMQ.STALLED.CHECK``).
+
+    ARGV: ``max_stalled``, and the record flag ``1`` only when ``record`` is set.
+    """
     check_queue(queue)
     positive_int("max_stalled", max_stalled)
+    flag = record_flag(record)
     keys = [queue_key(queue, s) for s in ("active", "pending", "dead")] + [queue_key(queue, "")]
-    requeued, dead = send(conn, "EMQ.STALLED.CHECK", "stalled_check", keys, [str(max_stalled)])
+    requeued, dead = send(conn, "EMQ.STALLED.CHECK", "stalled_check", keys, [str(max_stalled), *flag])
     return StallReport(list(requeued), list(dead))

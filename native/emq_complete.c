@@ -1,5 +1,9 @@
-/* EMQ.COMPLETE 2 <active> <row> <id> <token> <base> <parent_id> <result> <record>:
+/* EMQ.COMPLETE 2 <active> <row> <id> <token> <base> <parent_id> <result> [<record>]:
  * the native twin of @complete (echomq_teach/lua/complete.lua) for a job outside a flow.
+ *
+ * The page's own call: five arguments, in @complete's ARGV places. The kit's
+ * record flag may follow as a sixth ('1' adds the settle to the completions
+ * stream, '0' not); without it the call is not recorded, as the script reads it.
  *
  * Reply, as the script's: 1 when settled, 0 when stale (the token moved on, or
  * the row is no longer active), with nothing written. Flows run only as
@@ -16,14 +20,19 @@
 
 #define COMPLETE_FLOW_ERROR "EMQSTATE complete flow not native"
 
+/* the page's five arguments, or six with the record flag */
+#define COMPLETE_PAGE_ARGC (2 + 2 + 5)
+static const TkShape complete_page_shape = {"EMQ.COMPLETE", 2, 5, 5, COMPLETE_FLOW_ERROR};
 static const TkShape complete_shape = {"EMQ.COMPLETE", 2, 6, 5, COMPLETE_FLOW_ERROR};
 
 int emq_complete(TkCtx *ctx, TkStr **argv, int argc) {
     tk_AutoMemory(ctx);
-    if (!tk_check_brand(ctx, argv, argc) || !tk_check_shape(ctx, argv, argc, &complete_shape)) return TK_OK;
+    const TkShape *shape = argc == COMPLETE_PAGE_ARGC ? &complete_page_shape : &complete_shape;
+    if (!tk_check_brand(ctx, argv, argc) || !tk_check_shape(ctx, argv, argc, shape)) return TK_OK;
     TkStr *active_k = argv[2], *row_k = argv[3], *id_k = argv[4], *token_k = argv[5], *result_k = argv[8];
     TkBuf active = tk_arg(active_k), row = tk_arg(row_k), id = tk_arg(id_k), token = tk_arg(token_k);
-    TkBuf base = tk_arg(argv[6]), parent_id = tk_arg(argv[7]), record = tk_arg(argv[9]);
+    TkBuf base = tk_arg(argv[6]), parent_id = tk_arg(argv[7]);
+    TkBuf record = argc > COMPLETE_PAGE_ARGC ? tk_arg(argv[COMPLETE_PAGE_ARGC]) : tk_lit("0");
     long long token_n;
     if (!tk_positive(ctx, token_k, "token", &token_n) || !tk_check_record(ctx, record)) return TK_OK;
     if (parent_id.len != 0) return tk_ReplyWithError(ctx, COMPLETE_FLOW_ERROR);

@@ -1,6 +1,7 @@
 /* EMQ.FAIL 4 <active> <schedule> <dead> <row> <id> <token> <delay_ms> <max_attempts>
- *          <reason> <base> <parent_id> <record>:
+ *          <reason> <base> <parent_id> [<record>]:
  * the native twin of @retry (echomq_teach/lua/retry.lua) for a job outside a flow.
+ * The record flag is optional, as EMQ.COMPLETE's: absent, the death is not recorded.
  *
  * Reply, as the script's: "scheduled" (parked until now + delay), "dead" (at
  * the cap), or 0 when stale, with nothing written. Flows run only as scripts:
@@ -14,16 +15,21 @@
 
 #define FAIL_FLOW_ERROR "EMQSTATE fail flow not native"
 
+/* seven arguments, or eight with the record flag */
+#define FAIL_BARE_ARGC (2 + 4 + 7)
+static const TkShape fail_bare_shape = {"EMQ.FAIL", 4, 7, 7, FAIL_FLOW_ERROR};
 static const TkShape fail_shape = {"EMQ.FAIL", 4, 8, 7, FAIL_FLOW_ERROR};
 
 int emq_fail(TkCtx *ctx, TkStr **argv, int argc) {
     tk_AutoMemory(ctx);
-    if (!tk_check_brand(ctx, argv, argc) || !tk_check_shape(ctx, argv, argc, &fail_shape)) return TK_OK;
+    const TkShape *shape = argc == FAIL_BARE_ARGC ? &fail_bare_shape : &fail_shape;
+    if (!tk_check_brand(ctx, argv, argc) || !tk_check_shape(ctx, argv, argc, shape)) return TK_OK;
     TkStr *active_k = argv[2], *schedule_k = argv[3], *dead_k = argv[4], *row_k = argv[5];
     TkStr *id_k = argv[6], *token_k = argv[7], *reason_k = argv[10];
     TkBuf active = tk_arg(active_k), schedule = tk_arg(schedule_k), dead = tk_arg(dead_k), row = tk_arg(row_k);
     TkBuf id = tk_arg(id_k), token = tk_arg(token_k);
-    TkBuf base = tk_arg(argv[11]), parent_id = tk_arg(argv[12]), record = tk_arg(argv[13]);
+    TkBuf base = tk_arg(argv[11]), parent_id = tk_arg(argv[12]);
+    TkBuf record = argc > FAIL_BARE_ARGC ? tk_arg(argv[FAIL_BARE_ARGC]) : tk_lit("0");
     long long token_n, delay, max_attempts;
     if (!tk_positive(ctx, token_k, "token", &token_n) || !tk_positive(ctx, argv[8], "delay_ms", &delay) ||
         !tk_positive(ctx, argv[9], "max_attempts", &max_attempts) || !tk_check_record(ctx, record))

@@ -1,11 +1,14 @@
-/* EMQ.STALLED.CHECK 4 <active> <pending> <dead> <base> <max_stalled>: the native
- * twin of @stalled_check (echomq_teach/lua/stalled_check.lua).
+/* EMQ.STALLED.CHECK 4 <active> <pending> <dead> <base> <max_stalled> [<record>]: the
+ * native twin of @stalled_check (echomq_teach/lua/stalled_check.lua).
  *
  * Reply, as the script's: [[requeued ids], [dead ids]], up to 100 lapsed leases
  * (score < now) per call, earliest deadline first. Each counted stall adds 1 to
  * the row's stalled; over max_stalled the job is buried with last_error
  * "stalled", and a buried flow child (a row carrying parent, whose parent row
  * exists) answers to its parent_policy as lua/includes/child_death.lua does.
+ * With the record flag '1' (absent: '0') each burial adds its entry to the
+ * completions stream (outcome stalled), and a parent it fails its own after
+ * it (outcome child_failed), as the script's XADDs do.
  * The one difference: a lease whose row carries a lease_epoch other than this
  * server's run_id was granted before a restart, so the job returns to pending
  * without being counted; every lapsed lease's lease_epoch goes with it. Every
@@ -17,13 +20,17 @@
  * the new stalled count, HDEL of lease_epoch, ZADD to pending or dead (the time
  * of death as a number), HSET of state; for a buried child's parent, its HSET,
  * ZADD, the :unsuccessful HSET, the :dependencies count SET as a number (KEEPTTL,
- * as DECR keeps an expiry), and HDEL of the child's link. */
+ * as DECR keeps an expiry), and HDEL of the child's link; recording, XADD of each
+ * entry with the id the server chose. */
 #include <limits.h>
 #include <string.h>
 
 #include "tk_keys.h"
 
-static const TkShape stalled_shape = {"EMQ.STALLED.CHECK", 4, 1, 0, NULL};
+/* max_stalled, and the record flag when the caller records */
+#define STALLED_BARE_ARGC (2 + 4 + 1)
+static const TkShape stalled_bare_shape = {"EMQ.STALLED.CHECK", 4, 1, 0, NULL};
+static const TkShape stalled_shape = {"EMQ.STALLED.CHECK", 4, 2, 0, NULL};
 
 /* What the write pass does with one lapsed id. */
 enum verdict { GHOST, EXEMPT, REQUEUE, BURY };
@@ -37,6 +44,7 @@ typedef struct {
     int bury_parent; /* fail, and the parent was awaiting_children at that point */
     int release;     /* ignore/remove brought the count to <= 0 with the parent awaiting_children */
     TkBuf pid, prow, deps, unsuccessful;
+    TkBuf attempts; /* a buried parent's attempts, for its child_failed entry (absent: none) */
 } Death;
 
 /* A key's value as the script would read it at this point of the sweep. */
@@ -169,7 +177,13 @@ static int judge_death(TkCtx *ctx, Notes *notes, Death *deaths, TkBuf base, TkBu
         TkBuf state;
         if (!get_state(ctx, notes, prow, &state)) return 0;
         d->bury_parent = tk_is(state, "awaiting_children");
-        if (d->bury_parent) set_state(notes, prow, "dead");
+        if (d->bury_parent) {
+            set_state(notes, prow, "dead");
+            /* no write of the sweep changes a row's attempts: read now, it is what the script's HGET sees */
+            TkOpen k = tk_open(ctx, tk_name(ctx, prow), TK_READ);
+            tk_hmget(k, &TK_W(ATTEMPTS), 1, &d->attempts);
+            tk_close(&k);
+        }
     } else if (d->policy == IGNORE || d->policy == REMOVE) {
         /* a flow key that is also a later lapsed row would change what the script reads there */
         for (size_t j = i + 1; j < n; j++) {
@@ -213,18 +227,30 @@ static int decrement(TkCtx *ctx, TkOpen k) {
     return tk_set_integer(ctx, k, count - 1);
 }
 
-/* The parent side of a buried child, in child_death.lua's order; 0 after replying on failure. */
+/* One entry on the completions stream: the job, how its life ended, its attempts (absent: 0), why. */
+static int record_ending(TkCtx *ctx, TkOpen stream, TkStr *id, TkStr *outcome, TkBuf attempts, TkStr *why) {
+    TkStr *entry[] = {TK_W(ID),       id,
+                      TK_W(OUTCOME),  outcome,
+                      TK_W(ATTEMPTS), attempts.ptr ? tk_name(ctx, attempts) : tk_cstr(ctx, "0"),
+                      TK_W(ERROR),    why};
+    return tk_xadd(ctx, stream, entry, 4);
+}
+
+/* The parent side of a buried child, in child_death.lua's order; 0 after replying on failure. A
+ * recording sweep (stream.key set) ends a parent it fails with that parent's own entry. */
 static int write_death(TkCtx *ctx, const Death *d, TkOpen row, TkStr *cid, TkOpen pending, TkOpen dead,
-                       long long now) {
+                       TkOpen stream, int record_it, long long now) {
     if (d->policy == NO_PARENT) return 1;
     TkStr *pid = tk_name(ctx, d->pid);
     int ok = 1;
     if (d->bury_parent) {
         ok = tk_zadd(ctx, dead, now, pid);
-        TkStr *buried[] = {TK_W(STATE), TK_W(DEAD), TK_W(LAST_ERROR), tk_name(ctx, child_failed(ctx, tk_arg(cid)))};
+        TkStr *why = tk_name(ctx, child_failed(ctx, tk_arg(cid)));
+        TkStr *buried[] = {TK_W(STATE), TK_W(DEAD), TK_W(LAST_ERROR), why};
         TkOpen prow = parent_key(ctx, d->prow);
         ok = ok && tk_hset(ctx, prow, buried, 2);
         tk_close(&prow);
+        if (ok && record_it) ok = record_ending(ctx, stream, pid, TK_W(CHILD_FAILED), d->attempts, why);
     }
     if (ok && d->policy == IGNORE) {
         /* the child's id is the field name */
@@ -255,11 +281,14 @@ static int write_death(TkCtx *ctx, const Death *d, TkOpen row, TkStr *cid, TkOpe
 
 int emq_stalled_check(TkCtx *ctx, TkStr **argv, int argc) {
     tk_AutoMemory(ctx);
-    if (!tk_check_brand(ctx, argv, argc) || !tk_check_shape(ctx, argv, argc, &stalled_shape)) return TK_OK;
+    const TkShape *shape = argc == STALLED_BARE_ARGC ? &stalled_bare_shape : &stalled_shape;
+    if (!tk_check_brand(ctx, argv, argc) || !tk_check_shape(ctx, argv, argc, shape)) return TK_OK;
     TkStr *active_k = argv[2], *pending_k = argv[3], *dead_k = argv[4];
     TkBuf active = tk_arg(active_k), pending = tk_arg(pending_k), dead = tk_arg(dead_k), base = tk_arg(argv[5]);
     long long max_stalled;
-    if (!tk_positive(ctx, argv[6], "max_stalled", &max_stalled)) return TK_OK;
+    TkBuf record = argc > STALLED_BARE_ARGC ? tk_arg(argv[STALLED_BARE_ARGC]) : tk_lit("0");
+    if (!tk_positive(ctx, argv[6], "max_stalled", &max_stalled) || !tk_check_record(ctx, record)) return TK_OK;
+    int record_it = tk_is(record, "1");
     if (!tk_check_base(ctx, base) || !tk_check_key(ctx, "active", active, base, "active") ||
         !tk_check_key(ctx, "pending", pending, base, "pending") || !tk_check_key(ctx, "dead", dead, base, "dead"))
         return TK_OK;
@@ -280,6 +309,7 @@ int emq_stalled_check(TkCtx *ctx, TkStr **argv, int argc) {
     enum verdict verdicts[TK_SWEEP_LIMIT];
     long long stalls[TK_SWEEP_LIMIT]; /* the row's stalled count once this sweep counts it */
     int epochs[TK_SWEEP_LIMIT];       /* the row carries a lease_epoch, which goes with the lease */
+    TkBuf attempts[TK_SWEEP_LIMIT];   /* a buried row's attempts, for its stalled entry */
     Death deaths[TK_SWEEP_LIMIT];
     Notes notes;
     notes.nstates = notes.ncounts = 0;
@@ -288,19 +318,26 @@ int emq_stalled_check(TkCtx *ctx, TkStr **argv, int argc) {
     TkOpen pending_w = tk_open(ctx, pending_k, TK_READ | TK_WRITE), dead_w = tk_open(ctx, dead_k, TK_READ | TK_WRITE);
     if (n > 0 && (!tk_holds(ctx, pending_w, TK_KEYTYPE_ZSET, NULL) || !tk_holds(ctx, dead_w, TK_KEYTYPE_ZSET, NULL)))
         return TK_OK;
+    /* a recording sweep's stream, opened for the whole sweep: it is none of the rows or sets */
+    TkOpen stream_w = {NULL, NULL};
+    if (n > 0 && record_it) {
+        stream_w = tk_open(ctx, tk_name(ctx, tk_key(ctx, base, "stream:completions")), TK_READ | TK_WRITE);
+        if (!tk_holds(ctx, stream_w, TK_KEYTYPE_STREAM, NULL)) return TK_OK;
+    }
     for (size_t i = 0; i < n; i++) {
         rows[i] = tk_row_key(ctx, base, tk_arg(ids[i]));
         row_names[i] = tk_name(ctx, rows[i]);
     }
-    TkStr *const wanted[] = {TK_W(STALLED), TK_W(LEASE_EPOCH), TK_W(PARENT), TK_W(PARENT_POLICY)};
+    TkStr *const wanted[] = {TK_W(STALLED), TK_W(LEASE_EPOCH), TK_W(PARENT), TK_W(PARENT_POLICY), TK_W(ATTEMPTS)};
     for (size_t i = 0; i < n; i++) {
         deaths[i].policy = NO_PARENT;
         epochs[i] = 0;
-        TkBuf fields[4];
+        TkBuf fields[5];
         int exists;
         TkOpen row = tk_open(ctx, row_names[i], TK_READ);
         int ok = tk_holds(ctx, row, TK_KEYTYPE_HASH, &exists);
-        tk_hmget(row, wanted, 4, fields);
+        tk_hmget(row, wanted, 5, fields);
+        attempts[i] = fields[4];
         tk_close(&row);
         if (!ok) return TK_OK;
         if (!exists) {
@@ -349,8 +386,10 @@ int emq_stalled_check(TkCtx *ctx, TkStr **argv, int argc) {
         if (ok && epochs[i]) ok = tk_hdel(ctx, row, &TK_W(LEASE_EPOCH), 1);
         if (ok && verdicts[i] == BURY) {
             TkStr *buried[] = {TK_W(STATE), TK_W(DEAD), TK_W(LAST_ERROR), TK_W(STALLED)};
+            /* recording, the burial's entry comes before any its parent's death adds */
             ok = tk_zadd(ctx, dead_w, now, ids[i]) && tk_hset(ctx, row, buried, 2) &&
-                 write_death(ctx, &deaths[i], row, ids[i], pending_w, dead_w, now);
+                 (!record_it || record_ending(ctx, stream_w, ids[i], TK_W(STALLED), attempts[i], TK_W(STALLED))) &&
+                 write_death(ctx, &deaths[i], row, ids[i], pending_w, dead_w, stream_w, record_it, now);
         } else if (ok) {
             TkStr *requeued[] = {TK_W(STATE), TK_W(PENDING)};
             ok = tk_zadd(ctx, pending_w, 0, ids[i]) && tk_hset(ctx, row, requeued, 1);

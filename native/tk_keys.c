@@ -44,6 +44,7 @@ static const char *const word_text[TK_WORDS] = {
     [TK_W_ID] = "id",
     [TK_W_OUTCOME] = "outcome",
     [TK_W_COMPLETED] = "completed",
+    [TK_W_CHILD_FAILED] = "child_failed",
     [TK_W_RESULT] = "result",
     [TK_W_ERROR] = "error",
     [TK_W_BRAND_KEY] = TK_BRAND_KEY,

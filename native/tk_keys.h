@@ -43,6 +43,7 @@ enum {
     TK_W_ID,
     TK_W_OUTCOME,
     TK_W_COMPLETED,
+    TK_W_CHILD_FAILED,
     TK_W_RESULT,
     TK_W_ERROR,
     TK_W_BRAND_KEY,

@@ -23,23 +23,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import Fenced, FloorError
-from .entries import ZERO, Settle, StreamId
+from .entries import OUTCOMES, ZERO, Settle, StreamId
 
 if TYPE_CHECKING:
     from .remote import Remote
 
 #: "EMQF" in the SQLite header: a file the kit did not make is never taken for a floor
 APPLICATION_ID = 0x454D5146
-SCHEMA_VERSION = 1
+#: 2: every ending's outcome (jobs.OUTCOMES); a version 1 file (completed and dead only) is moved up on open
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 5_000
 
-SCHEMA = """
+SETTLES = """
 CREATE TABLE settles (
   stream     TEXT    NOT NULL,  -- emq:{q}:stream:completions
-  settled_ms INTEGER NOT NULL,  -- the stream id's <ms>: when the settle was recorded (server clock)
+  settled_ms INTEGER NOT NULL,  -- the stream id's <ms>: when the ending was recorded (server clock)
   seq        INTEGER NOT NULL,  -- the stream id's <seq>
   job_id     TEXT    NOT NULL,
-  outcome    TEXT    NOT NULL CHECK (outcome IN ('completed', 'dead')),
+  outcome    TEXT    NOT NULL CHECK (outcome IN (<outcomes>)),
   attempts   INTEGER NOT NULL,
   result,                       -- TEXT, or BLOB for bytes that are not UTF-8
   error,
@@ -47,6 +48,9 @@ CREATE TABLE settles (
 ) WITHOUT ROWID;
 CREATE INDEX settles_by_job ON settles (stream, job_id);
 CREATE INDEX settles_by_outcome ON settles (stream, outcome, settled_ms);
+""".replace("<outcomes>", ", ".join(f"'{o}'" for o in OUTCOMES))
+
+SCHEMA = SETTLES + """
 CREATE TABLE cursors (
   stream TEXT PRIMARY KEY,
   ms     INTEGER NOT NULL,  -- the last archived stream id
@@ -67,6 +71,7 @@ CREATE INDEX objects_pending ON objects (stream, uploaded, name);
 """
 
 _COLUMNS = "settled_ms, seq, job_id, outcome, attempts, result, error"
+_COLUMNS_ALL = "stream, " + _COLUMNS
 
 
 def _settle(row: Sequence[object]) -> Settle:
@@ -127,6 +132,8 @@ class Floor:
             self._check_header(new)
             if new:
                 self._create()
+            elif self._version() == 1:
+                self._upgrade_from_1()
             # WAL is a property of the file; synchronous is one of each connection
             mode = self.db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if mode != "wal":
@@ -155,8 +162,31 @@ class Floor:
             raise FloorError(
                 f"{self.path} is a SQLite file but not a floor (application_id {app:#x}); nothing was written"
             )
-        if version != SCHEMA_VERSION:
+        # a version 1 floor is read as it is, and moved up when opened for writing (its rows are version 2 rows)
+        if version not in (1, SCHEMA_VERSION):
             raise FloorError(f"the floor at {self.path} has schema version {version}; this kit reads {SCHEMA_VERSION}")
+
+    def _version(self) -> int:
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    def _upgrade_from_1(self) -> None:
+        """Version 1 admitted only completed and dead: the settles table is made again with every outcome,
+        its rows copied, in one transaction (a crash leaves version 1 whole)."""
+        try:
+            with self.transaction() as db:
+                db.execute("ALTER TABLE settles RENAME TO settles_v1")
+                db.execute("DROP INDEX settles_by_job")
+                db.execute("DROP INDEX settles_by_outcome")
+                for statement in SETTLES.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(f"INSERT INTO settles SELECT {_COLUMNS_ALL} FROM settles_v1")
+                db.execute("DROP TABLE settles_v1")
+                db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.Error as exc:
+            raise FloorError(
+                f"cannot move the floor at {self.path} up to schema version {SCHEMA_VERSION}: {exc}"
+            ) from None
 
     def _create(self) -> None:
         try:

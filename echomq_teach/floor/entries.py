@@ -1,9 +1,13 @@
 """What the completions stream holds, and what the floor keeps of each entry.
 
-``@complete`` and ``@retry`` (with ``record``) add one entry per settle to
-``emq:{q}:stream:completions``: ``id``, ``outcome`` (``completed`` or
-``dead``), ``attempts``, and ``result`` or ``error``. The entry's stream id
-(``<ms>-<seq>``) is the floor's key, and its ``<ms>`` is the settle's time on
+A recording queue adds one entry per ending to ``emq:{q}:stream:completions``
+(every way a job leaves for good, one entry per life): ``id``, ``outcome``
+(one of ``jobs.OUTCOMES``: ``completed``, ``dead``, ``stalled``,
+``child_failed``, ``removed``), ``attempts``, and ``result`` (a completion) or
+``error`` (every other ending: why it ended). ``attempts`` is the settling
+claim's token for ``completed`` and ``dead``; for the others it is the row's
+attempts when it ended (0 for a job never claimed). The entry's stream id
+(``<ms>-<seq>``) is the floor's key, and its ``<ms>`` is the ending's time on
 the server clock. An entry of any other shape is refused before anything is
 written.
 """
@@ -17,11 +21,12 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from ..errors import BadStream
-from ..jobs import check_id
+from ..jobs import COMPLETED, DEAD, OUTCOMES, check_id
 
-OUTCOMES = ("completed", "dead")
-# the one field that carries the job's answer, by outcome
-_VALUE_FIELD = {"completed": "result", "dead": "error"}
+# the one field that carries the job's answer: a completion's result, every other ending's reason
+_VALUE_FIELD = {o: "result" if o == COMPLETED else "error" for o in OUTCOMES}
+# a settle by a worker carries its claim's token (at least 1); the other endings the row's attempts (0 or more)
+_LEAST_ATTEMPTS = {o: 1 if o in (COMPLETED, DEAD) else 0 for o in OUTCOMES}
 _ID = re.compile(r"^(\d{1,15})-(\d{1,10})$")
 
 
@@ -122,7 +127,7 @@ def parse_entry(stream: str, entry_id: str, fields: dict[str, str]) -> Settle:
     outcome = fields.get("outcome")
     if outcome not in OUTCOMES:
         raise BadStream(
-            f"{where} has outcome {outcome!r}, not 'completed' or 'dead': this is not a completions stream "
+            f"{where} has outcome {outcome!r}, not one of {', '.join(OUTCOMES)}: this is not a completions stream "
             f"(its fields are {sorted(fields)})"
         )
     want = {"id", "outcome", "attempts", _VALUE_FIELD[outcome]}
@@ -133,9 +138,10 @@ def parse_entry(stream: str, entry_id: str, fields: dict[str, str]) -> Settle:
     except ValueError as exc:
         raise BadStream(f"{where}: {exc}") from None
     attempts = fields["attempts"]
-    if not attempts.isdigit() or int(attempts) < 1:
-        raise BadStream(f"{where} has attempts {attempts!r}: a settle's token is a positive integer")
+    if not attempts.isdigit() or int(attempts) < _LEAST_ATTEMPTS[outcome]:
+        what = "a settle's token is a positive integer" if _LEAST_ATTEMPTS[outcome] else "a count of claims"
+        raise BadStream(f"{where} has attempts {attempts!r}: {what}")
     value = stored(fields[_VALUE_FIELD[outcome]])
-    if outcome == "completed":
+    if outcome == COMPLETED:
         return Settle(sid, job_id, outcome, int(attempts), result=value)
     return Settle(sid, job_id, outcome, int(attempts), error=value)

@@ -19,6 +19,8 @@ THROUGHPUT_SQL = (
     "SELECT settled_ms / ? * ? AS b, outcome, COUNT(*) FROM settles WHERE stream = ? GROUP BY b, outcome ORDER BY b"
 )
 BY_JOB = ("job_id = ?", "settles_by_job")
+# one line style per outcome, in OUTCOMES' order
+_STYLES = ("-o", "-x", "-s", "-^", "-d")
 IN_RANGE = "settled_ms >= ? AND settled_ms < ?"
 
 
@@ -37,14 +39,14 @@ def in_range(floor: Floor, queue: str, start_ms: int, end_ms: int) -> list[Settl
 
 
 def counts(floor: Floor, queue: str) -> dict[str, int]:
-    """How many settles of each outcome the floor holds: ``{"completed": n, "dead": m}``."""
+    """How many endings of each outcome the floor holds, every outcome named: ``{"completed": n, "dead": m, …}``."""
     rows = floor.db.execute(COUNTS_SQL, (_stream(queue),)).fetchall()
     found = dict(rows)
     return {o: int(found.get(o, 0)) for o in OUTCOMES}
 
 
 def throughput(floor: Floor, queue: str, bucket_ms: int = 1_000) -> list[tuple[int, dict[str, int]]]:
-    """Settles per time bucket: ``[(bucket start ms, {"completed": n, "dead": m}), …]``, empty buckets included."""
+    """Endings per time bucket: ``[(bucket start ms, {"completed": n, "dead": m, …}), …]``, empty buckets included."""
     rows = floor.db.execute(THROUGHPUT_SQL, (bucket_ms, bucket_ms, _stream(queue))).fetchall()
     if not rows:
         return []
@@ -56,7 +58,7 @@ def throughput(floor: Floor, queue: str, bucket_ms: int = 1_000) -> list[tuple[i
 
 
 def plot_throughput(floor: Floor, queue: str, bucket_ms: int = 1_000, ax: Any = None) -> Any:
-    """A matplotlib figure of settles per bucket over time, one line per outcome; answers the Figure."""
+    """A matplotlib figure of endings per bucket over time, one line per outcome the floor holds; answers the Figure."""
     import matplotlib.pyplot as plt
 
     series = throughput(floor, queue, bucket_ms)
@@ -66,7 +68,10 @@ def plot_throughput(floor: Floor, queue: str, bucket_ms: int = 1_000, ax: Any = 
         fig = ax.figure
     t0 = series[0][0] if series else 0
     xs = [(b - t0) / 1000 for b, _ in series]
-    for outcome, style in zip(OUTCOMES, ("-o", "-x")):
+    # completed and dead always; the rarer endings only when the archive holds one
+    shown = [o for o in OUTCOMES if o in ("completed", "dead") or any(c[o] for _, c in series)]
+    for outcome in shown:
+        style = _STYLES[OUTCOMES.index(outcome)]
         ax.plot(xs, [c[outcome] for _, c in series], style, label=outcome, markersize=3)
     ax.set_xlabel("seconds since the first archived settle")
     ax.set_ylabel(f"settles per {bucket_ms / 1000:g} s")

@@ -13,8 +13,10 @@ the completions stream a recording consumer fills), and says, job by job:
   reprocess): two workers holding one lease;
 * **fence violations** — a settle accepted for a claim that a later claim of
   the same job had already replaced: the token fence failed;
-* **unrecorded** — (``recorded=True``) a settle the node acknowledged that the
-  completions stream does not hold.
+* **unrecorded** — (``recorded=True``) an ending the completions stream does not
+  hold: a settle the node acknowledged, a burial a stall sweep answered, or a
+  job the final dead set holds (a parent failed by its child lands there too)
+  with no death entry (``jobs.DEATHS``) on the stream.
 
 and counts what is expected under faults and is not an error: handler runs
 per job (at least once: a job may run more than once, and every run past the
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..connector import Connector
+from ..jobs import COMPLETED, DEATHS, REMOVED, STALLED
 from ..keyspace import SETS, queue_key
 from .history import History, Op
 
@@ -50,7 +53,7 @@ class Settle:
     """One settle the node wrote: from the completions stream (``source="stream"``) or known otherwise."""
 
     job: str
-    outcome: str  # "completed" or "dead"
+    outcome: str  # one of jobs.OUTCOMES: "completed", "dead", "stalled", "child_failed", "removed"
     token: int | None
     at: float | None  # the node's ms: a stream id's first half is the settling script's clock
     source: str  # "stream", "history" (an acknowledged settle), "dead set" (a sweep's burial)
@@ -113,7 +116,8 @@ class Report:
     enqueue_unknown: int = 0
     settled: int = 0
     completed: int = 0
-    dead: int = 0
+    dead: int = 0  # ended in the dead set: dead, stalled or child_failed (jobs.DEATHS)
+    removed: int = 0
     unfinished: list[str] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)
     stale_refused: int = 0
@@ -172,7 +176,8 @@ class Report:
             f"verdict: {self.verdict}",
             f"enqueued {self.enqueued}" + (f" (+{self.enqueue_unknown} whose answer was lost)"
                                            if self.enqueue_unknown else "")
-            + f" · settled {self.settled} (completed {self.completed}, dead {self.dead})"
+            + f" · settled {self.settled} (completed {self.completed}, dead {self.dead}"
+            + (f", removed {self.removed})" if self.removed else ")")
             + f" · unfinished {len(self.unfinished)}",
             "  ".join(f"{k.replace('_', ' ')} {n}" for k, n in self.counts().items()),
             f"recovered {len(self.recovered)} · stale settles refused {self.stale_refused}"
@@ -221,9 +226,21 @@ def check(history: History, final: FinalState, *, recorded: bool = True) -> Repo
                     r.findings.append(Finding("unrecorded", o.job, f"the node answered {o.reply!r} to this settle, "
                                               "but the completions stream holds no entry for it", [o]))
                 settles[o.job].append(Settle(o.job, outcome, o.token, o.answered, "history"))
-    # a burial by a stall sweep writes no stream entry: the sweep's answer, or the dead set, shows it
+    # a burial the sweep answered: a recording sweep wrote one "stalled" entry per burial
+    for job, n in Counter(j for o in calls for j in o.buried()).items():
+        for _ in range(n - sum(1 for s in settles[job] if s.outcome == STALLED)):
+            if recorded:
+                r.findings.append(Finding("unrecorded", job, "a stall sweep answered that it buried this job, but "
+                                          "the completions stream holds no stalled entry for it",
+                                          [o for o in calls if job in o.buried()]))
+            settles[job].append(Settle(job, STALLED, None, None, "history"))
+    # the dead set: every job in it ended there (a parent failed by its child too), and a recording queue
+    # wrote that death; an unrecorded run's sweeps and parent deaths are known only from here
     for job in final.sets["dead"]:
-        if not any(s.outcome == "dead" for s in settles[job]):
+        if not any(s.outcome in DEATHS for s in settles[job]):
+            if recorded:
+                r.findings.append(Finding("unrecorded", job, "it is in dead, but the completions stream holds no "
+                                          "death (dead, stalled, child_failed) for it", by_job[job]))
             settles[job].append(Settle(job, "dead", None, None, "dead set"))
     # each reprocess starts a new life, and so does an enqueue of an id whose row went (after the first)
     enqueues = Counter(o.job for o in calls if o.op == "enqueue" and o.job and (o.ok or o.indeterminate))
@@ -244,8 +261,9 @@ def check(history: History, final: FinalState, *, recorded: bool = True) -> Repo
 
     final_settled = {j for j, ss in settles.items() if ss}
     r.settled = len(final_settled & tried) if tried else len(final_settled)
-    r.completed = sum(1 for j in final_settled if any(s.outcome == "completed" for s in settles[j]))
-    r.dead = sum(1 for j in final_settled if all(s.outcome == "dead" for s in settles[j]))
+    r.completed = sum(1 for j in final_settled if any(s.outcome == COMPLETED for s in settles[j]))
+    r.dead = sum(1 for j in final_settled if all(s.outcome in DEATHS for s in settles[j]))
+    r.removed = sum(1 for j in final_settled if any(s.outcome == REMOVED for s in settles[j]))
 
     # -- lost, stranded, unfinished -------------------------------------------------------------
     for job in sorted(tried):

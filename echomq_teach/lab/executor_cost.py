@@ -141,12 +141,12 @@ class _Queue:
     def complete(self, claimed: Sequence[Any]) -> list[Any]:
         job_id, _payload, token = claimed
         keys = [queue_key(self.name, "active"), job_key(self.name, job_id)]
-        return self._send("complete", keys, [job_id, token, self.p, "", "done", "0"])
+        return self._send("complete", keys, [job_id, token, self.p, "", "done"])  # the page's five ARGV: not recorded
 
     def fail(self, claimed: Sequence[Any]) -> list[Any]:
         job_id, _payload, token = claimed
         sets = [queue_key(self.name, s) for s in ("active", "schedule", "dead")]
-        argv = [job_id, token, RETRY_DELAY_MS, 5, "boom", self.p, "", "0"]
+        argv = [job_id, token, RETRY_DELAY_MS, 5, "boom", self.p, ""]
         return self._send("fail", [*sets, job_key(self.name, job_id)], argv)
 
 

@@ -347,7 +347,7 @@ class Run:
                     if self.recovery == "reap":
                         rec.reap(conn, self.queue)
                     else:
-                        rec.stalled(conn, self.queue)
+                        rec.stalled(conn, self.queue, record=self.record)  # a burial is an ending too
                 except consumer.LINK_ERRORS:
                     pass  # the node is away (a restart): tick again
                 except Exception as exc:  # noqa: BLE001 - kept in the nemesis lane, not lost with the thread

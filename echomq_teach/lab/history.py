@@ -174,8 +174,9 @@ class Recorder:
     def promote(self, conn: Connector, queue: str) -> list[str]:
         return self.call("promote", lambda: jobs.promote(conn, queue))
 
-    def stalled(self, conn: Connector, queue: str, max_stalled: int = stalled.DEFAULT_MAX_STALLED) -> Any:
-        return self.call("stalled", lambda: stalled.check(conn, queue, max_stalled))
+    def stalled(self, conn: Connector, queue: str, max_stalled: int = stalled.DEFAULT_MAX_STALLED,
+                *, record: bool = False) -> Any:
+        return self.call("stalled", lambda: stalled.check(conn, queue, max_stalled, record=record))
 
     def reprocess(self, conn: Connector, queue: str, job_id: str) -> str:
         return self.call("reprocess", lambda: jobs.reprocess(conn, queue, job_id), job=job_id)

@@ -1,12 +1,14 @@
 -- @complete: settle a claimed job, fenced by its token (EchoMQ.Jobs.complete/5)
 -- KEYS: [1] active, [2] the row; a flow child adds [3] parent's :dependencies, [4] its :processed, [5] the parent row
--- ARGV: [1] id, [2] token, [3] the base p, [4] parent id ('' if none), [5] result, [6] record ('1' adds to stream:completions, '0' not)
+-- ARGV: [1] id, [2] token, [3] the base p, [4] parent id ('' if none), [5] result; the kit's [6] record, optional ('1' adds to stream:completions)
 -- reply: 1 when settled, 0 when stale (token moved on, or the row is no longer active): nothing written
 -- @include args
 -- @include types
 local p = ARGV[3]
 -- every check before the first write, as EMQ.COMPLETE makes them: a refusal writes nothing
-local bad = refuse_count('@complete', 6) or refuse_positive('token', ARGV[2]) or refuse_record(ARGV[6])
+-- the page's five ARGV, or six with the kit's record flag (absent: not recorded)
+local record = record_flag(6)
+local bad = refuse_count('@complete', 5, true) or refuse_positive('token', ARGV[2]) or refuse_record(record)
 if bad then return bad end
 if #KEYS ~= 2 and #KEYS ~= 5 then return redis.error_reply('EMQARG @complete takes 2 keys, or 5 for a flow child') end
 -- the token fence (D-3 in docs/decisions.md): the claim count must still be this token and the row still active
@@ -14,7 +16,7 @@ local row = redis.call('HMGET', KEYS[2], 'attempts', 'state')
 if row[1] ~= ARGV[2] or row[2] ~= 'active' then return 0 end
 -- a child whose parent an operator removed settles as a plain job: a release would write a ghost parent
 local orphan = KEYS[3] and redis.call('EXISTS', KEYS[5]) == 0
-bad = (ARGV[6] == '1' and refuse_type(p .. 'stream:completions', 'stream')) or refuse_type(p .. 'metrics:completed', 'hash')
+bad = (record == '1' and refuse_type(p .. 'stream:completions', 'stream')) or refuse_type(p .. 'metrics:completed', 'hash')
 if not bad and KEYS[3] and not orphan then
   bad = refuse_type(KEYS[3], 'string') or refuse_type(KEYS[4], 'hash') or refuse_type(KEYS[5], 'hash')
 end
@@ -25,7 +27,7 @@ if count and not string.match(count, '^-?%d+$') then
 end
 local was_active = redis.call('ZREM', KEYS[1], ARGV[1])
 -- record the settle in the same atomic step, so a crash can never leave one without the other
-if ARGV[6] == '1' then
+if record == '1' then
   redis.call('XADD', p .. 'stream:completions', '*', 'id', ARGV[1], 'outcome', 'completed',
     'attempts', ARGV[2], 'result', ARGV[5])
 end

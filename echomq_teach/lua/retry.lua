@@ -1,15 +1,18 @@
 -- @retry: answer a handler's error, fenced by the token: park it, or bury it at the cap (EchoMQ.Jobs.retry/7)
 -- KEYS: [1] active, [2] schedule, [3] dead, [4] the row; a flow child adds [5] parent's :dependencies, [6] its :unsuccessful, [7] the parent row
--- ARGV: [1] id, [2] token, [3] delay_ms, [4] max_attempts, [5] reason, [6] the base p, [7] parent id ('' if none), [8] record ('1' adds a death to stream:completions, '0' not)
+-- ARGV: [1] id, [2] token, [3] delay_ms, [4] max_attempts, [5] reason, [6] the base p, [7] parent id ('' if none), [8] record, optional ('1' adds a death, and a parent's it causes, to stream:completions)
 -- reply: 'scheduled' or 'dead', or 0 when stale (token moved on, or the row is no longer active): nothing written
 -- @include args
 -- @include types
 -- @include child_death
 local p = ARGV[6]
--- every check before the first write, as EMQ.FAIL makes them: a refused retry leaves the job where it was
-local bad = refuse_count('@retry', 8) or refuse_positive('token', ARGV[2]) or refuse_positive('delay_ms', ARGV[3])
-  or refuse_positive('max_attempts', ARGV[4]) or refuse_record(ARGV[8])
+-- every check before the first write, as EMQ.FAIL makes them: a refused retry leaves the job where it was;
+-- seven ARGV, or eight with the record flag (absent: not recorded), as @complete takes five or six
+local record = record_flag(8)
+local bad = refuse_count('@retry', 7, true) or refuse_positive('token', ARGV[2]) or refuse_positive('delay_ms', ARGV[3])
+  or refuse_positive('max_attempts', ARGV[4]) or refuse_record(record)
 if bad then return bad end
+local stream = p .. 'stream:completions'
 if #KEYS ~= 4 and #KEYS ~= 7 then return redis.error_reply('EMQARG @retry takes 4 keys, or 7 for a flow child') end
 local row = redis.call('HMGET', KEYS[4], 'attempts', 'state', 'prior_attempts')
 if row[1] ~= ARGV[2] or row[2] ~= 'active' then return 0 end
@@ -21,7 +24,7 @@ local below_cap = tonumber(row[1]) - prior < tonumber(ARGV[4])
 if below_cap then
   bad = refuse_type(KEYS[2], 'zset')
 else
-  bad = refuse_type(KEYS[3], 'zset') or (ARGV[8] == '1' and refuse_type(p .. 'stream:completions', 'stream')) or nil
+  bad = refuse_type(KEYS[3], 'zset') or (record == '1' and refuse_type(stream, 'stream')) or nil
   if not bad and KEYS[5] then
     bad = refuse_type(KEYS[5], 'string') or refuse_type(KEYS[6], 'hash') or refuse_type(KEYS[7], 'hash')
   end
@@ -41,12 +44,13 @@ end
 -- at the cap this life's claims equal max attempts: the job goes to the morgue
 redis.call('ZADD', KEYS[3], now, ARGV[1])
 redis.call('HSET', KEYS[4], 'state', 'dead', 'last_error', ARGV[5])
-if ARGV[8] == '1' then
-  redis.call('XADD', p .. 'stream:completions', '*', 'id', ARGV[1], 'outcome', 'dead',
+if record == '1' then
+  redis.call('XADD', stream, '*', 'id', ARGV[1], 'outcome', 'dead',
     'attempts', ARGV[2], 'error', ARGV[5])
 end
 -- a dying flow child: its parent_policy decides, inside the once-only branch
 if KEYS[5] and was_active == 1 then
-  child_death(KEYS[4], ARGV[1], KEYS[5], KEYS[6], KEYS[7], ARGV[7], KEYS[3], p .. 'pending', ARGV[5], now)
+  child_death(KEYS[4], ARGV[1], KEYS[5], KEYS[6], KEYS[7], ARGV[7], KEYS[3], p .. 'pending', ARGV[5], now,
+    record == '1' and stream)
 end
 return 'dead'

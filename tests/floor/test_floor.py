@@ -52,7 +52,7 @@ def test_a_fold_archives_a_slice_then_trims_exactly_it(conn, queue, f):
     assert (two.read, report.folded, report.stopped_by) == (10, 5, "empty")
     exactly_once(floor_settles(f.path, queue), recorded)
     assert stream_settles(conn, queue) == []
-    assert reads.counts(f, queue) == {"completed": 23, "dead": 2}
+    assert reads.counts(f, queue) == dict.fromkeys(jobs.OUTCOMES, 0) | {"completed": 23, "dead": 2}
     driver.stop()
 
 
@@ -95,14 +95,14 @@ def test_reads_answer_from_the_floor_alone_after_the_node_is_gone(tmp_path):
         everything = reads.in_range(fl, "orders", t0, t0 + 3_600_000)
         assert [(x.job_id, x.outcome) for x in everything] == recorded
         assert reads.in_range(fl, "orders", t0 - 10_000, t0) == []
-        assert reads.counts(fl, "orders") == {"completed": 27, "dead": 3}
+        assert reads.counts(fl, "orders") == dict.fromkeys(jobs.OUTCOMES, 0) | {"completed": 27, "dead": 3}
         buckets = reads.throughput(fl, "orders", bucket_ms=50)
         assert sum(c["completed"] + c["dead"] for _, c in buckets) == 30
         assert [b for b, _ in buckets] == list(range(buckets[0][0], buckets[-1][0] + 50, 50))  # no gaps
         fig = reads.plot_throughput(fl, "orders", bucket_ms=50)
         assert [ln.get_label() for ln in fig.axes[0].get_lines()] == ["completed", "dead"]
         assert sum(fig.axes[0].get_lines()[0].get_ydata()) == 27
-        assert reads.counts(fl, "nobody") == {"completed": 0, "dead": 0}
+        assert reads.counts(fl, "nobody") == dict.fromkeys(jobs.OUTCOMES, 0)
 
 
 def test_bytes_that_are_not_utf8_come_back_as_the_same_bytes(conn, queue, f, object_store):
@@ -284,3 +284,74 @@ def test_a_fold_that_outlasts_its_lease_still_trims_when_nobody_took_the_stream(
     assert (fold.read, fold.trimmed, fold.stream_len) == (10, 10, 0)
     assert d.token == 2 and f.token(floor.completions_stream(queue)) == 2
     d.stop()
+
+
+# -- every ending, archived (issue 21) ---------------------------------------------------------------------------
+def _every_ending(conn, queue) -> dict[str, str]:
+    """One job per outcome on a recording queue; answers outcome -> job id."""
+    from echomq_teach import flows, stalled
+
+    done = jobs.enqueue(conn, queue, "done")
+    c = jobs.claim(conn, queue, 30_000)
+    jobs.complete(conn, queue, done, c.attempts, "r", record=True)
+    dead = jobs.enqueue(conn, queue, "dies")
+    c = jobs.claim(conn, queue, 30_000)
+    jobs.retry(conn, queue, dead, c.attempts, "fatal", 1_000, 1, record=True)
+    # a flow child crashes twice under the counted sweep: buried (stalled), its parent failed (child_failed)
+    flow = flows.add(conn, queue, "parent", ["child"])
+    for _ in range(2):
+        assert jobs.claim(conn, queue, 5).id == flow.child_ids[0]
+        time.sleep(0.02)
+        stalled.check(conn, queue, 1, record=True)
+    gone = jobs.enqueue(conn, queue, "removed")
+    jobs.remove(conn, queue, gone, record=True)
+    return {"completed": done, "dead": dead, "stalled": flow.child_ids[0], "child_failed": flow.parent_id,
+            "removed": gone}
+
+
+def test_the_floor_archives_every_ending(either, queue, tmp_path):
+    made = _every_ending(either, queue)
+    with floor.open_floor(tmp_path / "floor.sqlite3") as fl, floor.Driver(either, queue, fl) as driver:
+        assert driver.run(timeout=10).folded == 5
+        assert reads.counts(fl, queue) == dict.fromkeys(jobs.OUTCOMES, 1)
+        for outcome, job_id in made.items():
+            (s,) = reads.by_job(fl, queue, job_id)
+            assert s.outcome == outcome
+        (parent,) = reads.by_job(fl, queue, made["child_failed"])
+        assert (parent.error, parent.attempts, parent.result) == (f"child {made['stalled']} failed: stalled", 0, None)
+        (removed,) = reads.by_job(fl, queue, made["removed"])
+        assert (removed.error, removed.attempts) == ("removed while pending", 0)
+        fig = reads.plot_throughput(fl, queue)
+        assert [ln.get_label() for ln in fig.axes[0].get_lines()] == list(jobs.OUTCOMES)
+
+
+def test_a_version_1_floor_is_read_as_it_is_and_moved_up_when_written(tmp_path):
+    import sqlite3
+
+    from echomq_teach.floor import embedded
+
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path)
+    # the version 1 schema: the settles table admitted completed and dead only
+    v1 = embedded.SCHEMA.replace(", ".join(f"'{o}'" for o in jobs.OUTCOMES), "'completed', 'dead'")
+    db.executescript(v1)
+    db.execute("INSERT INTO settles VALUES ('emq:{old}:stream:completions', 5, 0, 'JOB1', 'dead', 1, NULL, 'e')")
+    db.execute(f"PRAGMA application_id={embedded.APPLICATION_ID}")
+    db.execute("PRAGMA user_version=1")
+    db.commit()
+    with pytest.raises(sqlite3.IntegrityError):
+        db.execute("INSERT INTO settles VALUES ('s', 6, 0, 'JOB2', 'stalled', 1, NULL, 'stalled')")
+    db.close()
+    with floor.open_floor(path, readonly=True) as fl:
+        assert reads.counts(fl, "old")["dead"] == 1
+        assert fl.db.execute("PRAGMA user_version").fetchone()[0] == 1  # a reader changes nothing
+    with floor.open_floor(path) as fl:
+        assert fl.db.execute("PRAGMA user_version").fetchone()[0] == embedded.SCHEMA_VERSION == 2
+        assert [s.job_id for s in reads.by_job(fl, "old", "JOB1")] == ["JOB1"]
+        with fl.transaction() as tx:
+            tx.execute("INSERT INTO settles VALUES ('emq:{old}:stream:completions', 6, 0, 'JOB2', 'stalled', 1, "
+                       "NULL, 'stalled')")
+        assert reads.counts(fl, "old") == dict.fromkeys(jobs.OUTCOMES, 0) | {"dead": 1, "stalled": 1}
+        indexes = sorted(r[0] for r in fl.db.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
+                                                      "AND tbl_name = 'settles' AND sql IS NOT NULL"))
+        assert indexes == ["settles_by_job", "settles_by_outcome"]

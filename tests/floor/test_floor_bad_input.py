@@ -73,11 +73,13 @@ def test_a_key_of_another_type_is_refused(conn, queue, floor_path):
 
 
 FOREIGN = [
-    ({"foo": "bar"}, "outcome None, not 'completed' or 'dead'"),
+    ({"foo": "bar"}, "outcome None, not one of completed, dead, stalled, child_failed, removed"),
     ({"id": "JOB1", "outcome": "finished", "attempts": "1", "result": "x"}, "outcome 'finished'"),
     ({"id": "JOB1", "outcome": "completed", "attempts": "1"}, r"has fields \['attempts', 'id', 'outcome'\]"),
     ({"id": "JOB1", "outcome": "dead", "attempts": "1", "error": "e", "extra": "?"}, "a dead settle has exactly"),
     ({"id": "JOB1", "outcome": "completed", "attempts": "0", "result": ""}, "attempts '0'"),
+    ({"id": "JOB1", "outcome": "stalled", "attempts": "2", "result": "x"}, "a stalled settle has exactly"),
+    ({"id": "JOB1", "outcome": "removed", "attempts": "-1", "error": "e"}, "attempts '-1': a count of claims"),
     ({"id": "JOB1", "outcome": "completed", "attempts": "one", "result": ""}, "attempts 'one'"),
     ({"id": "a:b", "outcome": "completed", "attempts": "1", "result": ""}, "no braces, colons, spaces or control"),
 ]

@@ -320,3 +320,66 @@ def test_an_id_enqueued_again_starts_a_new_life_at_token_1():
     r = check(s.history(), final([("A", "completed", 1), ("A", "completed", 1)]))
     assert r.double_handouts == []  # each life's claim had its enqueue before it
     assert r.valid and r.settled_twice == []  # one settle in each life
+
+
+# -- every ending is an entry (issue 21): burials, a parent's death, an operator's remove -------------------
+def buried_twice(s: Story, job: str = "S") -> None:
+    """``job`` claimed by two workers that both died; the second sweep buries it."""
+    s.enqueue(job)
+    s.claim("w1", job, 1)
+    s.call("metronome", "stalled", reply={"requeued": [job], "dead": []})
+    s.claim("w2", job, 2)
+    s.call("metronome", "stalled", reply={"requeued": [], "dead": [job]})
+
+
+def test_a_burial_the_stream_holds_is_an_ending_counted_dead():
+    s, stream = clean()
+    buried_twice(s)
+    r = check(s.history(), final(stream + [("S", "stalled", 2)], dead=["S"]))
+    assert r.valid, r.summary()
+    assert (r.settled, r.completed, r.dead) == (3, 2, 1)
+
+
+def test_a_burial_missing_from_a_recorded_stream_is_unrecorded():
+    s, stream = clean()
+    buried_twice(s)
+    r = check(s.history(), final(stream, dead=["S"]))
+    assert r.jobs_of("unrecorded") == ["S"] and not r.valid
+    assert "stall sweep answered" in r.of("unrecorded")[0].detail
+    # a run that does not record has nothing to miss: the sweep's answer and the dead set count it
+    r = check(s.history(), final(stream, dead=["S"]), recorded=False)
+    assert r.valid and r.dead == 1 and r.settled == 3
+
+
+def test_a_burial_in_an_earlier_life_is_still_owed_its_entry():
+    s, stream = clean()
+    buried_twice(s)
+    s.call("operator", "reprocess", job="S", reply="ok")
+    s.claim("w1", "S", 3)
+    s.call("w1", "retry", job="S", token=3, reply="dead")
+    # the stream holds the second life's death only: the dead set is satisfied, the sweep's answer is not
+    r = check(s.history(), final(stream + [("S", "dead", 3)], dead=["S"]))
+    assert r.jobs_of("unrecorded") == ["S"]
+    r = check(s.history(), final(stream + [("S", "stalled", 2), ("S", "dead", 3)], dead=["S"]))
+    assert r.valid, r.summary()
+
+
+def test_a_job_in_dead_with_no_death_on_a_recorded_stream_is_unrecorded():
+    # a flow parent failed by its child's death: no call of the history names it, the dead set does
+    s, stream = clean()
+    s.enqueue("P")
+    r = check(s.history(), final(stream, dead=["P"]))
+    assert r.jobs_of("unrecorded") == ["P"]
+    assert "no death" in r.of("unrecorded")[0].detail
+    r = check(s.history(), final(stream + [("P", "child_failed", 0)], dead=["P"]))
+    assert r.valid and r.dead == 1
+
+
+def test_a_removed_job_is_an_ending_not_a_loss():
+    s, stream = clean()
+    s.enqueue("X")
+    r = check(s.history(), final(stream + [("X", "removed", 0)]))
+    assert r.valid and r.lost == [] and r.removed == 1 and r.settled == 3
+    assert "removed 1" in r.summary()
+    # removed without a record: the job is gone without a trace, which is what "lost" says
+    assert check(s.history(), final(stream)).lost == ["X"]

@@ -2,7 +2,7 @@
 
 Each generated sequence (enqueue, claim, complete, retry, promote, reap,
 pause/resume, the stall sweep, reprocess, remove, flows, ghosts, stale tokens,
-forced lapses) runs
+forced lapses; settles, sweeps and removes each recorded or not) runs
 step by step on both executors, in a fresh queue per example. Every reply must
 be equal, and the end states equal except for the documented differences:
 lease_epoch on natively claimed rows, and scores that are times (compared by
@@ -28,7 +28,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from native_support import assert_same_end_state
+from native_support import assert_same_end_state, stream
 
 from echomq_teach import flows, jobs, stalled
 from echomq_teach.connector import Connector
@@ -53,14 +53,14 @@ ARGS = {
     "retry": (3, (which, pick, token_shift, st.sampled_from(DELAYS), st.integers(1, 3), st.booleans())),
     "promote": (2, (st.sampled_from([1, 100]),)),
     "reap": (1, ()),
-    "stalled": (3, (st.integers(1, 2),)),
+    "stalled": (3, (st.integers(1, 2), st.booleans())),  # max_stalled, record
     # a pause lasts a few steps (the sequence then resumes it), so a paused queue does not end the story
     "pause": (2, (st.integers(1, 4),)),
     "resume": (1, ()),
     # a lapse may also record one earlier stall, so a single sweep can bury as well as requeue
     "lapse": (3, (pick, st.sampled_from([True, True, False]))),
     # a worker crash seen by the counted sweep: a lapse, then the stall check at once
-    "crash": (3, (pick, st.sampled_from([True, True, False]), st.sampled_from([1, 1, 2]))),
+    "crash": (3, (pick, st.sampled_from([True, True, False]), st.sampled_from([1, 1, 2]), st.booleans())),
     "due": (2, (pick,)),
     # a retried job's run-at forced due, then the promote that moves it
     "backoff": (2, (pick, st.sampled_from([1, 100]))),
@@ -70,7 +70,7 @@ ARGS = {
     # a second life at once: reprocess, the next claim, and a retry below the cap of that life
     "relive": (2, (pick, st.sampled_from(LEASES), st.sampled_from(DELAYS), st.integers(2, 3))),
     # an operator deletes one job wherever it is (a flow parent, too: its children settle as plain jobs)
-    "remove": (1, (pick,)),
+    "remove": (1, (pick, st.booleans())),  # which id, record
 }
 # sampled_from draws each listed element alike, so an op listed w times weighs w
 KINDS = st.sampled_from([kind for kind, (weight, _) in ARGS.items() for _ in range(weight)])
@@ -151,7 +151,7 @@ def step(c: Connector, q: str, op: tuple[Any, ...], story: Story, forced: int) -
         if kind == "reap":
             return jobs.reap(c, q)
         if kind == "stalled":
-            return stalled.check(c, q, op[1])
+            return stalled.check(c, q, op[1], record=op[2])
         if kind == "pause":
             return jobs.pause(c, q)
         if kind == "resume":
@@ -177,7 +177,7 @@ def step(c: Connector, q: str, op: tuple[Any, ...], story: Story, forced: int) -
             job_id = dead[-1 - op[1] % len(dead)]
             return job_id, jobs.reprocess(c, q, job_id)
         if kind == "remove":
-            return jobs.remove(c, q, ids[-1 - op[1] % len(ids)]) if ids else None
+            return jobs.remove(c, q, ids[-1 - op[1] % len(ids)], record=op[2]) if ids else None
     except Exception as exc:  # noqa: BLE001 - compared across executors by class
         return ("error", type(exc).__name__)
     raise AssertionError(f"unknown op {op!r}")
@@ -191,7 +191,7 @@ def expand(ops: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     for i, op in enumerate(ops):
         out += [("resume",)] * due.pop(i, 0)
         if op[0] == "crash":
-            out += [("lapse", op[1], op[2]), ("stalled", op[3])]
+            out += [("lapse", op[1], op[2]), ("stalled", op[3], op[4])]
             continue
         if op[0] == "backoff":
             out += [("due", op[1]), ("promote", op[2])]
@@ -271,6 +271,9 @@ def test_scripted_and_native_executors_agree(conn, native_conn):
             story.settled(op, a)
             note(tally, op, a, was_paused, story, target)
         assert_same_end_state(conn, native_conn, q)
+        # the completions stream is compared above; which endings it held, tallied
+        for fields in stream(conn.client, q):
+            tally[f"{fields['outcome']} entry"] += 1
 
     sequence()
     # every corner the issue names was reached at least once, or the agreement above proves less
@@ -290,5 +293,7 @@ def test_scripted_and_native_executors_agree(conn, native_conn):
         "removed",
         "stale token from an earlier life",
         "retry scheduled in a later life",
+        # every ending a recording call writes, on both executors alike
+        *(f"{outcome} entry" for outcome in jobs.OUTCOMES),
     ]
     assert [w for w in wanted if tally[w] == 0] == [], tally

@@ -659,14 +659,16 @@ ARGUMENT_LISTS = {
     "complete": [
         ("well formed", ["T", "{tok}", "{b}", "", "r", "0"], True),
         ("record 1", ["T", "{tok}", "{b}", "", "r", "1"], True),
-        ("no record", ["T", "{tok}", "{b}", "", "r"], False),
+        ("the page's five, no record", ["T", "{tok}", "{b}", "", "r"], True),
+        ("one short", ["T", "{tok}", "{b}", ""], False),
         ("record yes", ["T", "{tok}", "{b}", "", "r", "yes"], False),
         ("an extra argument", ["T", "{tok}", "{b}", "", "r", "0", "x"], False),
         ("token a word", ["T", "one", "{b}", "", "r", "0"], False),
     ],
     "retry": [
         ("well formed", ["T", "{tok}", "1000", "3", "why", "{b}", "", "0"], True),
-        ("no record", ["T", "{tok}", "1000", "3", "why", "{b}", ""], False),
+        ("no record", ["T", "{tok}", "1000", "3", "why", "{b}", ""], True),
+        ("one short", ["T", "{tok}", "1000", "3", "why", "{b}"], False),
         ("record 2", ["T", "{tok}", "1000", "3", "why", "{b}", "", "2"], False),
         ("an extra argument", ["T", "{tok}", "1000", "3", "why", "{b}", "", "0", "x"], False),
         ("delay a word", ["T", "{tok}", "soon", "3", "why", "{b}", "", "0"], False),

@@ -66,8 +66,9 @@ class Busy:
         keys = [self.k("active"), self.k("schedule"), self.k("dead"), self.row("A")]
         return ["EMQ.FAIL", 4, *keys, "A", self.token, delay, max_attempts, "why", self.b, parent, record]
 
-    def check(self, max_stalled: Any = 1) -> list[Any]:
-        return ["EMQ.STALLED.CHECK", 4, self.k("active"), self.k("pending"), self.k("dead"), self.b, max_stalled]
+    def check(self, max_stalled: Any = 1, record: Any = None) -> list[Any]:
+        flag = [] if record is None else [record]  # the flag is optional: absent, not recorded
+        return ["EMQ.STALLED.CHECK", 4, self.k("active"), self.k("pending"), self.k("dead"), self.b, max_stalled, *flag]
 
 
 def busy_queue(c: Connector, q: str) -> Busy:
@@ -137,7 +138,12 @@ CASES: dict[str, Case] = {
     "complete-numkeys-3": Case(
         lambda x: ["EMQ.COMPLETE", 3, *x.complete()[2:]], r"^EMQARG numkeys must be 2 for EMQ\.COMPLETE$"
     ),
-    "complete-short": Case(lambda x: x.complete()[:-1], ARITY),
+    # the record flag is optional (the page's own shapes carry none): one short leaves out the flag and one more
+    "complete-short": Case(lambda x: x.complete()[:-2], ARITY),
+    "complete-extra-arg": Case(lambda x: [*x.complete(), "x"], ARITY),
+    "fail-short": Case(lambda x: x.fail()[:-2], ARITY),
+    "fail-extra-arg": Case(lambda x: [*x.fail(), "x"], ARITY),
+    "check-extra-arg": Case(lambda x: x.check(1, 0) + ["x"], ARITY),
     "fail-numkeys-5": Case(lambda x: ["EMQ.FAIL", 5, *x.fail()[2:]], r"^EMQARG numkeys must be 4 for EMQ\.FAIL$"),
     "check-numkeys-3": Case(
         lambda x: ["EMQ.STALLED.CHECK", 3, *x.check()[2:]], r"^EMQARG numkeys must be 4 for EMQ\.STALLED\.CHECK$"
@@ -178,6 +184,7 @@ CASES: dict[str, Case] = {
     "record-2": Case(lambda x: x.complete(record=2), r"^EMQARG record must be 0 or 1$"),
     "record-empty": Case(lambda x: x.complete(record=""), r"^EMQARG record must be 0 or 1$"),
     "fail-record-yes": Case(lambda x: x.fail(record="yes"), r"^EMQARG record must be 0 or 1$"),
+    "record-of-the-sweep-2": Case(lambda x: x.check(1, 2), r"^EMQARG record must be 0 or 1$"),
     # -- the key layout: one queue's keys, in the script's places
     "empty-id": Case(
         lambda x: ["EMQ.COMPLETE", 2, x.k("active"), x.row(""), "", x.token, x.b, "", "r", 0],
@@ -255,6 +262,16 @@ CASES: dict[str, Case] = {
         lambda x: x.complete(record=1),
         r"^WRONGTYPE emq:\{.+\}:stream:completions holds a hash, not a stream$",
         lambda x: x.c.client.hset(x.k("stream:completions"), "a", "b"),
+    ),
+    "fail-stream-not-a-stream": Case(
+        lambda x: x.fail(max_attempts=1, record=1),
+        r"^WRONGTYPE emq:\{.+\}:stream:completions holds a string, not a stream$",
+        lambda x: x.c.client.set(x.k("stream:completions"), "s"),
+    ),
+    "sweep-stream-not-a-stream": Case(
+        lambda x: x.check(1, 1),
+        r"^WRONGTYPE emq:\{.+\}:stream:completions holds a string, not a stream$",
+        lambda x: x.c.client.set(x.k("stream:completions"), "s"),
     ),
     "metrics-count-not-integer": Case(
         lambda x: x.complete(),

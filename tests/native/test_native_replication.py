@@ -98,7 +98,11 @@ def test_mixed_native_and_scripted_run_leaves_the_replica_equal(pair):
         for score, got in enumerate(kids, start=30):
             p.hset(job_key("replflow", got.id), "stalled", 1)
             force(p, "replflow", "active", got.id, score)
-        assert stalled.check(c, "replflow", 1).dead == list(flow.child_ids)
+        # recording: each burial's entry and the failed parent's, under the ids the primary chose
+        assert stalled.check(c, "replflow", 1, record=True).dead == list(flow.child_ids)
+        assert [f["outcome"] for _, f in p.xrange(queue_key("replflow", "stream:completions"))] == [
+            "stalled", "stalled", "child_failed"
+        ]
         note()
         assert sent == [
             "EMQ.CLAIM",
@@ -181,5 +185,40 @@ def test_native_effects_are_plain_commands_with_literal_values_one_transaction_e
                 ["HSET", row_b, "state", "scheduled", "last_error", "boom"],
             ],
         ]
+    finally:
+        node.stop()
+
+
+def test_a_recording_sweep_replicates_each_entry_inside_its_transaction():
+    """A flow child buried by a recording EMQ.STALLED.CHECK: the burial, its entry, the parent's death and
+    the parent's entry are one MULTI/EXEC, each XADD under the id the primary chose."""
+    node = LocalNode(native=True, durable=True)
+    try:
+        c = node.connector()
+        flows.add(c, Q, ("P", "parent"), [("C", "child")])
+        got = jobs.claim(c, Q, LEASE)
+        c.client.hset(job_key(Q, "C"), "stalled", 1)
+        force(c.client, Q, "active", "C", 5)
+        start = len(aof_commands(node.dir))
+        assert stalled.check(c, Q, 1, record=True).dead == ["C"]
+        written = aof_commands(node.dir)[start:]
+        assert not [w for w in written if w[0].upper().startswith("EMQ.")]
+        dead = int(c.client.zscore(queue_key(Q, "dead"), "C"))
+        stream = queue_key(Q, "stream:completions")
+        (child_id, _), (parent_id, _) = c.client.xrange(stream)
+        row, prow = job_key(Q, "C"), job_key(Q, "P")
+        assert transactions(written) == [[
+            ["ZREM", queue_key(Q, "active"), "C"],
+            ["HSET", row, "stalled", "2"],
+            ["HDEL", row, "lease_epoch"],
+            ["ZADD", queue_key(Q, "dead"), str(dead), "C"],
+            ["HSET", row, "state", "dead", "last_error", "stalled"],
+            ["XADD", stream, child_id, *f"id C outcome stalled attempts {got.attempts} error stalled".split()],
+            ["ZADD", queue_key(Q, "dead"), str(dead), "P"],
+            ["HSET", prow, "state", "dead", "last_error", "child C failed: stalled"],
+            ["XADD", stream, parent_id, "id", "P", "outcome", "child_failed", "attempts", "0",
+             "error", "child C failed: stalled"],
+            ["HDEL", row, "parent", "parent_policy"],
+        ]]
     finally:
         node.stop()

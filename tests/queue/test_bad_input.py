@@ -7,6 +7,7 @@ stays): they are refused before any call.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -317,30 +318,50 @@ def _spoil(conn: Connector, q: str, name: str) -> None:
     conn.client.set(keyspace.queue_key(q, name), "not a zset")
 
 
-def _over(build: Callable[..., tuple[list[str], list[str]]], field: str, value: str | None) -> Callable[..., Any]:
-    return lambda c, q, b: build(c, q, b, **{field: value})
+def _stream_spoiled(conn: Connector, q: str) -> None:
+    conn.client.set(keyspace.queue_key(q, "stream:completions"), "not a stream")
 
 
-# a settle's argument spoiled: script, its builder, the ARGV field, the bad value, the refusal after EMQARG
+def _remove_keys(q: str, job_id: str) -> list[str]:
+    keys = [keyspace.queue_key(q, s) for s in ("pending", "active", "schedule", "dead")]
+    keys.append(keyspace.job_key(q, job_id))
+    keys += [keyspace.job_key(q, job_id, s) for s in ("dependencies", "processed", "unsuccessful")]
+    return keys + [keyspace.queue_key(q, "stream:completions")]
+
+
+def _over(build: Callable[..., tuple[list[str], list[str]]], over: dict[str, str | None]) -> Callable[..., Any]:
+    return lambda c, q, b: build(c, q, b, **over)
+
+
+# a settle's arguments spoiled: script, its builder, the ARGV fields changed (None: left out), the refusal
+# after EMQARG. The record flag is optional (the page's own shapes carry none): without it a call is
+# well-formed, so "one short" leaves out the flag and the field before it
 _SPOILED_ARGS = {
-    "retry delay a word": ("retry", _retry, "delay", "soon", "delay_ms must be a positive integer"),
-    "retry delay zero": ("retry", _retry, "delay", "0", "delay_ms must be a positive integer"),
-    "retry delay 1.5": ("retry", _retry, "delay", "1.5", "delay_ms must be a positive integer"),
-    "retry delay 2^52+1": ("retry", _retry, "delay", str(2**52 + 1), "delay_ms is too large"),
-    "retry cap a word": ("retry", _retry, "cap", "x", "max_attempts must be a positive integer"),
-    "retry cap zero": ("retry", _retry, "cap", "0", "max_attempts must be a positive integer"),
-    "retry token a word": ("retry", _retry, "token", "one", "token must be a positive integer"),
-    "retry record yes": ("retry", _retry, "record", "yes", "record must be 0 or 1"),
-    "retry no record": ("retry", _retry, "record", None, "@retry takes 8 arguments, got 7"),
-    "complete token a word": ("complete", _complete, "token", "one", "token must be a positive integer"),
-    "complete record 2": ("complete", _complete, "record", "2", "record must be 0 or 1"),
-    "complete no record": ("complete", _complete, "record", None, "@complete takes 6 arguments, got 5"),
-    "complete an extra argument": ("complete", _complete, "extra", "x", "@complete takes 6 arguments, got 7"),
+    "retry delay a word": ("retry", _retry, {"delay": "soon"}, "delay_ms must be a positive integer"),
+    "retry delay zero": ("retry", _retry, {"delay": "0"}, "delay_ms must be a positive integer"),
+    "retry delay 1.5": ("retry", _retry, {"delay": "1.5"}, "delay_ms must be a positive integer"),
+    "retry delay 2^52+1": ("retry", _retry, {"delay": str(2**52 + 1)}, "delay_ms is too large"),
+    "retry cap a word": ("retry", _retry, {"cap": "x"}, "max_attempts must be a positive integer"),
+    "retry cap zero": ("retry", _retry, {"cap": "0"}, "max_attempts must be a positive integer"),
+    "retry token a word": ("retry", _retry, {"token": "one"}, "token must be a positive integer"),
+    "retry record yes": ("retry", _retry, {"record": "yes"}, "record must be 0 or 1"),
+    "retry one short": (
+        "retry", _retry, {"parent": None, "record": None}, "@retry takes 7 arguments (8 with record), got 6"
+    ),
+    "retry an extra argument": ("retry", _retry, {"extra": "x"}, "@retry takes 7 arguments (8 with record), got 9"),
+    "complete token a word": ("complete", _complete, {"token": "one"}, "token must be a positive integer"),
+    "complete record 2": ("complete", _complete, {"record": "2"}, "record must be 0 or 1"),
+    "complete one short": (
+        "complete", _complete, {"result": None, "record": None}, "@complete takes 5 arguments (6 with record), got 4"
+    ),
+    "complete an extra argument": (
+        "complete", _complete, {"extra": "x"}, "@complete takes 5 arguments (6 with record), got 7"
+    ),
 }
 
 RAW_SCRIPT_CASES: dict[str, tuple[str, Callable[..., tuple[list[str], list[str]]], str]] = {
-    name: (script, _over(build, field, value), f"^EMQARG {error}$")
-    for name, (script, build, field, value, error) in _SPOILED_ARGS.items()
+    name: (script, _over(build, over), f"^EMQARG {re.escape(error)}$")
+    for name, (script, build, over, error) in _SPOILED_ARGS.items()
 } | {
     "retry schedule a string": (
         "retry",
@@ -361,6 +382,51 @@ RAW_SCRIPT_CASES: dict[str, tuple[str, Callable[..., tuple[list[str], list[str]]
         "stalled_check",
         lambda c, q, b: _sweep(c, q, b),
         "^EMQARG max_stalled must be a positive integer$",
+    ),
+    "stalled record yes": (
+        "stalled_check",
+        lambda c, q, b: _sweep(c, q, b, "1", "yes"),
+        "^EMQARG record must be 0 or 1$",
+    ),
+    "stalled three arguments": (
+        "stalled_check",
+        lambda c, q, b: _sweep(c, q, b, "1", "1", "x"),
+        r"^EMQARG @stalled_check takes 1 argument \(2 with record\), got 3$",
+    ),
+    "stalled three keys": (
+        "stalled_check",
+        lambda c, q, b: (_sweep(c, q, b, "1")[0][:3], ["1"]),
+        "^EMQARG @stalled_check takes 4 keys, got 3$",
+    ),
+    "stalled recording, the stream a string": (
+        "stalled_check",
+        lambda c, q, b: (_stream_spoiled(c, q), _sweep(c, q, b, "1", "1"))[1],
+        r"^WRONGTYPE emq:\{.+\}:stream:completions holds a string, not a stream$",
+    ),
+    "complete recording, the stream a string": (
+        "complete",
+        lambda c, q, b: (_stream_spoiled(c, q), _complete(c, q, b, record="1"))[1],
+        r"^WRONGTYPE emq:\{.+\}:stream:completions holds a string, not a stream$",
+    ),
+    "remove record 2": (
+        "remove",
+        lambda c, q, b: (_remove_keys(q, b["pending"]), [b["pending"], "2"]),
+        "^EMQARG record must be 0 or 1$",
+    ),
+    "remove three arguments": (
+        "remove",
+        lambda c, q, b: (_remove_keys(q, b["pending"]), [b["pending"], "1", "x"]),
+        r"^EMQARG @remove takes 1 argument \(2 with record\), got 3$",
+    ),
+    "remove without the stream key": (
+        "remove",
+        lambda c, q, b: (_remove_keys(q, b["pending"])[:8], [b["pending"]]),
+        "^EMQARG @remove takes 9 keys, got 8$",
+    ),
+    "remove recording, the stream a string": (
+        "remove",
+        lambda c, q, b: (_stream_spoiled(c, q), (_remove_keys(q, b["active"]), [b["active"], "1"]))[1],
+        r"^WRONGTYPE emq:\{.+\}:stream:completions holds a string, not a stream$",
     ),
     "stalled dead a string": (
         "stalled_check",

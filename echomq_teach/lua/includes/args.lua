@@ -15,13 +15,18 @@ local function refuse_number(name, v, least)
   if tonumber(v) > MAX_NUMBER then return redis.error_reply('EMQARG ' .. name .. ' is too large') end
 end
 local function refuse_positive(name, v) return refuse_number(name, v, 1) end
--- the record flag: '1' adds the settle to stream:completions, '0' does not; nothing else is a flag
+-- the record flag: '1' adds the ending to stream:completions, '0' does not; nothing else is a flag
 local function refuse_record(v)
   if v ~= '0' and v ~= '1' then return redis.error_reply('EMQARG record must be 0 or 1') end
 end
--- the argument count a script takes, as a command's arity
-local function refuse_count(script, want)
-  if #ARGV ~= want then
-    return redis.error_reply('EMQARG ' .. script .. ' takes ' .. want .. ' arguments, got ' .. #ARGV)
-  end
+-- the record flag at ARGV[i], a script's optional last argument: absent means '0', so a call in the
+-- page's own shape (no flag) is not recorded
+local function record_flag(i) return ARGV[i] or '0' end
+-- the argument count a script takes, as a command's arity: want, or want + 1 when the script
+-- takes the record flag after them (recorded: true)
+local function refuse_count(script, want, recorded)
+  if #ARGV == want or (recorded and #ARGV == want + 1) then return nil end
+  local also = recorded and (' (' .. (want + 1) .. ' with record)') or ''
+  local word = want == 1 and ' argument' or ' arguments'
+  return redis.error_reply('EMQARG ' .. script .. ' takes ' .. want .. word .. also .. ', got ' .. #ARGV)
 end
