@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 from machine import print_header
 
-from echomq_teach import inspect, jobs, scripts, start_node
+from echomq_teach import jobs, scripts, snapshots, start_node
 from echomq_teach.connector import Connector
 from echomq_teach.consumer import Consumer, Pool
 
@@ -61,7 +61,7 @@ def fill(conn: Connector, q: str, n: int) -> None:
 
 
 def drained(conn: Connector, q: str, n: int) -> None:
-    snap = inspect.snapshot(conn, q)
+    snap = snapshots.snapshot(conn, q)
     if snap.completed != n or snap.total():
         raise SystemExit(f"bench_peers: {q} did not drain: {snap.completed} completed, {snap.sizes()} left")
 
