@@ -255,6 +255,7 @@ class Consumer:
             else None
         )
         self._held: list[Claimed] = []  # the jobs a pipelined settle claimed: the next beat's
+        self._batch_at = 0.0  # when the batch in hand was claimed (monotonic): its leases run from then
         self._claim_error: Exception | None = None  # that claim's refusal, raised at the next beat
         self._budget = Budget()
         self._reserved = 0  # budget this consumer holds for jobs it claimed and has not settled
@@ -327,7 +328,7 @@ class Consumer:
         return b
 
     def _batch_beat(self) -> Beat:
-        """A batch beat: the jobs in hand (or one batch claim), each handler in turn, every settle with the next claim."""
+        """A batch beat: the jobs in hand (or one batch claim), each handler in turn, the settles with the next claim."""
         assert self._lane is not None
         if self._claim_error is not None:
             err, self._claim_error = self._claim_error, None
@@ -338,23 +339,46 @@ class Consumer:
             want = self._may_claim(self.batch)
             if not want:
                 return b
+            self._batch_at = time.monotonic()
             batch = self._lane.claim_many(want)
             self._give_back(want - len(batch))
             if not batch:
                 return b
-        answers = [(job, *_settle_args(self._handle(job))) for job in batch]
-        more = self._may_claim(self.batch)
-        s = self._lane.settle_many(answers, more)
-        self._give_back(more - len(s.next))
-        self._held, self._claim_error = s.next, s.claim_error
         b.claimed = batch[0]
-        b.batch = [(job, out) for job, out in zip(batch, s.outcomes) if out is not None]
-        if s.error is not None:
+        error = self._work_batch(b, batch, claim_next=True)
+        if error is not None:
             # the others settled (each settle is its own call): counted before the refusal is raised
             for _ in b.batch:
                 self._count_settle()
-            self._refused(s.error)
+            self._refused(error)
         return b
+
+    def _work_batch(self, b: Beat, batch: list[Claimed], claim_next: bool) -> Exception | None:
+        """Each handler of the batch in turn, then its settles (and, with ``claim_next``, the next batch claim).
+
+        Every lease of a batch runs from its one claim, so what is done settles
+        at once when half the lease has gone by (the lease guard): a batch
+        whose handlers together outlast the lease still makes progress. Each
+        job settled goes into ``b.batch``; answers the first refusal (the jobs
+        after it come back by their leases), or None.
+        """
+        assert self._lane is not None
+        answers: list[tuple[Claimed, bool, str | bytes]] = []
+        for job in batch:
+            if answers and time.monotonic() - self._batch_at >= self.lease_ms / 2000:
+                s = self._lane.settle_many(answers, 0)
+                b.batch += [(a[0], out) for a, out in zip(answers, s.outcomes) if out is not None]
+                answers = []
+                if s.error is not None:
+                    return s.error
+            answers.append((job, *_settle_args(self._handle(job))))
+        more = self._may_claim(self.batch) if claim_next else 0
+        self._batch_at = time.monotonic()  # the next batch's leases start no earlier than this
+        s = self._lane.settle_many(answers, more)
+        self._give_back(more - len(s.next))
+        self._held, self._claim_error = s.next, s.claim_error
+        b.batch += [(a[0], out) for a, out in zip(answers, s.outcomes) if out is not None]
+        return s.error
 
     def _refused(self, error: Exception) -> None:
         """A settle was refused: the jobs the pipeline claimed are worked and settled first, as another
@@ -371,13 +395,13 @@ class Consumer:
             return []
         held, self._held = self._held, []
         if self.batch > 1:
-            s = self._lane.settle_many([(job, *_settle_args(self._handle(job))) for job in held], 0)
-            done = [out for out in s.outcomes if out is not None]
-            for _ in done:
+            b = Beat()
+            error = self._work_batch(b, held, claim_next=False)
+            for _ in b.batch:
                 self._count_settle()
-            if s.error is not None:
-                raise s.error
-            return done
+            if error is not None:
+                raise error
+            return [out for _, out in b.batch]
         [job] = held
         ok, value = _settle_args(self._handle(job))
         one = self._lane.settle(job, ok, value, claim_next=False)

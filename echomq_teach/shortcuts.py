@@ -95,16 +95,21 @@ class BatchSettled(NamedTuple):
     """What a batch's settles (and the batch claim sent with them) came back with.
 
     ``outcomes`` holds, job by job in the batch's order, the outcome or
-    ``None`` where that settle was refused; ``error`` is the first refusal
-    (the others settled all the same: each settle is its own call);
-    ``next`` the jobs the pipelined batch claim took; ``claim_error`` its
-    refusal, raised by the consumer at its next beat.
+    ``None`` where that settle was refused, and ``errors`` the refusal or
+    ``None`` (one refused, the others settled all the same: each settle is
+    its own call); ``next`` the jobs the pipelined batch claim took;
+    ``claim_error`` its refusal, raised by the consumer at its next beat.
     """
 
     outcomes: list[str | None]
-    error: Exception | None
+    errors: list[Exception | None]
     next: list[Claimed]
     claim_error: Exception | None
+
+    @property
+    def error(self) -> Exception | None:
+        """The first settle refused, if any: what the consumer raises."""
+        return next((e for e in self.errors if e is not None), None)
 
 
 def _claimed(reply: object) -> Claimed | None:
@@ -196,11 +201,11 @@ class Lane:
             entries.append(self.claim_many_entry(claim_next))
         replies = self.conn.send_many(entries)
         outcomes: list[str | None] = []
-        first: Exception | None = None
+        errors: list[Exception | None] = []
         for (job, ok, value), reply in zip(answers, replies):
             outcome, error = self._outcome(reply, job, ok, value)
             outcomes.append(outcome)
-            first = first or error
+            errors.append(error)
         nxt: list[Claimed] = []
         claim_error: Exception | None = None
         if claim_next:
@@ -209,7 +214,7 @@ class Lane:
                 claim_error = reply_error(last)
             else:
                 nxt = self._batch(last)
-        return BatchSettled(outcomes, first, nxt, claim_error)
+        return BatchSettled(outcomes, errors, nxt, claim_error)
 
     def claim(self) -> Claimed | None:
         """claim/3 on this lane: with ``native-reads`` the one command; else the pause read, then the claim."""

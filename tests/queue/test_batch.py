@@ -269,3 +269,29 @@ def test_a_refused_settle_in_a_batch_is_raised_and_the_others_settle(either: Con
     snap = {s: sorted(either.client.zrange(keyspace.queue_key(queue, s), 0, -1)) for s in keyspace.SETS}
     # J000 and J001 were refused (the metrics key broke before their settles ran); the retries went on
     assert snap == {"pending": [], "active": ["J000", "J001"], "schedule": ["J002", "J003"], "dead": []}
+
+
+def test_the_lease_guard_settles_what_is_done_when_a_batch_outlasts_its_leases(either: Connector,
+                                                                              queue: str) -> None:
+    # four 80 ms handlers under 200 ms leases: settled only at the end, every batch would go stale (the reap
+    # takes all four back first) and run again, for ever; settled when half the lease is gone, it drains
+    ids = enqueue(either, queue, 4)
+
+    def slow(job: jobs.Claimed) -> str:
+        time.sleep(0.08)
+        return "done"
+
+    pool = Pool(either, queue, slow, size=1, batch=4, lease_ms=200, metronome_ms=10, idle_sleep_ms=2)
+    try:
+        report = pool.run(timeout=20, until_idle=True)
+        trace = list(pool.consumers[0].conn.trace)
+    finally:
+        pool.close()
+    assert report.stopped_by == "idle" and report.errors == []
+    snap = snapshots.snapshot(either, queue)
+    assert snap.completed == 4 and snap.total() == 0
+    settle = "EMQ.COMPLETE" if either.native else "@complete"
+    settles = [e for e in trace if (e.script or e.args[0]) == settle]
+    # the first two settled on their own round trip (two entries, no claim), before the third handler ran
+    assert [e.args[4 if either.native else 5] for e in settles[:2]] == ids[:2]
+    assert [e.shortcuts[-2] for e in settles[:2]] == ["pipeline 1/2", "pipeline 2/2"]
