@@ -6,7 +6,8 @@ node, in every round, the same N no-op jobs are drained by:
 
 * BullMQ on Node.js (npm ``bullmq`` 5, the version ``bench/bullmq_node/package-lock.json``
   holds, installed by this bench with ``npm ci`` into ``bench/bullmq_node/node_modules``):
-  ``bench/bullmq_node/drain.js`` adds the jobs with ``addBulk``, then a ``Worker`` with
+  ``bench/bullmq_node/drain.js`` drains 300 jobs untimed (V8 compiles the Worker's path, the
+  node loads BullMQ's scripts), adds the N jobs with ``addBulk``, then a ``Worker`` with
   ``removeOnComplete`` drains them at concurrency 1 and 8 — the anchor;
 * BullMQ-Python's ``Worker`` at concurrency 1 and 8 (asyncio, in this process);
 * our ``Pool`` of 1 and of 8 consumer threads with its shortcuts, one job per
@@ -245,7 +246,8 @@ def paths(batch: int, with_node: bool, with_python: bool) -> list[Entry]:
     if with_python:
         out += [Entry("BullMQ-Python Worker", 1, 1, False), Entry("BullMQ-Python Worker", 8, 1, False)]
     for size in (1, 8):
-        out += [Entry(f"Pool(size={size})", size, 1, True), Entry(f"Pool(size={size}, batch={batch})", size, batch, True)]
+        out += [Entry(f"Pool(size={size})", size, 1, True),
+                Entry(f"Pool(size={size}, batch={batch})", size, batch, True)]
     out += [
         Entry("Consumer.run (the page's beat)", 1, 1, True, True),
         Entry("Pool(size=1, shortcuts=False)", 1, 1, True, True),
@@ -304,7 +306,10 @@ def main(argv: list[str]) -> int:
     print_header("The Queue · peers bench: our consumers beside BullMQ on Node.js, same node, same run", args.n)
     node_version = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip() \
         if not why_not_node else "absent"
-    print(f"BullMQ on Node.js: node {node_version}" + (f" (skipped: {why_not_node})" if why_not_node else ""))
+    bull_version = "" if why_not_node else json.loads(
+        (NODE_FOLDER / "node_modules" / "bullmq" / "package.json").read_text())["version"]
+    print(f"BullMQ on Node.js: bullmq {bull_version or 'absent'} on node {node_version}"
+          + (f" (skipped: {why_not_node})" if why_not_node else " (a warm-up drain of 300 jobs first, untimed)"))
     if why_not_python:
         print(f"BullMQ-Python: skipped: {why_not_python}")
     print(f"{args.rounds} rounds, interleaved; the median of each; every handler answers at once; batch paths "
@@ -352,7 +357,8 @@ def main(argv: list[str]) -> int:
             print(f"  wire {wire}, concurrency {conc}: {ratio:.2f}× — {label} ({verdict} the goal)")
     print()
     print("× Node: the median over the rounds of jobs/s ÷ BullMQ on Node.js at the same concurrency, on the same")
-    print("node, in the same round; ÷ ceil: jobs/s ÷ the node's ceiling (1 ÷ its µs per claim + complete), the same run")
+    print("node, in the same round; ÷ ceil: jobs/s ÷ the node's ceiling (1 ÷ its µs per claim + complete),")
+    print("measured in the same round")
     return 0
 
 

@@ -328,7 +328,7 @@ class Consumer:
         return b
 
     def _batch_beat(self) -> Beat:
-        """A batch beat: the jobs in hand (or one batch claim), each handler in turn, the settles with the next claim."""
+        """A batch beat: the jobs in hand (or a batch claim), each handler in turn, the settles with the next claim."""
         assert self._lane is not None
         if self._claim_error is not None:
             err, self._claim_error = self._claim_error, None
