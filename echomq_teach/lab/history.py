@@ -100,6 +100,12 @@ class Recorder:
         """The line that ends call ``n``: ``answer``, ``refused`` or ``lost``."""
         self._write({"w": self.worker, "n": n, "at": at, "t": self.clock.now_ms() if t is None else t, **fields})
 
+    def _close_failed(self, sent: list[int], exc: BaseException) -> None:
+        """End every call of one round trip that raised: all lost, or all refused, at one moment."""
+        t = self.clock.now_ms()
+        for n in sent:
+            self._close(n, _failed(exc), t, error=_err(exc))
+
     def call(
         self, op: str, fn: Callable[[], Any], *, job: str | None = None, token: int | None = None,
         shape: Callable[[Any], dict[str, Any]] | None = None, extra: dict[str, Any] | None = None,
@@ -141,9 +147,7 @@ class Recorder:
         try:
             answers = jobs.enqueue_many(conn, queue, payloads, job_ids)
         except Exception as exc:
-            t = self.clock.now_ms()
-            for n in sent:
-                self._close(n, _failed(exc), t, error=_err(exc))
+            self._close_failed(sent, exc)
             raise
         t = self.clock.now_ms()
         for n, answer in zip(sent, answers):
@@ -173,9 +177,7 @@ class Recorder:
         try:
             got = lane.claim_many(k)
         except Exception as exc:
-            t = self.clock.now_ms()
-            for n in sent:
-                self._close(n, _failed(exc), t, error=_err(exc))
+            self._close_failed(sent, exc)
             raise
         t = self.clock.now_ms()
         for i, n in enumerate(sent):
@@ -194,9 +196,7 @@ class Recorder:
         try:
             done = lane.settle_many(answers, 0)
         except Exception as exc:
-            t = self.clock.now_ms()
-            for n in sent:
-                self._close(n, _failed(exc), t, error=_err(exc))
+            self._close_failed(sent, exc)
             raise
         t = self.clock.now_ms()
         for n, outcome, error in zip(sent, done.outcomes, done.errors):

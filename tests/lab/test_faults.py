@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from conftest import gone, wait_for
@@ -18,7 +19,9 @@ from conftest import gone, wait_for
 from echomq_teach import jobs, keyspace
 from echomq_teach.errors import BadInput
 from echomq_teach.lab import handlers
+from echomq_teach.lab.checker import Report
 from echomq_teach.lab.faults import Fault, Nemesis, Run, crash_point, crash_points
+from echomq_teach.lab.history import Op
 
 FAULT_JOBS = int(os.environ.get("ECHOMQ_FAULT_JOBS", "5000"))
 SEED = int(os.environ.get("ECHOMQ_FAULT_SEED", "20261203"))
@@ -155,26 +158,11 @@ def test_a_frozen_worker_holding_half_a_batch_is_answered_stale(node, queue):
     # starts (half the lease gone); frozen after two, w0 outlives every lease of its batch, w1 settles the
     # four, and w0's four settles, sent when it wakes, are all stale
     with Run(node, queue, workers=2, lease_ms=1500, work_ms=300, tick_ms=20, batch=4, timeout=60) as run:
-        try:
-            batch = run.produce(4)
-            run.spawn(0).wait_ready()
-            run.start_metronome()
-            wait_for(lambda: len([o for o in run.history().notes("ran") if o.worker == "w0"]) >= 2,
-                     "w0 has run half its batch")
-            run.freeze(0)
-            run.spawn(1).wait_ready()
-            wait_for(lambda: sorted(o.job for o in run.history().calls("complete")
-                                    if o.worker == "w1" and o.reply == "ok") == sorted(batch), "w1 settles all four")
-            run.thaw(0)
-            wait_for(lambda: len([o for o in run.history().calls("complete") if o.worker == "w0" and o.ok]) == 4,
-                     "the zombie's four settles are answered")
-            assert run.wait_drained(10)
-        finally:
-            run.stop()
-        report = run.check()
-        zombie = [o for o in run.history().calls("complete") if o.worker == "w0"]
+        batch = run.produce(4)
+        report, late = zombie(run, batch, lambda: len([o for o in run.history().notes("ran") if o.worker == "w0"]) >= 2,
+                              "w0 has run half its batch")
         settles = report_settles(run)
-    assert [o.reply for o in zombie] == ["stale"] * 4  # the fence: w1's claims moved every token
+    assert [o.reply for o in late] == ["stale"] * 4  # the fence: w1's claims moved every token
     assert report.valid and report.stale_refused == 4, report.summary()
     assert sorted(settles) == sorted((j, "completed", "2") for j in batch)
 
@@ -193,33 +181,37 @@ def report_settles(run: Run) -> list[tuple[str, str, str]]:
 
 
 # -- the zombie, dropped links, a flushed script cache ---------------------------------------------------
+def zombie(run: Run, jobs_: list[str], when: Callable[[], bool], what: str) -> tuple[Report, list[Op]]:
+    """w0 works until ``when``, is frozen while w1 completes every job, then thawed: the checker's report
+    and w0's completions, once each is answered."""
+    try:
+        run.spawn(0).wait_ready()
+        run.start_metronome()
+        wait_for(when, what)
+        run.freeze(0)
+        run.spawn(1).wait_ready()
+        wait_for(lambda: sorted(o.job for o in run.history().calls("complete") if o.worker == "w1" and o.reply == "ok")
+                 == sorted(jobs_), "w1 completes every job")
+        run.thaw(0)
+        wait_for(lambda: len([o for o in run.history().calls("complete") if o.worker == "w0" and o.ok]) == len(jobs_),
+                 "the zombie's settles are answered")
+        assert run.wait_drained(10)
+    finally:
+        run.stop()
+    return run.check(), [o for o in run.history().calls("complete") if o.worker == "w0"]
+
+
 @pytest.mark.parametrize("handler", ["charge", "charge_once"])
 def test_a_frozen_worker_wakes_after_its_lease_and_its_settle_is_refused(node, queue, handler):
     # the lease (300 ms) is longer than the work (120 ms): only a freeze makes a worker outlive it
     with Run(node, queue, workers=2, lease_ms=300, work_ms=120, handler=f"echomq_teach.lab.handlers:{handler}",
              tick_ms=20, timeout=60) as run:
-        try:
-            [job] = run.produce(1)
-            a = run.spawn(0)
-            a.wait_ready()
-            run.start_metronome()
-            wait_for(lambda: any(o.worker == "w0" for o in run.history().notes("run")), "w0 runs the job")
-            run.freeze(0)
-            b = run.spawn(1)
-            b.wait_ready()
-            wait_for(lambda: [o.reply for o in run.history().calls("complete") if o.worker == "w1"] == ["ok"],
-                     "w1 completes the job")
-            run.thaw(0)
-            wait_for(lambda: any(o.worker == "w0" and o.ok for o in run.history().calls("complete")),
-                     "the zombie's settle is answered")
-            assert run.wait_drained(10)
-        finally:
-            run.stop()
-        report = run.check()
-        zombie = [o for o in run.history().calls("complete") if o.worker == "w0"]
+        [job] = run.produce(1)
+        report, late = zombie(run, [job], lambda: any(o.worker == "w0" for o in run.history().notes("run")),
+                              "w0 runs the job")
         settles = report_settles(run)
         charged, once = handlers.effects(run.conn, queue)[job], handlers.effects_once(run.conn, queue)
-    assert [o.reply for o in zombie] == ["stale"]  # the fence: w1's claim moved the token
+    assert [o.reply for o in late] == ["stale"]  # the fence: w1's claim moved the token
     assert report.valid and report.stale_refused == 1 and report.handler_runs[job] == 2
     assert job in report.recovered
     assert settles == [(job, "completed", "2")]

@@ -13,6 +13,7 @@ import time
 import pytest
 import redis
 from conftest import server_ms, state
+from pool_support import end_state, handler, land_work
 
 from echomq_teach import Connector, flows, jobs, keyspace, snapshots
 from echomq_teach.consumer import Consumer, Error, Pool
@@ -138,31 +139,9 @@ def test_a_batch_needs_the_pipeline_and_a_bad_size_opens_no_link(either: Connect
 
 
 # -- a Pool that claims in batches -------------------------------------------------------------------------------
-def handler(job: jobs.Claimed) -> str | Error:
-    """What a job answers depends on its payload and attempt only, so two runs can be compared."""
-    p = job.payload
-    if p.startswith("bad"):
-        return Error(f"bad #{job.attempts}")
-    if p.startswith("flaky") and job.attempts == 1:
-        raise ValueError("flaky, once")
-    return f"done {p}"
-
-
-def land_work(conn: Connector, q: str) -> None:
-    """Plain jobs, retried ones, dying ones, two flows, a ghost and a payload that is not UTF-8."""
-    for i in range(15):
-        jobs.enqueue(conn, q, f"ok {i}", job_id=f"JOBok{i:02d}")
-    for i in range(3):
-        jobs.enqueue(conn, q, f"flaky {i}", job_id=f"JOBflaky{i}")
-        jobs.enqueue(conn, q, f"bad {i}", job_id=f"JOBbad{i}")
-    jobs.enqueue(conn, q, b"raw \xff\xfe bytes", job_id="JOBraw")
-    conn.client.zadd(keyspace.queue_key(q, "pending"), {"JOBghost": 0})
-    flows.add(conn, q, ("JOBp1", "parent 1"), [("JOBc1a", "ok a"), ("JOBc1b", "flaky b")])
-    flows.add(conn, q, ("JOBp2", "parent 2"), [("JOBc2a", "bad a"), ("JOBc2b", "ok b")], policy="ignore")
-
-
 def drained(conn: Connector, q: str, size: int, batch: int, shortcuts: object = True) -> dict[str, object]:
     land_work(conn, q)
+    conn.client.zadd(keyspace.queue_key(q, "pending"), {"JOBghost": 0})  # a ghost among them
     pool = Pool(conn, q, handler, size=size, batch=batch, shortcuts=shortcuts, metronome_ms=5, retry_delay_ms=1,
                 max_attempts=2, record=True, idle_sleep_ms=2)
     try:
@@ -170,17 +149,7 @@ def drained(conn: Connector, q: str, size: int, batch: int, shortcuts: object = 
     finally:
         pool.close()
     assert report.errors == [] and report.stopped_by == "idle", report
-    snap = snapshots.snapshot(conn, q)
-    entries = conn.client.xrange(keyspace.queue_key(q, "stream:completions"))
-    return {
-        "sets": {name: sorted(members) for name, members in snap.sets.items()},
-        "rows": snap.rows,
-        "counters": snap.counters,
-        "completed": snap.completed,
-        "stream": sorted(tuple(sorted(f.items())) for _, f in entries),
-        "flow_hashes": snap.flow_hashes,
-        "settled": report.settled,
-    }
+    return {**end_state(conn, q), "settled": report.settled}
 
 
 @pytest.mark.parametrize(("size", "batch"), [(1, 4), (3, 7)])
@@ -189,8 +158,8 @@ def test_a_batch_pool_leaves_the_end_state_of_the_plain_path(either: Connector, 
     plain = drained(either, queue + "-plain", 2, 1, shortcuts=False)
     fast = drained(either, queue + f"-batch{batch}", size, batch)
     assert fast == plain
-    assert plain["sets"]["dead"] == ["JOBbad0", "JOBbad1", "JOBbad2", "JOBc2a"]
-    assert plain["completed"] == 15 + 3 + 1 + 3 + 2
+    assert plain["sets"]["dead"] == ["JOBbad0", "JOBbad1", "JOBbad2", "JOBc2a", "JOBc3a", "JOBp3"]
+    assert plain["completed"] == 12 + 3 + 1 + 3 + 2 + 1
 
 
 def test_the_trace_shows_one_round_trip_per_batch(either: Connector, queue: str) -> None:
@@ -258,12 +227,12 @@ def test_a_refused_settle_in_a_batch_is_raised_and_the_others_settle(either: Con
     enqueue(either, queue, 4)
     metrics = keyspace.queue_key(queue, "metrics:completed")
 
-    def handler(job: jobs.Claimed) -> str | Error:
+    def breaking(job: jobs.Claimed) -> str | Error:
         if job.id == "J001":
             either.client.set(metrics, "not a hash")  # every completion after this is refused, before any write
         return Error("later") if job.id in ("J002", "J003") else "done"
 
-    c = Consumer(either, queue, handler, promote=False, recovery=None, shortcuts=["pipeline"], batch=4)
+    c = Consumer(either, queue, breaking, promote=False, recovery=None, shortcuts=["pipeline"], batch=4)
     with pytest.raises((redis.exceptions.ResponseError, WrongState)):
         c.beat()
     snap = {s: sorted(either.client.zrange(keyspace.queue_key(queue, s), 0, -1)) for s in keyspace.SETS}
