@@ -182,19 +182,6 @@ def test_the_trace_shows_one_round_trip_per_batch(either: Connector, queue: str)
     assert trace[4].shortcuts[0] == "batch: pause and parent read in the claim"
 
 
-def test_max_jobs_bounds_a_batch_pool(either: Connector, queue: str) -> None:
-    enqueue(either, queue, 50)
-    pool = Pool(either, queue, lambda j: "done", size=3, batch=8, idle_sleep_ms=2)
-    try:
-        report = pool.run(max_jobs=20, timeout=30)
-    finally:
-        pool.close()
-    assert report.settled == 20 and report.stopped_by == "max_jobs"
-    snap = snapshots.snapshot(either, queue)
-    # nothing claimed beyond the bound: the rest is pending, none is left in active
-    assert len(snap.pending) == 30 and snap.active == [] and snap.completed == 20
-
-
 def test_a_run_that_stops_settles_the_batch_in_hand(either: Connector, queue: str) -> None:
     enqueue(either, queue, 40)
 

@@ -144,10 +144,12 @@ def test_a_flow_child_refused_natively_falls_back_to_the_script(native_conn: Con
 
 
 # -- what the pipeline must not change --------------------------------------------------------------------------
-def test_max_jobs_leaves_the_rest_pending_not_claimed(either: Connector, queue: str) -> None:
+@pytest.mark.parametrize("batch", [1, 8])
+def test_max_jobs_leaves_the_rest_pending_not_claimed(either: Connector, queue: str, batch: int) -> None:
+    # a batch claim asks for no more than the budget has left
     for i in range(50):
         jobs.enqueue(either, queue, f"ok {i}")
-    pool = Pool(either, queue, handler, size=3, idle_sleep_ms=2)
+    pool = Pool(either, queue, handler, size=3, idle_sleep_ms=2, batch=batch)
     try:
         report = pool.run(max_jobs=20, timeout=30)
     finally:
