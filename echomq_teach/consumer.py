@@ -18,7 +18,7 @@ import redis
 
 from . import jobs, keyspace, stalled
 from .connector import Connector
-from .jobs import Claimed, positive_int
+from .jobs import Claimed, check_batch, positive_int
 from .keyspace import check_queue
 from .shortcuts import CONSUMER_SHORTCUTS, HIREDIS, PIPELINE, POOL_SHORTCUTS, Lane, check_shortcuts
 
@@ -59,6 +59,8 @@ class Beat:
     claimed: Claimed | None = None
     outcome: str | None = None  # "ok", "scheduled", "dead" or "stale"
     detail: str = ""
+    #: a batch beat (``batch`` > 1): each job of the batch and its outcome; ``claimed`` is its first job
+    batch: list[tuple[Claimed, str]] = field(default_factory=list)
 
     @property
     def idle(self) -> bool:
@@ -146,14 +148,16 @@ class Budget:
         self.settled = 0
         self._lock = threading.Lock()
 
-    def take(self) -> bool:
+    def take(self, k: int = 1) -> int:
+        """Up to ``k`` jobs' worth of budget: how many were granted (0: none left)."""
         if self.max_jobs is None:
-            return True
+            return k
         with self._lock:
-            if self.taken >= self.max_jobs:
-                return False
-            self.taken += 1
-            return True
+            n = min(k, self.max_jobs - self.taken)
+            if n <= 0:
+                return 0
+            self.taken += n
+            return n
 
     def take_anyway(self) -> None:
         """Count a job already in hand (claimed before the run began)."""
@@ -193,6 +197,12 @@ class Consumer:
     ``pipeline`` a beat's settle carries the next claim, and the job it took is
     the next beat's; a run that stops with one in hand works and settles it
     first.
+
+    ``batch=k`` (with ``pipeline``; not on a cluster, where it is not taken)
+    makes each beat a batch: up to k jobs from one batch claim
+    (``jobs.claim_many``), their handlers one after another, then every settle
+    with the next batch claim in one round trip. A worker that dies holding a
+    batch strands up to k leases until recovery runs.
     """
 
     def __init__(
@@ -211,6 +221,7 @@ class Consumer:
         idle_sleep_ms: int = 20,
         lost_link: str = "raise",
         shortcuts: bool | Sequence[str] = (),
+        batch: int = 1,
     ) -> None:
         check_queue(queue)
         self.lost_link = _check_lost_link(lost_link)
@@ -227,6 +238,12 @@ class Consumer:
                 "the pipeline shortcut is for a consumer without promote and recovery legs (a Pool's): "
                 "a page-shaped beat claims only after its promote and recovery"
             )
+        check_batch(batch)
+        if batch > 1 and PIPELINE not in taken and not conn.on_cluster:
+            raise jobs.BadInput("batch > 1 needs the pipeline shortcut (a Pool's consumers): "
+                                "a batch's settles travel with the next batch claim")
+        #: jobs per claim: 1 is claim/3's one job; more is the kit's batch (not taken on a cluster)
+        self.batch = batch if PIPELINE in taken else 1
         self.conn, self.queue, self.handler = conn, queue, handler
         self.lease_ms, self.retry_delay_ms, self.max_attempts = lease_ms, retry_delay_ms, max_attempts
         self.recovery, self.max_stalled, self.record = recovery, max_stalled, record
@@ -241,7 +258,8 @@ class Consumer:
             if taken
             else None
         )
-        self._held: Claimed | None = None  # the job a pipelined settle claimed: the next beat's
+        self._held: list[Claimed] = []  # the jobs a pipelined settle claimed: the next beat's
+        self._batch_at = 0.0  # when the batch in hand was claimed (monotonic): its leases run from then
         self._claim_error: Exception | None = None  # that claim's refusal, raised at the next beat
         self._budget = Budget()
         self._reserved = 0  # budget this consumer holds for jobs it claimed and has not settled
@@ -251,7 +269,7 @@ class Consumer:
     def beat(self) -> Beat:
         """One beat: promote, recover, claim, handle, settle. Every leg is one real call."""
         if self._lane is not None:
-            return self._lane_beat()
+            return self._lane_beat() if self.batch == 1 else self._batch_beat()
         b = Beat()
         if self.promote:
             b.promoted = jobs.promote(self.conn, self.queue)
@@ -293,7 +311,7 @@ class Consumer:
             err, self._claim_error = self._claim_error, None
             raise err
         b = Beat()
-        job, self._held = self._held, None
+        job = self._held.pop() if self._held else None
         if job is None:
             if not self._may_claim():
                 return b
@@ -303,46 +321,112 @@ class Consumer:
                 return b
         b.claimed = job
         ok, value = _settle_args(self._handle(job))
-        more = self._may_claim()
+        more = self._may_claim() > 0
         s = self._lane.settle(job, ok, value, more)
         if more and s.next is None:
             self._give_back()
         b.outcome, b.detail = s.outcome, ("" if ok else str(value))
-        self._held, self._claim_error = s.next, s.claim_error
+        self._held, self._claim_error = ([s.next] if s.next else []), s.claim_error
         if s.error is not None:
-            # the settle was refused: the job the pipeline claimed is worked and settled first, as another
-            # consumer would have, then the refusal is raised as the plain beat raises it
-            try:
-                self._finish_held()
-            except Exception:  # noqa: BLE001 - the first refusal is the one reported; that job comes back by its lease
-                self._held = None
-            raise s.error
+            self._refused(s.error)
         return b
 
-    def _finish_held(self) -> str | None:
-        """Work and settle the job a pipelined claim left in hand, claiming nothing more; its outcome, or None."""
-        if self._held is None or self._lane is None:
-            return None
-        job, self._held = self._held, None
+    def _batch_beat(self) -> Beat:
+        """A batch beat: the jobs in hand (or a batch claim), each handler in turn, the settles with the next claim."""
+        assert self._lane is not None
+        if self._claim_error is not None:
+            err, self._claim_error = self._claim_error, None
+            raise err
+        b = Beat()
+        batch, self._held = self._held, []
+        if not batch:
+            want = self._may_claim(self.batch)
+            if not want:
+                return b
+            self._batch_at = time.monotonic()
+            batch = self._lane.claim_many(want)
+            self._give_back(want - len(batch))
+            if not batch:
+                return b
+        b.claimed = batch[0]
+        error = self._work_batch(b, batch, claim_next=True)
+        if error is not None:
+            # the others settled (each settle is its own call): counted before the refusal is raised
+            for _ in b.batch:
+                self._count_settle()
+            self._refused(error)
+        return b
+
+    def _work_batch(self, b: Beat, batch: list[Claimed], claim_next: bool) -> Exception | None:
+        """Each handler of the batch in turn, then its settles (and, with ``claim_next``, the next batch claim).
+
+        Every lease of a batch runs from its one claim, so what is done settles
+        at once when half the lease has gone by (the lease guard): a batch
+        whose handlers together outlast the lease still makes progress. Each
+        job settled goes into ``b.batch``; answers the first refusal (the jobs
+        after it come back by their leases), or None.
+        """
+        assert self._lane is not None
+        answers: list[tuple[Claimed, bool, str | bytes]] = []
+        for job in batch:
+            if answers and time.monotonic() - self._batch_at >= self.lease_ms / 2000:
+                s = self._lane.settle_many(answers, 0)
+                b.batch += [(a[0], out) for a, out in zip(answers, s.outcomes) if out is not None]
+                answers = []
+                if s.error is not None:
+                    return s.error
+            answers.append((job, *_settle_args(self._handle(job))))
+        more = self._may_claim(self.batch) if claim_next else 0
+        self._batch_at = time.monotonic()  # the next batch's leases start no earlier than this
+        s = self._lane.settle_many(answers, more)
+        self._give_back(more - len(s.next))
+        self._held, self._claim_error = s.next, s.claim_error
+        b.batch += [(a[0], out) for a, out in zip(answers, s.outcomes) if out is not None]
+        return s.error
+
+    def _refused(self, error: Exception) -> None:
+        """A settle was refused: the jobs the pipeline claimed are worked and settled first, as another
+        consumer would have, then the refusal is raised as the plain beat raises it."""
+        try:
+            self._finish_held()
+        except Exception:  # noqa: BLE001 - the first refusal is the one reported; those jobs come back by their leases
+            self._held = []
+        raise error
+
+    def _finish_held(self) -> list[str]:
+        """Work and settle the jobs a pipelined claim left in hand, claiming nothing more; their outcomes."""
+        if not self._held or self._lane is None:
+            return []
+        held, self._held = self._held, []
+        if self.batch > 1:
+            b = Beat()
+            error = self._work_batch(b, held, claim_next=False)
+            for _ in b.batch:
+                self._count_settle()
+            if error is not None:
+                raise error
+            return [out for _, out in b.batch]
+        [job] = held
         ok, value = _settle_args(self._handle(job))
-        s = self._lane.settle(job, ok, value, claim_next=False)
-        if s.error is not None:
-            raise s.error
+        one = self._lane.settle(job, ok, value, claim_next=False)
+        if one.error is not None:
+            raise one.error
         self._count_settle()
-        return s.outcome
+        return [one.outcome]  # type: ignore[list-item]
 
-    def _may_claim(self) -> bool:
-        """Whether this consumer may claim now: not stopped, before its run's deadline, within its budget."""
+    def _may_claim(self, k: int = 1) -> int:
+        """How many jobs this consumer may claim now (up to ``k``): none once stopped, past its run's
+        deadline, or out of budget."""
         if self._stop.is_set() or (self._deadline is not None and time.monotonic() >= self._deadline):
-            return False
-        if not self._budget.take():
-            return False
-        self._reserved += 1
-        return True
+            return 0
+        n = self._budget.take(k)
+        self._reserved += n
+        return n
 
-    def _give_back(self) -> None:
-        self._budget.give_back()
-        self._reserved -= 1
+    def _give_back(self, n: int = 1) -> None:
+        if n:
+            self._budget.give_back(n)
+            self._reserved -= n
 
     def _count_settle(self) -> None:
         self._reserved -= 1
@@ -352,7 +436,9 @@ class Consumer:
         """Give back the budget of jobs this consumer will not settle (its run ended on an error)."""
         self._budget.give_back(self._reserved)
         self._reserved = 0
-        self._held = None
+        self._held = []
+        if self._lane is not None:
+            self._lane.parents.clear()
 
     def run(self, max_jobs: int | None = None, timeout: float = 10.0, until_idle: bool = False) -> RunReport:
         """Beat until ``max_jobs`` settled, ``timeout`` seconds passed, ``stop()``, or (``until_idle``) nothing left."""
@@ -365,9 +451,9 @@ class Consumer:
         report = RunReport()
         start = time.monotonic()
         self._budget, self._deadline, self._reserved = budget, start + timeout, 0
-        if self._held is not None:  # a job in hand from a beat before the run: it counts against the budget
+        for _ in self._held:  # jobs in hand from a beat before the run: they count against the budget
             budget.take_anyway()
-            self._reserved = 1
+        self._reserved = len(self._held)
         try:
             while True:
                 if self._stop.is_set():
@@ -382,18 +468,19 @@ class Consumer:
                 b = self.safe_beat(report)
                 if b is None:
                     continue
-                if b.outcome is not None:
-                    self._count_settle()
-                    report.settled += 1
-                    report.outcomes[b.outcome] = report.outcomes.get(b.outcome, 0) + 1
+                settled = [out for _, out in b.batch] if b.batch else [b.outcome] if b.outcome else []
+                if settled:
+                    for out in settled:
+                        self._count_settle()
+                        report.settled += 1
+                        report.outcomes[out] = report.outcomes.get(out, 0) + 1
                 elif until_idle and not b.promoted and not b.recovered and self._nothing_left():
                     report.stopped_by = "idle"
                     break
                 else:
                     time.sleep(self.idle_sleep_ms / 1000)
-            # a job a pipelined settle claimed is worked and settled before the run ends
-            last = self._finish_held()
-            if last is not None:
+            # jobs a pipelined settle claimed are worked and settled before the run ends
+            for last in self._finish_held():
                 report.settled += 1
                 report.outcomes[last] = report.outcomes.get(last, 0) + 1
         finally:
@@ -506,6 +593,10 @@ class Pool:
     ``pipeline``, ``hiredis``; see ``echomq_teach.shortcuts``). ``shortcuts=False``
     gives each consumer the plain claim and settle of the page. On a cluster the
     consumers take none: each call there is routed on its own.
+
+    ``batch=k`` (a consumer option, default 1) has each consumer claim up to k
+    jobs per call and settle them together with its next claim (``Consumer``);
+    ``size`` stays the number of handlers running at once.
     """
 
     def __init__(
@@ -544,6 +635,8 @@ class Pool:
             Consumer(conn.fork(parser=parser) if parser else conn.fork(), queue, handler, **opts)  # type: ignore[arg-type]
             for _ in range(size)
         ]
+        #: jobs per claim each consumer takes (1 on a cluster, or without the pipeline shortcut)
+        self.batch = self.consumers[0].batch
         # the metronome runs the pool's recovery leg, so the stall cap is its own, and so is the record
         # flag: a recording pool's sweep records its burials as its consumers record their settles
         record = bool(consumer_opts.get("record", False))

@@ -63,6 +63,8 @@ DEATHS = (DEAD, STALLED, CHILD_FAILED)
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_RETRY_DELAY_MS = 1_000
 PROMOTE_LIMIT = 100
+#: the most jobs one batch claim hands out (``claim_many``): a call's work stays bounded
+MAX_BATCH = 1_000
 #: the largest number any argument may be, on both executors: with it every deadline
 #: (server now + a lease or delay) stays below 2^53, where a sorted-set score, a double,
 #: stops holding integers exactly; the scripts and the native commands refuse above it too
@@ -230,6 +232,32 @@ def claim(conn: Connector, queue: str, lease_ms: int) -> Claimed | None:
         return None  # nothing pending, or the head was a ghost
     job_id, payload, att = reply
     return Claimed(job_id, payload, int(att))
+
+
+def claim_many(conn: Connector, queue: str, lease_ms: int, k: int) -> list[Claimed]:
+    """The kit's batch claim → ``@claim_many`` (or ``EMQ.CLAIM.MANY`` on wire 6): up to ``k`` jobs, one call.
+
+    Not on the course page (EchoMQ.Jobs has claim/3 only): k ``@claim2`` calls
+    made as one atomic step. Each job gets its own token (its row's attempts,
+    raised by one) and its own lease in the active set; a ghost head is popped
+    and hands out nothing, as in ``@claim2``. The pause flag is read inside the
+    call, on both executors: a paused queue answers ``[]``, and so does an
+    empty one. ``k`` runs from 1 to ``MAX_BATCH``. What a batch costs: a worker
+    that dies holding one strands up to ``k`` leases until recovery runs.
+    """
+    check_queue(queue)
+    positive_int("lease_ms", lease_ms)
+    check_batch(k)
+    keys = [queue_key(queue, "pending"), queue_key(queue, "active"), queue_key(queue, "")]
+    reply = send(conn, "EMQ.CLAIM.MANY", "claim_many", keys, [str(lease_ms), str(k)])
+    return [Claimed(job_id, payload, int(att)) for job_id, payload, att, _parent in reply]
+
+
+def check_batch(k: object) -> int:
+    """A batch size from 1 to ``MAX_BATCH``, or BadInput naming it."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 < k <= MAX_BATCH:
+        raise BadInput(f"k (the batch size) must be an integer from 1 to {MAX_BATCH}, got {k!r}")
+    return k
 
 
 def _parent_of(conn: Connector, queue: str, job_id: str) -> str:

@@ -22,6 +22,14 @@ it shapes, so the trace still shows what was sent:
     the hiredis C parser on the consumers' links (a connector made with
     ``parser="hiredis"``): the same replies, parsed in C.
 
+And a size rather than a name: ``batch=k`` (a Pool's, with ``pipeline``) has
+each consumer claim up to k jobs in one call, the kit's own ``@claim_many`` or
+``EMQ.CLAIM.MANY`` (``jobs.claim_many``), which reads the pause flag inside and
+answers each job's parent with it, so no host read is left on either wire; the
+consumer runs the batch's handlers one after another and sends every settle
+(each the page's own ``@complete``/``@retry`` or its native twin) and the next
+batch claim in one round trip: ``pipeline i/n`` on each.
+
 ``tests/queue/test_shortcuts.py`` runs the same work with and without each one and
 compares the end states.
 """
@@ -48,6 +56,7 @@ POOL_SHORTCUTS = (NATIVE_READS, PIPELINE, HIREDIS)
 FLOW_REFUSALS = ("EMQSTATE complete flow not native", "EMQSTATE fail flow not native")
 
 _PAUSE_INSIDE = "native-reads: pause read in EMQ.CLAIM"
+_BATCH = "batch: pause and parent read in the claim"
 _FLOW_INSIDE = "native-reads: flow check in the command"
 _FALLBACK = "native-reads: fallback"
 
@@ -80,6 +89,27 @@ class Settled(NamedTuple):
     error: Exception | None
     next: Claimed | None
     claim_error: Exception | None
+
+
+class BatchSettled(NamedTuple):
+    """What a batch's settles (and the batch claim sent with them) came back with.
+
+    ``outcomes`` holds, job by job in the batch's order, the outcome or
+    ``None`` where that settle was refused, and ``errors`` the refusal or
+    ``None`` (one refused, the others settled all the same: each settle is
+    its own call); ``next`` the jobs the pipelined batch claim took;
+    ``claim_error`` its refusal, raised by the consumer at its next beat.
+    """
+
+    outcomes: list[str | None]
+    errors: list[Exception | None]
+    next: list[Claimed]
+    claim_error: Exception | None
+
+    @property
+    def error(self) -> Exception | None:
+        """The first settle refused, if any: what the consumer raises."""
+        return next((e for e in self.errors if e is not None), None)
 
 
 def _claimed(reply: object) -> Claimed | None:
@@ -120,6 +150,8 @@ class Lane:
         self.retry_delay_ms, self.max_attempts_int = retry_delay_ms, max_attempts
         # the flag only when recording: otherwise the settle has the page's own shape
         self.record_arg = record_flag(record)
+        #: the parent of each job a batch claim handed out and no settle has taken yet ('' for none)
+        self.parents: dict[str, str] = {}
 
     # -- the claim -------------------------------------------------------------------------------
     def claim_entry(self) -> TraceEntry:
@@ -129,6 +161,61 @@ class Lane:
                 e.shortcuts = (_PAUSE_INSIDE,)
             return e
         return self.conn.script_call("claim2", self.claim_keys, [self.lease])
+
+    def claim_many_entry(self, k: int) -> TraceEntry:
+        """The batch claim of up to ``k`` jobs: ``EMQ.CLAIM.MANY`` on wire 6, else ``@claim_many``."""
+        if self.conn.native:
+            e = self.conn.command("EMQ.CLAIM.MANY", 3, *self.claim_keys, self.lease, str(k))
+        else:
+            e = self.conn.script_call("claim_many", self.claim_keys, [self.lease, str(k)])
+        e.shortcuts = (_BATCH,)
+        return e
+
+    def _batch(self, reply: object) -> list[Claimed]:
+        """A batch claim's reply as jobs; each one's parent kept for its settle ('' for none)."""
+        out = []
+        for job_id, payload, att, parent in reply:  # type: ignore[attr-defined]
+            self.parents[job_id] = parent
+            out.append(Claimed(job_id, payload, int(att)))
+        return out
+
+    def claim_many(self, k: int) -> list[Claimed]:
+        """Up to ``k`` jobs in one call (``jobs.claim_many``): the pause and parent reads are the call's own."""
+        reply = self.conn.send_many([self.claim_many_entry(k)])[0]
+        if isinstance(reply, Exception):
+            raise reply_error(reply) from reply
+        return self._batch(reply)
+
+    def settle_many(self, answers: list[tuple[Claimed, bool, str | bytes]], claim_next: int) -> BatchSettled:
+        """Every settle of a batch, and (``claim_next`` > 0) the next batch claim, in one round trip.
+
+        ``answers`` holds (job, ok, value) per job, as ``settle`` takes them; the
+        jobs came from this lane's batch claim, which answered each one's parent,
+        so no read precedes the settles. Each settle is the page's own call (or its
+        native twin) and atomic alone: one refused does not stop the others.
+        """
+        entries = []
+        for job, ok, value in answers:
+            entries.append(self._settle_entry(self.base + "job:" + job.id, job, ok, value,
+                                              self.parents.pop(job.id, "")))
+        if claim_next:
+            entries.append(self.claim_many_entry(claim_next))
+        replies = self.conn.send_many(entries)
+        outcomes: list[str | None] = []
+        errors: list[Exception | None] = []
+        for (job, ok, value), reply in zip(answers, replies):
+            outcome, error = self._outcome(reply, job, ok, value)
+            outcomes.append(outcome)
+            errors.append(error)
+        nxt: list[Claimed] = []
+        claim_error: Exception | None = None
+        if claim_next:
+            last = replies[-1]
+            if isinstance(last, Exception):
+                claim_error = reply_error(last)
+            else:
+                nxt = self._batch(last)
+        return BatchSettled(outcomes, errors, nxt, claim_error)
 
     def claim(self) -> Claimed | None:
         """claim/3 on this lane: with ``native-reads`` the one command; else the pause read, then the claim."""

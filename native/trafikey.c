@@ -7,6 +7,10 @@
 
 #define TRAFIKEY_VERSION 1
 
+/* The kit's batch claim (emq_claim_many.c): the page has no batch, so it is not among the twins
+ * tk_util.h lists. */
+int emq_claim_many(TkCtx *ctx, TkStr **argv, int argc);
+
 /* Each command's keys sit at fixed places, argv[2] up to argv[1 + numkeys],
  * because each accepts exactly one numkeys. Declaring that range lets COMMAND
  * GETKEYS, ACL key patterns and cluster routing see the queue's keys. The
@@ -19,6 +23,7 @@ static const struct {
     int lastkey;
 } commands[] = {
     {"EMQ.CLAIM", emq_claim, 4},                 /* pending active base */
+    {"EMQ.CLAIM.MANY", emq_claim_many, 4},       /* pending active base */
     {"EMQ.COMPLETE", emq_complete, 3},           /* active row */
     {"EMQ.FAIL", emq_fail, 5},                   /* active schedule dead row */
     {"EMQ.STALLED.CHECK", emq_stalled_check, 5}, /* active pending dead base */

@@ -18,7 +18,7 @@ import redis
 from .. import keyspace
 from .roster import check_name
 
-NATIVE_COMMANDS = ("emq.claim", "emq.complete", "emq.fail", "emq.stalled.check")
+NATIVE_COMMANDS = ("emq.claim", "emq.claim.many", "emq.complete", "emq.fail", "emq.stalled.check")
 
 
 def key_pattern(name: str) -> str:

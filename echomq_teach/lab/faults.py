@@ -205,6 +205,8 @@ class Run:
     metronome's leg: ``"reap"`` or ``"stalled"``. ``idle_ms`` is how long a
     worker that found nothing pending sleeps before it claims again (each of
     those claims is recorded: a pool left idle for minutes wants a longer one).
+    ``batch`` (a single node only) is how many jobs a worker claims per call
+    (``jobs.claim_many``); it settles them all in one round trip.
     """
 
     def __init__(
@@ -226,9 +228,13 @@ class Run:
         timeout: float = 120.0,
         folder: str | os.PathLike[str] | None = None,
         wait: tuple[int, int] | None = None,
+        batch: int = 1,
     ) -> None:
         keyspace.check_queue(queue)
         jobs.positive_int("workers", workers)
+        jobs.check_batch(batch)
+        if batch > 1 and "startup_nodes" in node.address:
+            raise BadInput("batch > 1 needs a single node: a cluster routes every call on its own")
         jobs.non_negative_int("work_ms", work_ms)
         jobs.positive_int("idle_ms", idle_ms)
         for name, v in (("lease_ms", lease_ms), ("max_attempts", max_attempts),
@@ -261,6 +267,7 @@ class Run:
             "handler": handler, "handler_path": str(handler_path) if handler_path else None,
             "work_ms": work_ms, "idle_ms": idle_ms, "no_record": not record, "timeout": timeout + 30,
             "wait": None if wait is None else f"{wait[0]},{wait[1]}",
+            "batch": batch if batch > 1 else None,
         }
         self.wait = wait
         # the producer's and the metronome's writes wait for the replicas as the workers' do
@@ -310,6 +317,8 @@ class Run:
             raise BadInput(f"slot must be 0 … {self.size - 1}, got {slot!r}")
         if crash_at is not None and crash_at not in CRASH_POINTS:
             raise BadInput(f"crash_at must be one of {CRASH_POINTS}, got {crash_at!r}")
+        if crash_at == "settle-sent" and (options.get("batch") or self.options["batch"]):
+            raise BadInput("crash_at 'settle-sent' is for one-job workers: a batch's settles share one round trip")
         unknown = set(options) - set(self.options)
         if unknown:
             raise BadInput(f"unknown worker options {sorted(unknown)}: the options are {sorted(self.options)}")

@@ -35,6 +35,7 @@ from .. import jobs, stalled
 from ..connector import Connector, NotSent
 from ..consumer import LINK_ERRORS
 from ..errors import BadInput
+from ..shortcuts import Lane
 
 #: calls that hand a job out, settle it, or put it back where a claim can find it
 SETTLES = ("complete", "retry")
@@ -99,6 +100,12 @@ class Recorder:
         """The line that ends call ``n``: ``answer``, ``refused`` or ``lost``."""
         self._write({"w": self.worker, "n": n, "at": at, "t": self.clock.now_ms() if t is None else t, **fields})
 
+    def _close_failed(self, sent: list[int], exc: BaseException) -> None:
+        """End every call of one round trip that raised: all lost, or all refused, at one moment."""
+        t = self.clock.now_ms()
+        for n in sent:
+            self._close(n, _failed(exc), t, error=_err(exc))
+
     def call(
         self, op: str, fn: Callable[[], Any], *, job: str | None = None, token: int | None = None,
         shape: Callable[[Any], dict[str, Any]] | None = None, extra: dict[str, Any] | None = None,
@@ -140,9 +147,7 @@ class Recorder:
         try:
             answers = jobs.enqueue_many(conn, queue, payloads, job_ids)
         except Exception as exc:
-            t = self.clock.now_ms()
-            for n in sent:
-                self._close(n, _failed(exc), t, error=_err(exc))
+            self._close_failed(sent, exc)
             raise
         t = self.clock.now_ms()
         for n, answer in zip(sent, answers):
@@ -156,6 +161,50 @@ class Recorder:
         """``jobs.claim`` recorded; the job and its token are known only from the answer."""
         return self.call("claim", lambda: jobs.claim(conn, queue, lease_ms), shape=claimed_fields,
                          extra={"lease_ms": lease_ms})
+
+    def claim_many(self, lane: Lane, k: int) -> list[jobs.Claimed]:
+        """A batch claim (``jobs.claim_many`` on ``lane``) recorded as the k claims it stands for.
+
+        A batch is k one-job claims made as one atomic step, and the history
+        says so: k ``claim`` lines go out, and each is answered with one job of
+        the batch, or with nothing (pending ran out, a ghost was popped, the
+        queue is paused). A lost link leaves all k indeterminate, as k lost
+        claims would be.
+        """
+        jobs.check_batch(k)
+        lease = int(lane.lease)
+        sent = [self._open("claim", lease_ms=lease, batch=k) for _ in range(k)]
+        try:
+            got = lane.claim_many(k)
+        except Exception as exc:
+            self._close_failed(sent, exc)
+            raise
+        t = self.clock.now_ms()
+        for i, n in enumerate(sent):
+            job = got[i] if i < len(got) else None
+            self._close(n, "answer", t, reply=_plain(job), **claimed_fields(job))
+        return got
+
+    def settle_many(self, lane: Lane, answers: list[tuple[jobs.Claimed, bool, str | bytes]]) -> list[str | None]:
+        """A batch's settles (``Lane.settle_many``, one round trip), recorded job by job: each its own call.
+
+        ``answers`` holds (job, ok, value): complete with the value, or retry with
+        it as the reason. Answers each outcome, ``None`` where the node refused
+        that settle (recorded ``refused``).
+        """
+        sent = [self._open("complete" if ok else "retry", job=job.id, token=job.attempts) for job, ok, _ in answers]
+        try:
+            done = lane.settle_many(answers, 0)
+        except Exception as exc:
+            self._close_failed(sent, exc)
+            raise
+        t = self.clock.now_ms()
+        for n, outcome, error in zip(sent, done.outcomes, done.errors):
+            if error is not None:
+                self._close(n, "refused", t, error=_err(error))
+            else:
+                self._close(n, "answer", t, reply=outcome)
+        return done.outcomes
 
     def complete(self, conn: Connector, queue: str, job_id: str, token: int, result: str | bytes = "",
                  *, record: bool = False) -> str:

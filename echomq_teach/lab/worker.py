@@ -14,8 +14,13 @@ A lost link (the node restarted, the client was killed) abandons the beat: the
 call that was in flight is recorded with no answer, and the next beat opens a
 new link. SIGTERM ends the worker after its current beat.
 
-``--crash-at`` kills the worker with SIGKILL, on its ``--crash-on``-th claim,
-at one point between its round trips:
+``--batch K`` (a single node only) claims up to K jobs per call, as a Pool's
+consumer with ``batch=K`` does (``jobs.claim_many``), runs their handlers one
+after another, then sends every settle in one round trip; the history holds
+each claim and each settle as its own call.
+
+``--crash-at`` kills the worker with SIGKILL, on its ``--crash-on``-th claim
+(counted job by job, also in a batch), at one point between its round trips:
 
 * ``claimed`` — the claim's answer was read; nothing else happened;
 * ``handler`` — halfway through the handler's work (``Context.work``);
@@ -38,6 +43,7 @@ from typing import Any
 from .. import consumer, jobs
 from ..cluster_connector import reconnect
 from ..connector import Connector
+from ..shortcuts import NATIVE_READS, PIPELINE, Lane
 from .handlers import Context
 from .history import Recorder, ServerClock
 
@@ -76,6 +82,10 @@ class Worker:
         self._arm_settle = False
         if args.crash_at == "settle-sent":
             self._hook_settle()
+        # a batch worker claims and settles on a lane, as a Pool's consumer does
+        self.lane = Lane(conn, queue, frozenset({NATIVE_READS, PIPELINE}), lease_ms=args.lease_ms,
+                         retry_delay_ms=args.retry_delay_ms, max_attempts=args.max_attempts,
+                         record=args.record) if args.batch > 1 else None
 
     # -- crash points ----------------------------------------------------------------------------
     def _due(self, point: str) -> bool:
@@ -100,12 +110,8 @@ class Worker:
         client.parse_response = parse_then_maybe_die  # type: ignore[method-assign]
 
     # -- one beat ---------------------------------------------------------------------------------
-    def beat(self) -> bool:
-        """Claim one job, run the handler, settle. False when nothing was pending."""
-        a = self.args
-        job = self.rec.claim(self.conn, self.queue, a.lease_ms)
-        if job is None:
-            return False
+    def work(self, job: jobs.Claimed) -> Any:
+        """One claimed job through its handler, with the crash points on the way; the handler's answer."""
         self.claims += 1
         if self._due("claimed"):
             self.crash("claimed", job)
@@ -121,6 +127,18 @@ class Worker:
         self.rec.note("ran", job=job.id, token=job.attempts, outcome="error" if failed else "value")
         if self._due("handled"):
             self.crash("handled", job)
+        return result
+
+    def beat(self) -> bool:
+        """Claim one job (or a batch), run the handler, settle. False when nothing was pending."""
+        if self.lane is not None:
+            return self.batch_beat(self.lane)
+        a = self.args
+        job = self.rec.claim(self.conn, self.queue, a.lease_ms)
+        if job is None:
+            return False
+        result = self.work(job)
+        failed = isinstance(result, consumer.Error)
         self._settling, self._arm_settle = job, self._due("settle-sent")
         try:
             if failed:
@@ -132,6 +150,28 @@ class Worker:
                 self.rec.complete(self.conn, self.queue, job.id, job.attempts, value, record=a.record)
         finally:
             self._arm_settle = False
+        return True
+
+    def batch_beat(self, lane: Lane) -> bool:
+        """Claim up to ``--batch`` jobs in one call, run each handler in turn, send the settles in one round trip."""
+        lane.parents.clear()  # nothing is in hand between beats: a lost beat's parents go with it
+        claimed_at = time.monotonic()
+        got = self.rec.claim_many(lane, self.args.batch)
+        if not got:
+            return False
+        answers: list[tuple[jobs.Claimed, bool, str | bytes]] = []
+        for job in got:
+            if answers and time.monotonic() - claimed_at >= self.args.lease_ms / 2000:
+                # the lease guard, as a Pool's consumer keeps it: half the leases gone, what is done settles now
+                self.rec.settle_many(lane, answers)
+                answers = []
+            result = self.work(job)
+            if isinstance(result, consumer.Error):
+                answers.append((job, False, result.reason))
+            else:
+                value = "" if result is None else result
+                answers.append((job, True, value if isinstance(value, (str, bytes)) else str(value)))
+        self.rec.settle_many(lane, answers)
         return True
 
     def run(self) -> int:
@@ -189,6 +229,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="do not add settles to the completions stream")
     ap.add_argument("--crash-at", choices=CRASH_POINTS)
     ap.add_argument("--crash-on", type=int, default=1, help="the claim (1st, 2nd, …) to crash on")
+    ap.add_argument("--batch", type=int, default=1,
+                    help="jobs per claim call (1 to 1000; more than 1 on a single node only, not with settle-sent)")
     ap.add_argument("--wait", type=parse_wait, default=None, metavar="N,MS",
                     help="on a cluster: WAIT N MS after every write (N replicas acknowledged, or MS passed)")
     ap.add_argument("--idle-ms", type=int, default=5)
@@ -211,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     jobs.positive_int("--lease-ms", args.lease_ms)
     jobs.positive_int("--max-attempts", args.max_attempts)
     jobs.positive_int("--retry-delay-ms", args.retry_delay_ms)
+    jobs.check_batch(args.batch)
+    if args.batch > 1 and ("startup_nodes" in address or args.crash_at == "settle-sent"):
+        print("worker: --batch > 1 needs a single node, and no --crash-at settle-sent", file=sys.stderr)
+        return 2
     # named on every link it opens, so that a fault can find this worker in CLIENT LIST and drop it
     address["client_name"] = client_name(args.name)
     conn, clock = connect_when_up(address, args.wire, wait=args.wait)

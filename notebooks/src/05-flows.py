@@ -278,7 +278,8 @@ jobs.drop(n_conn, Q)  # a classroom's native node keeps an earlier run's flow to
 nf = flows.add(n_conn, Q, "parent", ["only child"])
 assert n_conn.last()[0].script == "@enqueue_flow"  # the land went out as the script
 module_commands = sorted(c.lower() for c in n_conn.client.command_list(module="trafikey"))
-assert module_commands == ["emq.claim", "emq.complete", "emq.fail", "emq.stalled.check"]  # no flow command
+# the four twins of the page's flat transitions and the kit's batch claim: no flow command
+assert module_commands == ["emq.claim", "emq.claim.many", "emq.complete", "emq.fail", "emq.stalled.check"]
 child = jobs.claim(n_conn, Q, 30_000)
 keys = [keyspace.queue_key(Q, "active"), keyspace.job_key(Q, child.id)]
 argv = [child.id, child.attempts, keyspace.base(Q), "", "x", "0"]

@@ -586,6 +586,9 @@ def test_native_twin_is_namespaced_too(native_pair, monkeypatch):
     c = jobs.claim(conn, "n", 30_000)
     assert conn.last(1)[0].args[0] == "EMQ.CLAIM" and c.id == jid
     assert jobs.complete(conn, "n", c.id, c.attempts) == jobs.OK
+    jobs.enqueue(conn, "n", "batched")
+    assert [j.payload for j in jobs.claim_many(conn, "n", 30_000, 5)] == ["batched"]  # the kit's batch claim too
+    assert conn.last(1)[0].args[0] == "EMQ.CLAIM.MANY"
     scripted = start_node().connector()  # ECHOMQ_URL: the scripted node, still wire 4
     assert scripted.wire == 4
     scripted.close()
@@ -598,6 +601,9 @@ def test_native_twin_is_namespaced_too(native_pair, monkeypatch):
     a = make_client(address_from_url(nina.env["ECHOMQ_NATIVE_URL"]))
     with pytest.raises(redis.exceptions.NoPermissionError):
         a.execute_command("EMQ.CLAIM", 3, "emq:{otto.n}:pending", "emq:{otto.n}:active", "emq:{otto.n}:", 1000)
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        a.execute_command("EMQ.CLAIM.MANY", 3, "emq:{otto.n}:pending", "emq:{otto.n}:active", "emq:{otto.n}:",
+                          1000, 5)
     a.close()
     assert nadmin.zcard("emq:{otto.n}:pending") == 1
     conn.close()

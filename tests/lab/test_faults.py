@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from conftest import gone, wait_for
@@ -18,7 +19,9 @@ from conftest import gone, wait_for
 from echomq_teach import jobs, keyspace
 from echomq_teach.errors import BadInput
 from echomq_teach.lab import handlers
+from echomq_teach.lab.checker import Report
 from echomq_teach.lab.faults import Fault, Nemesis, Run, crash_point, crash_points
+from echomq_teach.lab.history import Op
 
 FAULT_JOBS = int(os.environ.get("ECHOMQ_FAULT_JOBS", "5000"))
 SEED = int(os.environ.get("ECHOMQ_FAULT_SEED", "20261203"))
@@ -61,6 +64,31 @@ def test_a_seeded_nemesis_loses_nothing_and_settles_each_job_once(durable, queue
     assert set(ids) == set(enqueued) and set(ids.values()) == {1}
 
 
+def test_a_nemesis_on_batch_workers_loses_nothing_and_settles_each_job_once(either, queue):
+    # each worker claims 8 jobs per call and settles them in one round trip: a kill or a freeze lands while
+    # it holds a batch, between the claim and the settles, and strands up to 8 leases until the reap
+    nemesis = Nemesis(seed=SEED + 25, kinds=("kill", "freeze", "drop_link", "script_flush"), count=8,
+                      gap_s=(0.05, 0.15), freeze_s=(0.7, 1.0), must=("kill", "freeze"))
+    with Run(either.node, queue, workers=4, lease_ms=500, work_ms=3, tick_ms=50, batch=8, timeout=120) as run:
+        try:
+            enqueued = run.produce(2400)
+            run.start()
+            applied = nemesis.run(run, deadline_s=60)
+            assert run.wait_drained(120), run.sizes()
+        finally:
+            run.stop()
+        report = run.check()
+        ids = stream_ids(run)
+        claims = run.history().calls("claim")
+        print(report.summary())
+    assert {"kill", "freeze"} <= {f.kind for f in applied}
+    assert {o.extra.get("batch") for o in claims} == {8}  # every claim went out in a batch of 8
+    assert report.valid, report.summary()
+    assert report.lost == [] and report.settled_twice == [] and report.unfinished == []
+    assert report.recovered  # some batch was stranded by a fault and came back by its leases
+    assert set(ids) == set(enqueued) and set(ids.values()) == {1}
+
+
 def test_the_schedule_is_the_seed_s():
     a = Nemesis(seed=5, count=12, kinds=("kill", "freeze"), must=("restart",)).draw(4)
     b = Nemesis(seed=5, count=12, kinds=("kill", "freeze"), must=("restart",)).draw(4)
@@ -98,6 +126,47 @@ def test_a_worker_killed_at_each_crash_point(either, point, runs, charges, token
         assert w0_settles == [] and out.recovered and out.settled_by != "w0"
 
 
+def test_a_worker_killed_halfway_through_its_batch(either, queue):
+    # w0 claims four jobs in one call, runs two handlers and dies: nothing of its batch was settled
+    with Run(either.node, queue, workers=2, lease_ms=300, work_ms=20, tick_ms=20, batch=4,
+             handler="echomq_teach.lab.handlers:charge", timeout=60) as run:
+        try:
+            batch = run.produce(4)
+            doomed = run.spawn(0, crash_at="handled", crash_on=2)
+            doomed.wait_ready()
+            run.start_metronome()
+            doomed.proc.wait(timeout=30)
+            run.start()  # a healthy worker in each empty slot
+            assert run.wait_drained(30), run.sizes()
+        finally:
+            run.stop()
+        h = run.history()
+        report = run.check()
+        charged = handlers.effects(run.conn, queue)
+        settles = report_settles(run)
+    w0 = [o for o in h.calls() if o.worker == "w0"]
+    assert [(o.op, o.job) for o in w0] == [("claim", j) for j in batch]  # four claims of one call, no settle
+    assert report.valid, report.summary()
+    assert sorted(report.recovered) == sorted(batch)  # every lease of the batch lapsed and was reaped
+    assert [report.handler_runs[j] for j in batch] == [2, 2, 1, 1]
+    assert [charged[j] for j in batch] == [2, 2, 1, 1]  # at least once: the two it ran were charged twice
+    assert sorted(settles) == sorted((j, "completed", "2") for j in batch)
+
+
+def test_a_frozen_worker_holding_half_a_batch_is_answered_stale(node, queue):
+    # four handlers of 300 ms under 1.5 s leases: the lease guard would settle the first three when the fourth
+    # starts (half the lease gone); frozen after two, w0 outlives every lease of its batch, w1 settles the
+    # four, and w0's four settles, sent when it wakes, are all stale
+    with Run(node, queue, workers=2, lease_ms=1500, work_ms=300, tick_ms=20, batch=4, timeout=60) as run:
+        batch = run.produce(4)
+        report, late = zombie(run, batch, lambda: len([o for o in run.history().notes("ran") if o.worker == "w0"]) >= 2,
+                              "w0 has run half its batch")
+        settles = report_settles(run)
+    assert [o.reply for o in late] == ["stale"] * 4  # the fence: w1's claims moved every token
+    assert report.valid and report.stale_refused == 4, report.summary()
+    assert sorted(settles) == sorted((j, "completed", "2") for j in batch)
+
+
 def test_crash_points_run_side_by_side_in_order(node, queue):
     outs = crash_points(node, queue)
     assert [o.row() for o in outs] == [(p, r, c, t, o.settled_by, p != "settle-sent")
@@ -112,33 +181,37 @@ def report_settles(run: Run) -> list[tuple[str, str, str]]:
 
 
 # -- the zombie, dropped links, a flushed script cache ---------------------------------------------------
+def zombie(run: Run, jobs_: list[str], when: Callable[[], bool], what: str) -> tuple[Report, list[Op]]:
+    """w0 works until ``when``, is frozen while w1 completes every job, then thawed: the checker's report
+    and w0's completions, once each is answered."""
+    try:
+        run.spawn(0).wait_ready()
+        run.start_metronome()
+        wait_for(when, what)
+        run.freeze(0)
+        run.spawn(1).wait_ready()
+        wait_for(lambda: sorted(o.job for o in run.history().calls("complete") if o.worker == "w1" and o.reply == "ok")
+                 == sorted(jobs_), "w1 completes every job")
+        run.thaw(0)
+        wait_for(lambda: len([o for o in run.history().calls("complete") if o.worker == "w0" and o.ok]) == len(jobs_),
+                 "the zombie's settles are answered")
+        assert run.wait_drained(10)
+    finally:
+        run.stop()
+    return run.check(), [o for o in run.history().calls("complete") if o.worker == "w0"]
+
+
 @pytest.mark.parametrize("handler", ["charge", "charge_once"])
 def test_a_frozen_worker_wakes_after_its_lease_and_its_settle_is_refused(node, queue, handler):
     # the lease (300 ms) is longer than the work (120 ms): only a freeze makes a worker outlive it
     with Run(node, queue, workers=2, lease_ms=300, work_ms=120, handler=f"echomq_teach.lab.handlers:{handler}",
              tick_ms=20, timeout=60) as run:
-        try:
-            [job] = run.produce(1)
-            a = run.spawn(0)
-            a.wait_ready()
-            run.start_metronome()
-            wait_for(lambda: any(o.worker == "w0" for o in run.history().notes("run")), "w0 runs the job")
-            run.freeze(0)
-            b = run.spawn(1)
-            b.wait_ready()
-            wait_for(lambda: [o.reply for o in run.history().calls("complete") if o.worker == "w1"] == ["ok"],
-                     "w1 completes the job")
-            run.thaw(0)
-            wait_for(lambda: any(o.worker == "w0" and o.ok for o in run.history().calls("complete")),
-                     "the zombie's settle is answered")
-            assert run.wait_drained(10)
-        finally:
-            run.stop()
-        report = run.check()
-        zombie = [o for o in run.history().calls("complete") if o.worker == "w0"]
+        [job] = run.produce(1)
+        report, late = zombie(run, [job], lambda: any(o.worker == "w0" for o in run.history().notes("run")),
+                              "w0 runs the job")
         settles = report_settles(run)
         charged, once = handlers.effects(run.conn, queue)[job], handlers.effects_once(run.conn, queue)
-    assert [o.reply for o in zombie] == ["stale"]  # the fence: w1's claim moved the token
+    assert [o.reply for o in late] == ["stale"]  # the fence: w1's claim moved the token
     assert report.valid and report.stale_refused == 1 and report.handler_runs[job] == 2
     assert job in report.recovered
     assert settles == [(job, "completed", "2")]

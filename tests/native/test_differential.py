@@ -1,8 +1,9 @@
 """Differential test: Hypothesis sequences run on a scripted node and on a native node.
 
-Each generated sequence (enqueue, claim, complete, retry, promote, reap,
-pause/resume, the stall sweep, reprocess, remove, flows, ghosts, stale tokens,
-forced lapses; settles, sweeps and removes each recorded or not) runs
+Each generated sequence (enqueue, claim, the kit's batch claim, complete,
+retry, promote, reap, pause/resume, the stall sweep, reprocess, remove, flows,
+ghosts, stale tokens, forced lapses; settles, sweeps and removes each recorded
+or not) runs
 step by step on both executors, in a fresh queue per example. Every reply must
 be equal, and the end states equal except for the documented differences:
 lease_epoch on natively claimed rows, and scores that are times (compared by
@@ -49,6 +50,8 @@ ARGS = {
     "ghost": (1, ()),  # an id in pending with no row
     "ghost_active": (1, ()),  # an id in active, lapsed, with no row
     "claim": (5, (st.sampled_from(LEASES), st.booleans())),
+    # the kit's batch: @claim_many against EMQ.CLAIM.MANY, raw replies (each job's parent too) compared
+    "claim_many": (3, (st.sampled_from(LEASES), st.integers(1, 6))),
     "complete": (3, (which, pick, token_shift, st.booleans())),
     "retry": (3, (which, pick, token_shift, st.sampled_from(DELAYS), st.integers(1, 3), st.booleans())),
     "promote": (2, (st.sampled_from([1, 100]),)),
@@ -107,13 +110,16 @@ class Story:
         return i, self.claims[i].id, max(1, self.claims[i].attempts + op[3])
 
     def settled(self, op: tuple[Any, ...], reply: Any) -> None:
-        if op[0] == "claim" and reply is not None:
+        handed = [reply] if op[0] == "claim" and reply is not None else []
+        if op[0] == "claim_many" and isinstance(reply, list):
+            handed = [jobs.Claimed(j[0], j[1], int(j[2])) for j in reply]
+        for job in handed:
             self.open.append(len(self.claims))
-            self.claims.append(reply)
+            self.claims.append(job)
             # D-5 in docs/decisions.md: a token is never handed out twice for one job while its row lives
-            seen = self.tokens.setdefault(reply.id, [])
-            assert reply.attempts not in seen, f"token {reply.attempts} of {reply.id} again: {seen}"
-            seen.append(reply.attempts)
+            seen = self.tokens.setdefault(job.id, [])
+            assert job.attempts not in seen, f"token {job.attempts} of {job.id} again: {seen}"
+            seen.append(job.attempts)
         if op[0] == "reprocess" and reply is not None and reply[1] == jobs.OK:
             self.lives[reply[0]] = max(self.tokens.get(reply[0], [0]))
         if op[0] in ("complete", "retry") and reply != jobs.STALE:
@@ -141,6 +147,10 @@ def step(c: Connector, q: str, op: tuple[Any, ...], story: Story, forced: int) -
             return c.client.zadd(queue_key(q, "active"), {ids[-1]: forced})
         if kind == "claim":
             return claim_raw(c, q, op[1]) if op[2] and c.native else jobs.claim(c, q, op[1])
+        if kind == "claim_many":
+            keys = [queue_key(q, "pending"), queue_key(q, "active"), base(q)]
+            reply = jobs.send(c, "EMQ.CLAIM.MANY", "claim_many", keys, [str(op[1]), str(op[2])])
+            return [tuple(j) for j in reply]
         if kind in ("complete", "retry"):
             _, job_id, token = story.target(op)
             if kind == "complete":
@@ -206,10 +216,27 @@ def expand(ops: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 
 def note(
-    tally: Counter, op: tuple[Any, ...], reply: Any, was_paused: bool, story: Story, target: tuple[Any, ...] | None
+    tally: Counter, op: tuple[Any, ...], reply: Any, was_paused: bool, story: Story, target: tuple[Any, ...] | None,
+    heads: list[tuple[str, bool]] | None = None,
 ) -> None:
-    """What a sequence reached, so the suite can show it explored the corners it claims to."""
+    """What a sequence reached, so the suite can show it explored the corners it claims to.
+
+    ``heads``: for a batch claim, the k heads of pending it could pop, each with whether it has a row.
+    """
     kind = op[0]
+    if kind == "claim_many":
+        if was_paused:
+            tally["batch claim on a paused queue"] += 1
+        elif heads:
+            tally["batch claim"] += 1
+            if not all(has_row for _, has_row in heads):
+                tally["batch claim popped a ghost"] += 1
+            if len(heads) < op[2]:
+                tally["batch claim cut short by pending"] += 1
+            if any(j[3] for j in reply):
+                tally["batch claim of a flow child"] += 1
+            if any(j[0] in story.lives for j in reply):
+                tally["batch claim in a later life"] += 1
     if kind == "stalled" and set(reply.dead) & story.children:
         tally["flow child buried by the sweep"] += 1
     if kind == "claim" and reply and reply.id in story.lives:
@@ -264,12 +291,16 @@ def test_scripted_and_native_executors_agree(conn, native_conn):
             forced = 1_000 + n  # pinned scores rise with the step, so a sweep's order is fixed
             was_paused = jobs.paused(conn, q)
             target = story.target(op) if op[0] in ("complete", "retry") else None
+            heads = None
+            if op[0] == "claim_many":
+                found = conn.client.zrange(queue_key(q, "pending"), 0, op[2] - 1)
+                heads = [(h, bool(conn.client.exists(f"{base(q)}job:{h}"))) for h in found]
             a = step(conn, q, op, story, forced)
             b = step(native_conn, q, op, story, forced)
             assert a == b, f"step {n} {op!r}: scripted {a!r}, native {b!r}"
             assert not (isinstance(a, tuple) and a[:1] == ("error",)), f"step {n} {op!r} raised {a!r}"
             story.settled(op, a)
-            note(tally, op, a, was_paused, story, target)
+            note(tally, op, a, was_paused, story, target, heads)
         assert_same_end_state(conn, native_conn, q)
         # the completions stream is compared above; which endings it held, tallied
         for fields in stream(conn.client, q):
@@ -295,5 +326,11 @@ def test_scripted_and_native_executors_agree(conn, native_conn):
         "retry scheduled in a later life",
         # every ending a recording call writes, on both executors alike
         *(f"{outcome} entry" for outcome in jobs.OUTCOMES),
+        "batch claim",
+        "batch claim on a paused queue",
+        "batch claim popped a ghost",
+        "batch claim cut short by pending",
+        "batch claim of a flow child",
+        "batch claim in a later life",
     ]
     assert [w for w in wanted if tally[w] == 0] == [], tally

@@ -341,6 +341,7 @@ def every_command(q: str) -> dict[str, list[Any]]:
     b, active, row = base(q), queue_key(q, "active"), job_key(q, "B")
     return {
         "claim": ["EMQ.CLAIM", 3, *claim_keys(q), LEASE],
+        "claim_many": ["EMQ.CLAIM.MANY", 3, *claim_keys(q), LEASE, 2],
         "complete": ["EMQ.COMPLETE", 2, active, row, "B", 1, b, "", "r", 0],
         "fail": ["EMQ.FAIL", 4, active, queue_key(q, "schedule"), queue_key(q, "dead"), row]
         + ["B", 1, 1000, 3, "why", b, "", 0],

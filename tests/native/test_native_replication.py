@@ -42,6 +42,7 @@ def test_the_replica_does_not_load_the_module(pair):
         assert rc.command_list(module="trafikey") == []
         assert sorted(n.lower() for n in pc.command_list(module="trafikey")) == [
             "emq.claim",
+            "emq.claim.many",
             "emq.complete",
             "emq.fail",
             "emq.stalled.check",

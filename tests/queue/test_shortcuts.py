@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 import redis
+from pool_support import end_state, handler, land_work
 
 from echomq_teach import Connector, flows, jobs, keyspace, snapshots
-from echomq_teach.consumer import Consumer, Error, Pool
+from echomq_teach.consumer import Consumer, Pool
 from echomq_teach.errors import WrongState
 from echomq_teach.shortcuts import FLOW_REFUSALS, Lane
 
@@ -21,44 +22,6 @@ VARIANTS = {
     "hiredis": ["hiredis"],
     "all": True,
 }
-
-
-def handler(job: jobs.Claimed) -> str | Error:
-    """What a job answers depends on its payload and attempt only, so two runs can be compared."""
-    p = job.payload
-    if p.startswith("bad"):
-        return Error(f"bad #{job.attempts}")
-    if p.startswith("flaky") and job.attempts == 1:
-        raise ValueError("flaky, once")
-    return f"done {p}"
-
-
-def land_work(conn: Connector, q: str) -> None:
-    """Plain jobs, retried ones, dying ones, three flows (fail, ignore, all well), a non-UTF-8 payload."""
-    for i in range(12):
-        jobs.enqueue(conn, q, f"ok {i}", job_id=f"JOBok{i:02d}")
-    for i in range(3):
-        jobs.enqueue(conn, q, f"flaky {i}", job_id=f"JOBflaky{i}")
-        jobs.enqueue(conn, q, f"bad {i}", job_id=f"JOBbad{i}")
-    jobs.enqueue(conn, q, b"raw \xff\xfe bytes", job_id="JOBraw")
-    flows.add(conn, q, ("JOBp1", "parent 1"), [("JOBc1a", "ok a"), ("JOBc1b", "flaky b")])
-    flows.add(conn, q, ("JOBp2", "parent 2"), [("JOBc2a", "bad a"), ("JOBc2b", "ok b")], policy="ignore")
-    flows.add(conn, q, ("JOBp3", "parent 3"), [("JOBc3a", "bad a"), ("JOBc3b", "ok b")], policy="fail")
-
-
-def end_state(conn: Connector, q: str) -> dict[str, object]:
-    """The queue without its clock: set members (not scores), rows, counters, stream entries, flow hashes."""
-    snap = snapshots.snapshot(conn, q)
-    entries = conn.client.xrange(keyspace.queue_key(q, "stream:completions"))
-    return {
-        "sets": {name: sorted(members) for name, members in snap.sets.items()},
-        "rows": snap.rows,
-        "counters": snap.counters,
-        "completed": snap.completed,
-        "stream": sorted(tuple(sorted(fields.items())) for _, fields in entries),
-        "flow_hashes": snap.flow_hashes,
-        "paused": snap.paused,
-    }
 
 
 def drain(conn: Connector, q: str, shortcuts: object, size: int = 2) -> dict[str, object]:
@@ -181,10 +144,12 @@ def test_a_flow_child_refused_natively_falls_back_to_the_script(native_conn: Con
 
 
 # -- what the pipeline must not change --------------------------------------------------------------------------
-def test_max_jobs_leaves_the_rest_pending_not_claimed(either: Connector, queue: str) -> None:
+@pytest.mark.parametrize("batch", [1, 8])
+def test_max_jobs_leaves_the_rest_pending_not_claimed(either: Connector, queue: str, batch: int) -> None:
+    # a batch claim asks for no more than the budget has left
     for i in range(50):
         jobs.enqueue(either, queue, f"ok {i}")
-    pool = Pool(either, queue, handler, size=3, idle_sleep_ms=2)
+    pool = Pool(either, queue, handler, size=3, idle_sleep_ms=2, batch=batch)
     try:
         report = pool.run(max_jobs=20, timeout=30)
     finally:
