@@ -230,7 +230,7 @@ assert s.rows[job_id]["state"] == "pending" and s.rows[job_id]["attempts"] == "0
 # %%
 from echomq_teach import ids
 
-side = node.connector()
+side = node.connector()  # ledger: minted-ids-are-fresh
 batch = [ids.mint() for _ in range(5)]
 for n, minted_id in enumerate(batch):
     jobs.enqueue(side, "mint-order", f"job {n}", job_id=minted_id)

@@ -4,10 +4,12 @@
 # The claim is the heart of the queue: one atomic step that hands a job to one worker, for a limited
 # time, with a number that later proves who may finish it.
 #
-# What that promises, exactly: **one holder per lease.** While a lease runs, no other claim can take
-# the job. It does not promise that the job's handler runs once: a worker whose lease lapses may still
-# be running when a sweep hands the job to another, so a handler may run more than once
-# (*at-least-once*). What runs once is the **settle**: only the holder of the current token completes.
+# What that promises, exactly: **one holder per lease.** While a lease runs, no other claim on the
+# node that granted it can take the job ([ledger](../docs/guarantees.md#one-holder-per-lease); a
+# failover can break it, as 09 shows). It does not promise that the job's handler runs once: a worker
+# whose lease lapses may still be running when a sweep hands the job to another, so a handler may run
+# more than once (*at-least-once*). What runs once in each of the job's lives is the **settle**: only
+# the holder of the current token completes ([ledger](../docs/guarantees.md#one-settle-per-life)).
 # And `@complete` checks the token and the state, not the deadline, so a late worker still completes
 # when no sweep ran first. This notebook shows each of these; `07-when-things-fail.ipynb` takes them to
 # races and crashes.
@@ -139,7 +141,7 @@ def server_ms() -> int:
     return sec * 1000 + usec // 1000
 
 
-job = jobs.enqueue(conn, Q, "watch the clock")
+job = jobs.enqueue(conn, Q, "watch the clock")  # ledger: server-clock
 t0 = server_ms()
 claimed = jobs.claim(conn, Q, 30_000)
 t1 = server_ms()
@@ -149,7 +151,9 @@ assert t0 <= deadline - 30_000 <= t1
 
 # %% [markdown]
 # Why the server's clock? Because the deadline is read later by `@reap`, which also runs on the
-# server. One clock stamps the lease and one clock judges it, whatever the clocks of the workers say.
+# server. On one node, one clock stamps the lease and the same clock judges it, whatever the clocks of
+# the workers say. After a failover another machine's clock judges it
+# ([ledger](../docs/guarantees.md#server-clock)).
 
 # %% [markdown]
 # ## Attempts is the fencing token
@@ -188,14 +192,16 @@ assert (first.attempts, second.attempts, late, on_time) == (1, 2, jobs.STALE, jo
 # recorded one time. The queue cannot promise the first half. A handler runs in a worker, outside
 # the node: when its lease lapses, the node cannot tell a dead worker from a slow one, and a sweep
 # hands the job on. If the first worker was only slow, the handler has now run twice. What the queue
-# can promise is the second half: **one settle per job** — the fence lets exactly one completion
-# through. So: *at-least-once handler runs, exactly-once settles*. A handler whose effects must not
+# can promise is the second half: **one settle per job in each of its lives**, on one node — the fence
+# lets exactly one completion through ([ledger](../docs/guarantees.md#one-settle-per-life); 07 shows
+# a second life, and 09 a failover that breaks it). So: *at-least-once handler runs, exactly-once
+# settles per life*. A handler whose effects must not
 # repeat (a payment, an e-mail) makes them idempotent itself, for example keyed by the job's id.
 #
 # Two workers, one job, counted:
 
 # %%
-Q5 = "twice"
+Q5 = "twice"  # ledger: one-settle-per-life
 jobs.drop(conn, Q5)
 job = jobs.enqueue(conn, Q5, "charge the card")
 handler_runs = 0
@@ -377,9 +383,10 @@ print(exercises.check("02.5", empty_yet_not, conn))
 # - `claim/3` refuses a bad lease, reads the pause flag host-side, then sends `@claim2`.
 # - `@claim2` pops the oldest id, guards against ghosts, moves the token, and stamps the deadline
 #   from the server's `TIME`.
-# - The lease lives in the active score, the fencing token in `attempts`: one holder per lease, a
-#   handler that may run more than once, one settle per job — and a late worker that completes when
-#   no sweep ran first.
+# - The lease lives in the active score, the fencing token in `attempts`: one holder per lease on one
+#   node ([ledger](../docs/guarantees.md#one-holder-per-lease)), a handler that may run more than once, one settle per job
+#   in each life ([ledger](../docs/guarantees.md#one-settle-per-life)) — and a late worker that completes when no sweep
+#   ran first.
 # - The row key is built inside the script from the declared base, in the same slot.
 #
 # Next: **03-completion-and-recovery** — what the token is for.

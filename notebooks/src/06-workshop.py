@@ -85,8 +85,9 @@ print("happy path, failure fork and recovery: each ended where the course says")
 # %% [markdown]
 # Two numbers did all the work there: the active score, which is when the lease runs out, and
 # `attempts`, which is the token a completion must present. One times the work — one holder per
-# lease, and a sweep may hand a lapsed job to another worker, so a handler may run more than once; the
-# other decides whose answer counts — one settle per job.
+# lease ([ledger](../docs/guarantees.md#one-holder-per-lease)), and a sweep may hand a lapsed job to another worker, so a
+# handler may run more than once; the other decides whose answer counts — one settle per job in each
+# of its lives ([ledger](../docs/guarantees.md#one-settle-per-life)).
 
 # %% [markdown]
 # ## The claim, natively
@@ -197,7 +198,8 @@ assert conn.call("XLEN", stream) == 5
 # ## Pattern & implementation
 #
 # **The pattern.** Underneath the Queue are two ideas from the catalogue of patterns built on Redis
-# and Valkey. A *reliable queue* never loses a job to a crashed worker: the job is handed out and
+# and Valkey. A *reliable queue* gets a job back from a crashed worker, as long as a client sweeps
+# ([ledger](../docs/guarantees.md#at-least-once-runs)): the job is handed out and
 # marked in one atomic step, it stays visible to the system while a worker holds it, and if the worker
 # does not confirm within a time, the job becomes claimable again. *Flow control* — one job waiting on
 # others — is the same reliable queue used as a building block: each child is an ordinary reliable job,
@@ -254,9 +256,11 @@ print("confirm atomically, recover by timeout, compose by counting: each held on
 # - A job's life is a handful of scripts: enqueue, claim, complete when all goes well; after a failed
 #   first claim, retry, promote, claim and a last retry into dead; and one reap, called by a client,
 #   when a worker vanishes. On a native node the claim is one command with the same reply.
-# - The lease (the active score) gives one worker the job until its deadline — one holder per lease,
-#   though a handler may run again after a sweep hands a lapsed job on; the token (`attempts`) decides
-#   whose completion counts, so each job settles once.
+# - The lease (the active score) keeps every other claim on its node away from the job until its
+#   deadline — one holder per lease ([ledger](../docs/guarantees.md#one-holder-per-lease)). It bounds
+#   neither how long the handler runs nor whether its worker lives: a handler may run again after a
+#   sweep hands a lapsed job on. The token (`attempts`) decides whose completion counts, so each job
+#   settles once in each of its lives ([ledger](../docs/guarantees.md#one-settle-per-life)).
 # - A flow is one atomic land plus a counter; each child's completion takes one off, and zero
 #   releases the parent.
 # - Four sorted sets and one hash per job: that is the whole queue. The pattern: confirm atomically,

@@ -106,7 +106,8 @@ assert report.handler_runs == {a_id: 2, b_id: 1}
 # %% [markdown]
 # Valid — and yet job `a`'s handler ran twice (once on w1, once on w2), and w1's late settle was
 # refused. Both are what the queue *promises*, not failures of it: **one holder per lease, and a
-# settle only from the current holder.** The handler itself may run more than once. The checker
+# settle only from the current holder** ([ledger](../docs/guarantees.md#one-holder-per-lease),
+# [ledger](../docs/guarantees.md#one-settle-per-life)). The handler itself may run more than once. The checker
 # counts those runs so you can see them; it flags only what would break the promise.
 #
 # ## A race: two workers, one job
@@ -162,10 +163,11 @@ print("every job settled twice was first handed out twice:",
       set(naive.settled_twice) <= {f.job for f in naive.double_handouts})
 
 # %% [markdown]
-# The same race with the page's `claim/3` → `@claim2`:
+# The same race with the page's `claim/3` → `@claim2`, which keeps one holder per lease on one node
+# ([ledger](../docs/guarantees.md#one-holder-per-lease)):
 
 # %%
-atomic_dir = tempfile.mkdtemp(prefix="atomic-")
+atomic_dir = tempfile.mkdtemp(prefix="atomic-")  # ledger: one-holder-per-lease
 races.produce(conn, "atomic", atomic_dir, 200)
 races.race(conn, "atomic", atomic_dir, claim=jobs.claim, threads=8)
 atomic = races.judge(conn, "atomic", atomic_dir)
@@ -173,7 +175,8 @@ print(atomic.summary())
 assert atomic.valid and atomic.settled == 200 and set(atomic.handler_runs.values()) == {1}
 
 # %% [markdown]
-# Nothing: each job went to exactly one thread, ran once, settled once. The script runs as one step
+# Nothing: in this run each job went to exactly one thread, ran once, settled once
+# ([ledger](../docs/guarantees.md#one-holder-per-lease)). The script runs as one step
 # on the node — no other client's command can land between its `ZPOPMIN` and its `ZADD`.
 #
 # ## A worker killed between its round trips
@@ -188,6 +191,7 @@ assert atomic.valid and atomic.settled == 200 and set(atomic.handler_runs.values
 print(source.getsource(handlers.charge))
 
 # %%
+# ledger: at-least-once-runs
 outcomes = crash_points(node, "crash")  # the four points side by side, one queue each
 print(f"{'crash point':<12} {'handler runs':>12} {'charges':>8} {'settled with':>13}  settled by        recovered")
 for o in outcomes:
@@ -274,7 +278,8 @@ assert zombie == ["stale"] and report.handler_runs[job] == 2 and list(once) == [
 # conditional write, a "seen" set checked in the same transaction as the effect.
 #
 # **Exactly once**, then, is not something a queue can give a handler that talks to the outside
-# world: the job is *run* at least once and *settled* exactly once, and the handler closes the gap.
+# world: the job is *run* at least once and *settled* exactly once in each life
+# ([ledger](../docs/guarantees.md#one-settle-per-life)), and the handler closes the gap.
 #
 # ## The lease is about time, not about completion
 #
@@ -321,7 +326,8 @@ print("tokens climb with every claim:", tokens[:4], "…")
 assert short.handler_runs[job] >= 5 and short.settled == 0 and short.unfinished == [job] and short.valid
 
 # %% [markdown]
-# Valid — nothing lost, nothing settled twice — and useless. Pick a lease comfortably longer than the
+# Valid — nothing lost, nothing settled twice ([ledger](../docs/guarantees.md#faults-lose-nothing)) —
+# and useless. Pick a lease comfortably longer than the
 # slowest handler run you expect (a heartbeat that extends it is the other answer, which this queue
 # does not have), and a recovery tick that makes a crashed job come back soon enough.
 #
@@ -370,8 +376,10 @@ print(reuse.fence_violations[0].kind, "—", reuse.fence_violations[0].detail)
 assert (c.attempts, late) == (1, jobs.OK) and not reuse.valid
 
 # %% [markdown]
-# The kit's own ids (`ids.mint()`) are never reused, so this only meets callers who choose their own
-# ids; `jobs.enqueue` says so in its docstring. If you must reuse an id, never while a worker of its
+# The kit's own ids (`ids.mint()`) do not repeat within one minting process, and across processes
+# only by a very unlikely coincidence ([ledger](../docs/guarantees.md#minted-ids-are-fresh)); so this
+# meets callers who choose their own ids (the break of
+# [one settle per life](../docs/guarantees.md#one-settle-per-life)); `jobs.enqueue` says so in its docstring. If you must reuse an id, never while a worker of its
 # old life may still be out there.
 #
 # ## A nemesis
@@ -405,11 +413,12 @@ assert drained and verdict.valid and verdict.settled == 2_000 and sorted(set(ids
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-print(verdict.summary())
+print(verdict.summary())  # ledger: faults-lose-nothing
 
 # %% [markdown]
-# The verdict is what the queue promises under all of that: nothing lost, nothing settled twice, no
-# settle from a replaced holder. The lines after it are the price of faults — handler runs past the
+# The verdict is what the queue promises under all of that, on one node whose append-only file is
+# synced on every write ([ledger](../docs/guarantees.md#faults-lose-nothing)): nothing lost, nothing
+# settled twice, no settle from a replaced holder. The lines after it are the price of faults — handler runs past the
 # first, stale settles refused, calls whose answers never came — each one expected, each one counted.
 # The timeline shows where they happened:
 
@@ -494,7 +503,8 @@ print(source.getsource(handlers.careless_charge))
 # on 120 orders (every tenth one marked `!`, which the provider fails on its first try), throws a
 # seeded nemesis of kills and freezes at them, and gives the run 25 seconds to drain. It passes only
 # if the checker says *valid*, every order completed (none dead, none left over), and **every
-# customer was charged exactly once**.
+# customer was charged exactly once** — which the queue alone does not give
+# ([ledger](../docs/guarantees.md#one-settle-per-life)).
 #
 # Your function returns your choices: `{"lease_ms": …, "max_attempts": …, "handler": h}`, where `h`
 # is a handler you write in this cell — a function `h(job, ctx)` that stands alone, as every
@@ -520,7 +530,8 @@ print(exercises.check("07.2", pass_the_nemesis, conn))
 # - Separate round trips race; `@claim2`, one script, does not.
 # - A crash between claim and settle leaves the job to its lease and the next sweep; a crash after
 #   the handler runs it again; a crash after the settle was sent settles it once, unseen.
-# - The queue gives **one holder per lease and one settle per life**. The handler runs **at least
+# - The queue gives **one holder per lease and one settle per life** on one node
+#   ([ledger](../docs/guarantees.md#one-holder-per-lease), [ledger](../docs/guarantees.md#one-settle-per-life)). The handler runs **at least
 #   once**: side effects must be idempotent.
 # - `@complete` checks the token and the state, not the deadline: choose `lease_ms` longer than the
 #   work, short enough that a crash costs little.

@@ -4,7 +4,8 @@
 # The course page closes with *the durable floor*: the job traced through the queue lives in
 # memory. A completed row is deleted; a dead one stays until an operator reprocesses, removes or trims
 # it, and trimming deletes. What can outlive memory is a stream: a Consumer started with `record=True`
-# adds every settle to `emq:{q}:stream:completions`, and when a deployment declares that stream to
+# adds every ending to `emq:{q}:stream:completions`, one entry per ending in each life
+# ([ledger](../docs/guarantees.md#one-ending-one-entry); a call without the flag writes none), and when a deployment declares that stream to
 # the archive driver, the driver **folds each slice into a durable floor before it trims it** — an
 # embedded store by default, an object store when a remote is configured.
 #
@@ -249,6 +250,7 @@ QC = "crash"
 crash_ids = settle_jobs(conn, QC, 40)
 crash_floor = work / "crash.sqlite3"
 cstream = floor.completions_stream(QC)
+# ledger: floor-fold-survives-a-kill
 victim = DriverProcess(conn.address, QC, crash_floor, "--slice", "10", "--lease-ms", "2000", "--halt-at", "commit:2")
 print(victim.wait_for("halted"))
 
@@ -495,7 +497,8 @@ print(exercises.check("08.2", find_the_lost, conn))
 #   trimming it deletes.
 # - The archive driver folds the completions stream slice by slice: read after the cursor, write the
 #   rows and the cursor in one transaction, commit, (upload), and only then trim with `MINID`.
-# - Killed at any step, it loses nothing and archives nothing twice: the next driver finishes the
+# - Killed at any of the steps tested (read, write, commit, upload, trim), it loses nothing and archives
+#   nothing twice ([ledger](../docs/guarantees.md#floor-fold-survives-a-kill)): the next driver finishes the
 #   upload and the trim, then reads after the committed cursor. One driver per stream; a second is
 #   refused, and a late one is fenced by its token.
 # - The floor answers alone: a job by id, a time range, counts, throughput.

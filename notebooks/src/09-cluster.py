@@ -200,7 +200,8 @@ c4.close()
 #
 # On loopback the replica trails its primary by well under a millisecond, so a kill at a random
 # moment rarely lands inside that gap. `bench/bench_failover.py` killed primaries that way 24 times
-# on the machine the course was built on, and the checker found nothing lost (docs/cluster.md). So we
+# on the machine the course was built on, and the checker found nothing lost (docs/cluster.md) — the
+# luck of timing, not a promise ([ledger](../docs/guarantees.md#wait-keeps-confirmed-writes)). So we
 # **widen the gap on purpose** and say so. `CLIENT PAUSE 2500 WRITE` on the replica makes it keep
 # receiving its primary's stream while applying none of it. The kill comes 0.4 s later. During that
 # window each producer enqueues a burst of 20 jobs while the workers carry on.
@@ -233,7 +234,10 @@ for key in plain.figures():
 # producer was told it was stored, and the new primary never had it. (If a worker got to such a job
 # inside the window, its settle is what went missing instead.) Settles the old primary acknowledged
 # are missing from the stream (**unrecorded**), and once the job ran again it was **settled twice**.
-# Jobs **ran twice**. Every finding is about a job that had a call answered inside the window.
+# Jobs **ran twice**. Every finding is about a job that had a call answered inside the window. These
+# are the breaks of what one node promised: [one holder per lease](../docs/guarantees.md#one-holder-per-lease),
+# [one settle per life](../docs/guarantees.md#one-settle-per-life) and
+# [nothing lost under faults](../docs/guarantees.md#faults-lose-nothing).
 
 # %%
 burst = {o.job for o in plain.history.calls("enqueue") if o.worker == "producer"} - {
@@ -278,14 +282,15 @@ plt.show()
 # count against the queue:
 
 # %%
-w = waited.report
+w = waited.report  # ledger: wait-keeps-confirmed-writes
 print("WAIT — verdict:", w.verdict, "· findings:", sum(w.counts().values()),
       "· the burst's enqueues without an answer:", w.enqueue_unknown, "· settled:", w.settled, "of", w.enqueued)
 assert w.valid and sum(w.counts().values()) == 0 and w.enqueue_unknown == 20 and w.settled == w.enqueued
 
 # %% [markdown]
 # A producer that gets no answer sends again, and an unanswered claim is only a lease that lapses.
-# That is the part of the window WAIT closes: **no write WAIT confirmed is lost**. The part it cannot
+# That is the part of the window WAIT closes: **no write WAIT confirmed is lost** — here, with one
+# replica that confirmed and then was promoted ([ledger](../docs/guarantees.md#wait-keeps-confirmed-writes)). The part it cannot
 # close is a WAIT that times out. It answers with fewer replicas than asked (`conn.wait_short` counts
 # those), and the write is then acknowledged by the primary alone. Had this run's timeout been shorter
 # than the window (say `WAIT 1 50`), its writes would have been answered and lost like `plain`'s.
