@@ -335,20 +335,16 @@ print("all 30 settled; 10 of them after one retry; pending fell over many sample
 # ## Who sweeps? A pool and its metronome
 #
 # Nothing on the node calls promote, reap or the stall sweep; a client does. The course page names
-# three such clients: a standalone Consumer's loop (above: every beat), the **Metronome**, and the
-# **Pump**. The kit has the first two. A **Pool** runs several consumers of one queue on threads, and
-# those consumers do *not* sweep (`recovery=None`, `promote=False`): one Metronome per queue calls
-# promote and the recovery leg on a fixed tick for the whole pool, so three workers do not sweep three
-# times. (The page's Pump, a third caller of promote in the course's Elixir, has no counterpart in
-# the kit.)
+# three callers of promote: a standalone Consumer's loop (above: every beat), the **Metronome**, and
+# the **Pump**. A **Pool** runs several consumers of one queue on threads, and those consumers do
+# *not* sweep (`recovery=None`, `promote=False`): one Metronome per queue calls promote and the
+# recovery leg on a fixed tick for the whole pool, so three workers do not sweep three times. The
+# Pump comes after the pool.
 #
 # Each consumer and the metronome has a connector of its own, so their traces say who sent what:
 
 # %%
-from echomq_teach import consumer as consumers
 from echomq_teach.consumer import Pool
-
-assert not hasattr(consumers, "Pump")  # the page's Pump has no counterpart in the kit
 
 Q8 = "pool"
 for i in range(12):
@@ -377,6 +373,42 @@ assert pool_report.outcomes == {"ok": 12, "scheduled": 2} and pool.metronome.pro
 assert all("@promote" not in s and "@reap" not in s for who, s in sent_by.items() if who != "metronome")
 assert {"@promote", "@reap"} <= set(sent_by["metronome"])
 pool.close()
+
+# %% [markdown]
+# The **Pump** (`echomq_teach.pump`, EchoMQ.Pump) calls promote and nothing else, for the queues it
+# is given, on a beat. It serves workers that do not sweep and a deployment that wants promotion to go
+# on while no pool runs; it can run on a thread, as here, or as a process of its own
+# (`python -m echomq_teach.pump --url … QUEUE…`, stopped by SIGTERM). It does not reap: a lapsed lease
+# still needs a reap or a stall sweep from someone. Two retries and one crashed worker's job:
+
+# %%
+from echomq_teach.pump import Pump
+
+Q9 = "pumped"
+retried = []
+for payload in ("first", "second"):
+    job = jobs.enqueue(conn, Q9, payload)
+    got = jobs.claim(conn, Q9, 30_000)
+    jobs.retry(conn, Q9, job, got.attempts, "fails once", 100)  # due again 100 ms from now
+    retried.append(job)
+abandoned = jobs.enqueue(conn, Q9, "its worker dies")
+jobs.claim(conn, Q9, 50)  # a 50 ms lease nobody settles
+pump = Pump(conn, [Q9], interval_ms=20)
+pump.start()
+time.sleep(0.5)
+pump.stop()
+s = snapshots.snapshot(conn, Q9)
+print("the pump promoted", pump.promoted[Q9], "in", pump.ticks, "beats · the retries are now in",
+      {s.where(j)[0] for j in retried}, "· the abandoned job is still in", s.where(abandoned))
+print("the pump sent:", sorted({e.script for e in conn.trace if "pump tick" in e.shortcuts}))
+assert pump.promoted[Q9] == 2 and all(s.where(j) == ["pending"] for j in retried)
+assert s.where(abandoned) == ["active"] and s.relative("active", abandoned) < 0
+assert jobs.reap(conn, Q9) == [abandoned]  # recovery: somebody else's call
+
+# %% [markdown]
+# So, who calls promote? A standalone Consumer, on each beat of its loop; in a pool, the pool's
+# Metronome, once per tick for all its consumers; and the Pump, for any queues it is given, when the
+# workers leave promotion to it. Nothing on the node does.
 
 # %% [markdown]
 # ## A full node
