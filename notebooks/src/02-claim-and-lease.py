@@ -276,6 +276,37 @@ print("after resume:", resumed.id == waiting)
 assert resumed.id == waiting
 
 # %% [markdown]
+# What a pause holds, and what it leaves alone. The flag is read by the claim and by nothing else, so
+# a pause stops new hand-outs only. Three jobs of a queue that is paused mid-flight: one running, one
+# whose worker vanished (a 50 ms lease), one that failed and is due again soon:
+
+# %%
+Q4b = "paused-mid-flight"
+jobs.drop(conn, Q4b)
+running, vanished, failed = (jobs.enqueue(conn, Q4b, p) for p in ("running", "vanished", "failed once"))
+got_running = jobs.claim(conn, Q4b, 30_000)
+jobs.claim(conn, Q4b, 50)  # its worker is gone: the lease will lapse
+got_failed = jobs.claim(conn, Q4b, 30_000)
+jobs.retry(conn, Q4b, failed, got_failed.attempts, "fails once", 50)  # due again 50 ms from now
+jobs.pause(conn, Q4b)
+time.sleep(0.1)  # the lease lapses and the retry comes due, both while the queue is paused
+settled = jobs.complete(conn, Q4b, running, got_running.attempts)
+reaped, promoted = jobs.reap(conn, Q4b), jobs.promote(conn, Q4b)
+s = snapshots.snapshot(conn, Q4b)
+print("the running job settles:", settled, "· reap:", reaped == [vanished], "· promote:", promoted == [failed])
+print("pending while paused:", len(s.pending), "jobs · a claim answers:", jobs.claim(conn, Q4b, 30_000))
+assert settled == jobs.OK and reaped == [vanished] and promoted == [failed]
+assert sorted(s.pending) == sorted([vanished, failed]) and jobs.claim(conn, Q4b, 30_000) is None
+assert jobs.resume(conn, Q4b) is True
+
+# %% [markdown]
+# A pause holds the claims, and only them: a job already active runs on and settles; a lapsed lease is
+# reaped back into pending, and a due retry is promoted into pending, where both wait for the resume.
+# `claim/3` reads the flag in a round trip of its own before it sends `@claim2`, so on wire 4 a pause
+# that lands between the two does not stop that claim; `04-two-executors.ipynb` plays that window step
+# by step, and shows the native command closing it.
+
+# %% [markdown]
 # ## Watch it
 #
 # The set view below redraws the `lease` queue from a real snapshot: its active set holds the jobs
@@ -384,9 +415,9 @@ print(exercises.check("02.5", empty_yet_not, conn))
 # - `@claim2` pops the oldest id, guards against ghosts, moves the token, and stamps the deadline
 #   from the server's `TIME`.
 # - The lease lives in the active score, the fencing token in `attempts`: one holder per lease on one
-#   node ([ledger](../docs/guarantees.md#one-holder-per-lease)), a handler that may run more than once, one settle per job
-#   in each life ([ledger](../docs/guarantees.md#one-settle-per-life)) — and a late worker that completes when no sweep
-#   ran first.
+#   node ([ledger](../docs/guarantees.md#one-holder-per-lease)), a handler that may run more than once,
+#   one settle per job in each life ([ledger](../docs/guarantees.md#one-settle-per-life)) — and a late
+#   worker that completes when no sweep ran first.
 # - The row key is built inside the script from the declared base, in the same slot.
 #
 # Next: **03-completion-and-recovery** — what the token is for.

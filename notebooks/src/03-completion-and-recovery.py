@@ -151,12 +151,12 @@ assert s.total() == 0 and not s.rows
 # %% [markdown]
 # ## Recovery — `reap/2` → `@reap`
 #
-# Now let the worker die mid-job: it will never complete the job, and never retry it either. Wait
-# until the server's clock is past the active score. The lease has run out, yet the queue does not
-# react: **the id is still in active**, and it stays there until a client calls
-# `reap/2` (`jobs.reap`). A job comes back from a crashed worker only while somebody sweeps
-# ([ledger](../docs/guarantees.md#at-least-once-runs)). Its listing opens with another spliced-in helper, `back_to_pending`, which
-# `@promote` shares.
+# Now let the worker die mid-job: it will never complete the job, and never retry it either. Wait until
+# the server's clock is past the active score. The lease has run out, yet the queue does not react:
+# **the id is still in active**, and it stays there until a client calls `reap/2` (`jobs.reap`). A job
+# comes back from a crashed worker only while somebody sweeps
+# ([ledger](../docs/guarantees.md#at-least-once-runs)). Its listing opens with another spliced-in
+# helper, `back_to_pending`, which `@promote` shares.
 
 # %%
 print(scripts.show("reap"))
@@ -238,6 +238,58 @@ for _ in range(2):
           "· stalled", s.rows[poison].get("stalled"))
 assert rounds == [(["pending"], "1"), (["dead"], "2")]
 assert snapshots.snapshot(conn, Q7).rows[poison]["last_error"] == "stalled"
+
+# %% [markdown]
+# The sweep counts lapses, and a lapse is all it sees: it cannot tell a worker that died from one that
+# is still at work past its lease. To the counted sweep, a healthy job whose handler takes longer than
+# its lease looks like a poison message. Two workers in turn, each still busy when the sweep comes:
+
+# %%
+Q7b = "slow-but-healthy"
+jobs.drop(conn, Q7b)
+slow = jobs.enqueue(conn, Q7b, "needs a second, leased for 20 ms")
+holders = []
+for _ in range(2):
+    holders.append(jobs.claim(conn, Q7b, 20))  # a worker starts the job and is still at it ...
+    time.sleep(0.03)
+    stalled.check(conn, Q7b, max_stalled=1)  # ... when the sweep finds its lease lapsed
+s = snapshots.snapshot(conn, Q7b)
+finished = [jobs.complete(conn, Q7b, slow, h.attempts) for h in holders]  # both finish their work
+print("now in", s.where(slow), "·", s.rows[slow]["last_error"], "· the two workers' settles:", finished)
+assert s.where(slow) == ["dead"] and s.rows[slow]["last_error"] == "stalled"
+assert finished == [jobs.STALE, jobs.STALE]
+
+# %% [markdown]
+# Both workers did the work, and neither settle counts: the job lies in dead as "stalled". Under the
+# counted sweep, the lease must be longer than the slowest healthy run, not only long enough for the
+# usual one.
+#
+# A crash spends an attempt, too: the claim counted it, and a reap gives nothing back. A job whose
+# first two workers died, and whose third fails, goes straight to dead under the default cap of three:
+
+# %%
+Q7c = "crashes-count"
+jobs.drop(conn, Q7c)
+job = jobs.enqueue(conn, Q7c, "two crashes, then an error")
+for _ in range(2):
+    jobs.claim(conn, Q7c, 20)  # the worker dies holding it
+    time.sleep(0.03)
+    jobs.reap(conn, Q7c)
+third = jobs.claim(conn, Q7c, 30_000)
+verdict = jobs.retry(conn, Q7c, job, third.attempts, "failed", 100)
+print("the third claim's token:", third.attempts, "· its first failure:", verdict)
+assert (third.attempts, verdict) == (3, jobs.DEAD)
+
+# %% [markdown]
+# `reprocess` gives the job a new life with the whole cap again, while the token keeps growing (the
+# fence must never hand out a number an earlier claim had):
+
+# %%
+jobs.reprocess(conn, Q7c, job)
+fourth = jobs.claim(conn, Q7c, 30_000)
+again = jobs.retry(conn, Q7c, job, fourth.attempts, "failed again", 100)
+print("the new life's first token:", fourth.attempts, "· its first failure:", again)
+assert (fourth.attempts, again) == (4, jobs.SCHEDULED)
 
 # %% [markdown]
 # On a native node the sweep has a twin, `EMQ.STALLED.CHECK`, which also exempts a lease granted

@@ -120,6 +120,35 @@ print([e.line for e in n_conn.last(5)])
 assert [e.line.split()[0] for e in n_conn.last(5)] == ["EXISTS"]
 
 # %% [markdown]
+# Why the read inside matters. On wire 4, `claim/3` is two round trips: the pause read, then
+# `@claim2`, which does not read the flag. A pause that lands between them does not stop that claim:
+# the job is handed out after `pause()` has returned. Played by hand, step by step, on each executor —
+# the worker's pause read, the operator's pause, then the worker's second step:
+
+# %%
+QW = "window"
+window = {}
+for name, c in (("wire 4", s_conn), ("wire 6", n_conn)):
+    jobs.drop(c, QW)
+    job = jobs.enqueue(c, QW, "claimed in the window")
+    keys = [keyspace.queue_key(QW, "pending"), keyspace.queue_key(QW, "active"), keyspace.queue_key(QW, "")]
+    assert jobs.paused(c, QW) is False  # 1. the worker's host-side read: not paused
+    assert jobs.pause(c, QW) is True  # 2. the operator pauses the queue, and the call returns
+    # 3. the worker's second step, as claim/3 sends it on this connector
+    reply = c.call("EMQ.CLAIM", 3, *keys, 30_000) if c.wire == 6 else c.eval("claim2", keys, [30_000])
+    window[name] = reply
+    print(f"{name}: after pause() returned, the claim answered", reply[:1] if reply else reply,
+          "· the job is now in", snapshots.snapshot(c, QW).where(job))
+    jobs.resume(c, QW)
+assert window["wire 4"] and window["wire 4"][0] and window["wire 6"] == []
+
+# %% [markdown]
+# On wire 4 the job went out after the pause: the script trusts the read made before it. `EMQ.CLAIM`
+# reads the flag inside the command, in the same atomic step as the pop, so once `pause()` has
+# returned no claim hands a job out. (The kit's batch claim, `@claim_many`, reads the flag inside on
+# both executors.)
+
+# %% [markdown]
 # ### 2 · All the checks first, then the writes
 #
 # A Lua script is atomic, but it is not a transaction that rolls back: whatever it wrote before an

@@ -263,6 +263,34 @@ print("after the reprocessed child completes, the parent is", released.state(par
 assert released.where(parents["wait"]) == ["pending"]
 
 # %% [markdown]
+# A child can also die without ever failing: the counted stall sweep (03) buries a child whose
+# workers keep vanishing. The burial is a death like any other, and the child's policy decides for
+# the parent the same way. Four more flows; in each, the first child is claimed under a 20 ms lease
+# twice, its worker gone each time, and swept with `max_stalled=1`:
+
+# %%
+from echomq_teach import stalled
+
+swept = {}
+for policy in flows.POLICIES:
+    q = f"swept-{policy}"
+    jobs.drop(conn, q)
+    f = flows.add(conn, q, "parent", ["vanishes", "succeeds"], policy=policy)
+    for _ in range(2):
+        lost = jobs.claim(conn, q, 20)  # the worker dies holding it
+        time.sleep(0.03)
+        sweep = stalled.check(conn, q, max_stalled=1)
+    ok = jobs.claim(conn, q, 30_000)
+    jobs.complete(conn, q, ok.id, ok.attempts, "fine")
+    s = snapshots.snapshot(conn, q)
+    swept[policy] = (sweep.dead == [lost.id], s.state(f.parent_id), s.rows[f.parent_id].get("last_error"))
+    print(f"{policy:<7} child buried: {swept[policy][0]} · parent {swept[policy][1]:<18}",
+          f"last_error: {(swept[policy][2] or '—')[:45]}")
+assert all(buried for buried, _, _ in swept.values())
+assert swept["fail"][1] == "dead" and swept["fail"][2].endswith("failed: stalled")
+assert [swept[p][1] for p in ("ignore", "remove", "wait")] == ["pending", "pending", "awaiting_children"]
+
+# %% [markdown]
 # ## Flows run only as scripts
 #
 # The module registers four commands and none of them lands a flow, so `flows.add` sends

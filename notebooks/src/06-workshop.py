@@ -84,10 +84,10 @@ print("happy path, failure fork and recovery: each ended where the course says")
 
 # %% [markdown]
 # Two numbers did all the work there: the active score, which is when the lease runs out, and
-# `attempts`, which is the token a completion must present. One times the work — one holder per
-# lease ([ledger](../docs/guarantees.md#one-holder-per-lease)), and a sweep may hand a lapsed job to another worker, so a
-# handler may run more than once; the other decides whose answer counts — one settle per job in each
-# of its lives ([ledger](../docs/guarantees.md#one-settle-per-life)).
+# `attempts`, which is the token a completion must present. One times the work — one holder per lease
+# ([ledger](../docs/guarantees.md#one-holder-per-lease)), and a sweep may hand a lapsed job to another
+# worker, so a handler may run more than once; the other decides whose answer counts — one settle per
+# job in each of its lives ([ledger](../docs/guarantees.md#one-settle-per-life)).
 
 # %% [markdown]
 # ## The claim, natively

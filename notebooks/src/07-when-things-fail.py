@@ -376,11 +376,11 @@ print(reuse.fence_violations[0].kind, "—", reuse.fence_violations[0].detail)
 assert (c.attempts, late) == (1, jobs.OK) and not reuse.valid
 
 # %% [markdown]
-# The kit's own ids (`ids.mint()`) do not repeat within one minting process, and across processes
-# only by a very unlikely coincidence ([ledger](../docs/guarantees.md#minted-ids-are-fresh)); so this
-# meets callers who choose their own ids (the break of
-# [one settle per life](../docs/guarantees.md#one-settle-per-life)); `jobs.enqueue` says so in its docstring. If you must reuse an id, never while a worker of its
-# old life may still be out there.
+# The kit's own ids (`ids.mint()`) do not repeat within one minting process, and across processes only
+# by a very unlikely coincidence ([ledger](../docs/guarantees.md#minted-ids-are-fresh)); so this meets
+# callers who choose their own ids (the break of [one settle per
+# life](../docs/guarantees.md#one-settle-per-life)); `jobs.enqueue` says so in its docstring. If you
+# must reuse an id, never while a worker of its old life may still be out there.
 #
 # ## A nemesis
 #
@@ -531,8 +531,9 @@ print(exercises.check("07.2", pass_the_nemesis, conn))
 # - A crash between claim and settle leaves the job to its lease and the next sweep; a crash after
 #   the handler runs it again; a crash after the settle was sent settles it once, unseen.
 # - The queue gives **one holder per lease and one settle per life** on one node
-#   ([ledger](../docs/guarantees.md#one-holder-per-lease), [ledger](../docs/guarantees.md#one-settle-per-life)). The handler runs **at least
-#   once**: side effects must be idempotent.
+#   ([ledger](../docs/guarantees.md#one-holder-per-lease),
+#   [ledger](../docs/guarantees.md#one-settle-per-life)). The handler runs **at least once**: side
+#   effects must be idempotent.
 # - `@complete` checks the token and the state, not the deadline: choose `lease_ms` longer than the
 #   work, short enough that a crash costs little.
 # - The fence holds for the life of a row; reusing an id after its row is gone starts a new count.

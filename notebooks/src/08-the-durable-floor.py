@@ -1,13 +1,14 @@
 # %% [markdown]
 # # The Queue · 08 — the durable floor
 #
-# The course page closes with *the durable floor*: the job traced through the queue lives in
-# memory. A completed row is deleted; a dead one stays until an operator reprocesses, removes or trims
-# it, and trimming deletes. What can outlive memory is a stream: a Consumer started with `record=True`
-# adds every ending to `emq:{q}:stream:completions`, one entry per ending in each life
-# ([ledger](../docs/guarantees.md#one-ending-one-entry); a call without the flag writes none), and when a deployment declares that stream to
-# the archive driver, the driver **folds each slice into a durable floor before it trims it** — an
-# embedded store by default, an object store when a remote is configured.
+# The course page closes with *the durable floor*: the job traced through the queue lives in memory. A
+# completed row is deleted; a dead one stays until an operator reprocesses, removes or trims it, and
+# trimming deletes. What can outlive memory is a stream: a Consumer started with `record=True` adds
+# every ending to `emq:{q}:stream:completions`, one entry per ending in each life
+# ([ledger](../docs/guarantees.md#one-ending-one-entry); a call without the flag writes none), and when
+# a deployment declares that stream to the archive driver, the driver **folds each slice into a durable
+# floor before it trims it** — an embedded store by default, an object store when a remote is
+# configured.
 #
 # **Goals**
 #

@@ -288,13 +288,13 @@ print("WAIT — verdict:", w.verdict, "· findings:", sum(w.counts().values()),
 assert w.valid and sum(w.counts().values()) == 0 and w.enqueue_unknown == 20 and w.settled == w.enqueued
 
 # %% [markdown]
-# A producer that gets no answer sends again, and an unanswered claim is only a lease that lapses.
-# That is the part of the window WAIT closes: **no write WAIT confirmed is lost** — here, with one
-# replica that confirmed and then was promoted ([ledger](../docs/guarantees.md#wait-keeps-confirmed-writes)). The part it cannot
-# close is a WAIT that times out. It answers with fewer replicas than asked (`conn.wait_short` counts
-# those), and the write is then acknowledged by the primary alone. Had this run's timeout been shorter
-# than the window (say `WAIT 1 50`), its writes would have been answered and lost like `plain`'s.
-# The bench runs that case too.
+# A producer that gets no answer sends again, and an unanswered claim is only a lease that lapses. That
+# is the part of the window WAIT closes: **no write WAIT confirmed is lost** — here, with one replica
+# that confirmed and then was promoted ([ledger](../docs/guarantees.md#wait-keeps-confirmed-writes)).
+# The part it cannot close is a WAIT that times out. It answers with fewer replicas than asked
+# (`conn.wait_short` counts those), and the write is then acknowledged by the primary alone. Had this
+# run's timeout been shorter than the window (say `WAIT 1 50`), its writes would have been answered and
+# lost like `plain`'s. The bench runs that case too.
 #
 # ## The run_id and the lapsed leases
 #
@@ -329,6 +329,43 @@ assert plain.old_leases()
 # One uncounted requeue per lapsed lease, and none buried. With the counted script sweep, a
 # failover would charge each of those jobs a stall it did not cause, and with `max_stalled` 1 a
 # second failover would bury them.
+#
+# ## Whose clock judges an inherited lease
+#
+# The inherited leases also carry deadlines that the dead primary stamped with *its* clock; from the
+# promotion on, the new primary judges them with its own `TIME`. A deadline is one number, an absolute
+# time in milliseconds, copied to the replica as it was written. One lease read on a primary and on its
+# replica, and each node's clock read beside it:
+
+# %%
+clock_q = cluster.queue_on(1, "clock")
+cc = cluster.connector(wire=6)
+jobs.enqueue(cc, clock_q, "leased")
+held = jobs.claim(cc, clock_q, 30_000)
+primary = cluster.primary_of(clock_q)
+p_raw, r_raw = primary.client(), cluster.replica_of(primary).client()
+assert p_raw.execute_command("WAIT", 1, 2000) == 1  # the claim has reached the replica
+r_raw.execute_command("READONLY")  # a replica answers reads of its primary's slots only when asked to
+active_key = keyspace.queue_key(clock_q, "active")
+stamped, copied = int(p_raw.zscore(active_key, held.id)), int(r_raw.zscore(active_key, held.id))
+left = {}
+for name, raw_client in (("primary", p_raw), ("replica", r_raw)):
+    sec, usec = raw_client.time()
+    left[name] = stamped - (sec * 1000 + usec // 1000)
+print("the deadline on the primary and on its replica: the same number:", stamped == copied)
+print(f"time left on the lease, by the primary's clock: {left['primary']} ms · by the replica's: {left['replica']} ms")
+assert stamped == copied and abs(left["primary"] - left["replica"]) < 1_000
+jobs.complete(cc, clock_q, held.id, held.attempts)
+for closing in (p_raw, r_raw, cc):
+    closing.close()
+
+# %% [markdown]
+# Here both nodes read one machine's clock, so the two figures differ only by the moment each was
+# read. On two machines they differ by the offset between the clocks: promote a replica whose clock
+# runs five seconds ahead, and every lease it inherited ends five seconds early by its judgement — a
+# sweep hands those jobs on while their workers may still be at work. One clock stamps and judges a
+# lease only while one node holds it ([ledger](../docs/guarantees.md#server-clock)); keep the hosts'
+# clocks synchronised, and leases much longer than the offset you can measure.
 #
 # ## What WAIT costs
 #
