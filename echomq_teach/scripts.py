@@ -70,5 +70,20 @@ def names() -> list[str]:
 
 
 def show(name: str) -> str:
-    """The whole script as the node runs it (the file, its ``@include`` lines expanded), for a notebook to print."""
-    return load(name).source
+    """The whole script, for a notebook to print: the file's own lines first, then each piece it includes.
+
+    The node runs each ``lua/includes/`` piece spliced in where its ``-- @include``
+    line stands (``load``); printed there, the shared helpers would come before the
+    transition itself, so the listing keeps the file's order and puts the pieces after
+    it, each under its name. Together they are every line the node runs.
+    """
+    path = resources.files("echomq_teach").joinpath("lua", f"{name.lstrip('@')}.lua")
+    load(name)  # the same refusal of an unknown name, and the same check of every include
+    own = path.read_text(encoding="utf-8")
+    pieces = [line[len(_INCLUDE) :].strip() for line in own.splitlines() if line.startswith(_INCLUDE)]
+    out = [own.rstrip("\n")]
+    for piece in pieces:
+        text = resources.files("echomq_teach").joinpath("lua", "includes", f"{piece}.lua").read_text(encoding="utf-8")
+        out.append(f"\n-- ── included where the script says '-- @include {piece}' (lua/includes/{piece}.lua) ──")
+        out.append(text.rstrip("\n"))
+    return "\n".join(out) + "\n"

@@ -41,8 +41,9 @@
 # | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | 30 min |
 # | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 45 min |
 # | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 45 min |
+# | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 45 min |
 #
-# Each notebook opens with its goals and closes with a recap. In between: prose, real calls with
+# Each notebook opens with its goals and closes with a recap and further reading. In between: prose, real calls with
 # their traces, the scripts themselves (read from the kit's `lua/` folder, never retyped), a widget
 # to step through, and exercises. Most exercises ask you to **predict** what the queue will do, to
 # **diagnose** a queue left in a strange state, or to **repair** it. Each gives you a function to
@@ -269,3 +270,15 @@ print("node stopped" if node.owned else "the classroom's shared node stays up")
 #   are used from here on; come back to them when a notebook uses one.
 #
 # Next: **01-lifecycle** — the four sets, the row, and every transition between them.
+
+# %% [markdown]
+# ## Further reading
+#
+# - [Valkey: scripting with Lua][r1]: why a script runs as one atomic step, and how `KEYS` and `ARGV`
+#   reach it.
+# - [`EVALSHA`][r2]: the call the connector sends for every transition, by the script's digest.
+# - [`TIME`][r3]: the node's clock, which stamps every lease and run-at in this course.
+#
+# [r1]: https://valkey.io/topics/eval-intro/
+# [r2]: https://valkey.io/commands/evalsha/
+# [r3]: https://valkey.io/commands/time/

@@ -427,6 +427,22 @@ print(exercises.check("01.4", which_transition, conn))
 
 
 # %% [markdown]
+# ## Further reading
+#
+# - [`ZADD`][r1]: how a member and its score enter a sorted set; the four sets are all sorted sets.
+# - [`ZPOPMIN`][r2]: the pop that hands out the lowest member of pending.
+# - [`HSET`][r3]: and [`HGETALL`](https://valkey.io/commands/hgetall/), the job's row.
+# - [`EXISTS`][r4]: and [`DEL`](https://valkey.io/commands/del/), the pause flag and a row's end.
+# - [The ULID specification][r5]: ids whose text order is their time order, the idea behind the kit's
+#   minted ids.
+#
+# [r1]: https://valkey.io/commands/zadd/
+# [r2]: https://valkey.io/commands/zpopmin/
+# [r3]: https://valkey.io/commands/hset/
+# [r4]: https://valkey.io/commands/exists/
+# [r5]: https://github.com/ulid/spec
+
+# %% [markdown]
 # ## When you are done
 #
 # The nodes the kit started for this notebook stop with its kernel (a classroom's shared node stays

@@ -424,6 +424,21 @@ print(exercises.check("02.5", empty_yet_not, conn))
 
 
 # %% [markdown]
+# ## Further reading
+#
+# - [Gray and Cheriton, *Leases* (SOSP 1989)][r1]: where the lease comes from: a grant that runs out on
+#   its own, so a holder that vanishes cannot block the rest.
+# - [Kleppmann, *How to do distributed locking* (2016)][r2]: why a lock needs a fencing token, and what
+#   goes wrong with clocks and pauses.
+# - [`HINCRBY`][r3]: the increment that moves the token inside the claim.
+# - [`TIME`][r4]: the clock the claim reads inside the script.
+#
+# [r1]: https://dl.acm.org/doi/10.1145/74850.74870
+# [r2]: https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html
+# [r3]: https://valkey.io/commands/hincrby/
+# [r4]: https://valkey.io/commands/time/
+
+# %% [markdown]
 # ## When you are done
 #
 # The nodes the kit started for this notebook stop with its kernel (a classroom's shared node stays

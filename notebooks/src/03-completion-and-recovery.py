@@ -31,7 +31,9 @@ conn.clear_trace()  # the trace starts with the notebook's own calls
 # %% [markdown]
 # ## complete — `complete/5` → `@complete`
 #
-# Here is the whole script. Read the first lines closely: the **token fence**. The completion passes
+# Here is the whole script: its own lines first, then the shared helpers it includes. Past the
+# argument checks (every check comes before the first write), read the **token fence** closely. The
+# completion passes
 # only when the row's `attempts` still equals the token the worker was handed *and* the row is still
 # `active`. Anything else answers `0` — stale — and nothing is written. (The branch in the middle is
 # the fan-in for flows, notebook 05.)
@@ -61,7 +63,7 @@ assert (wrong, unchanged, right, again) == (jobs.STALE, True, jobs.OK, jobs.STAL
 # **schedule** set until now + delay — hidden from claims for a while, not queued anywhere else.
 # Once `attempts` reaches the cap, the job goes to **dead**, keeping the reason as `last_error`.
 #
-# The listing opens with `child_death`, a helper the kit splices in where the file says
+# The listing ends with `child_death`, a helper the node runs spliced in where the file says
 # `-- @include child_death` (it lives in `lua/includes/`). It only matters for a flow's child
 # (notebook 05); the retry itself starts at `local p = ARGV[6]`.
 
@@ -155,7 +157,7 @@ assert s.total() == 0 and not s.rows
 # the server's clock is past the active score. The lease has run out, yet the queue does not react:
 # **the id is still in active**, and it stays there until a client calls `reap/2` (`jobs.reap`). A job
 # comes back from a crashed worker only while somebody sweeps
-# ([ledger](../docs/guarantees.md#at-least-once-runs)). Its listing opens with another spliced-in
+# ([ledger](../docs/guarantees.md#at-least-once-runs)). Its listing ends with another spliced-in
 # helper, `back_to_pending`, which `@promote` shares.
 
 # %%
@@ -437,6 +439,7 @@ pool.close()
 from echomq_teach.pump import Pump
 
 Q9 = "pumped"
+jobs.drop(conn, Q9)
 retried = []
 for payload in ("first", "second"):
     job = jobs.enqueue(conn, Q9, payload)
@@ -447,11 +450,15 @@ abandoned = jobs.enqueue(conn, Q9, "its worker dies")
 jobs.claim(conn, Q9, 50)  # a 50 ms lease nobody settles
 pump = Pump(conn, [Q9], interval_ms=20)
 pump.start()
-time.sleep(0.5)
+for _ in range(200):  # the retries come due after 100 ms: wait for the pump to move them (10 s at most)
+    if pump.promoted[Q9] == 2 or pump.errors:
+        break
+    time.sleep(0.05)
+time.sleep(0.1)  # a few beats more: the pump leaves the lapsed lease where it is
 pump.stop()
 s = snapshots.snapshot(conn, Q9)
-print("the pump promoted", pump.promoted[Q9], "in", pump.ticks, "beats · the retries are now in",
-      {s.where(j)[0] for j in retried}, "· the abandoned job is still in", s.where(abandoned))
+print("the pump promoted", pump.promoted[Q9], "· the retries are now in", {s.where(j)[0] for j in retried},
+      "· the abandoned job is still in", s.where(abandoned), "· errors:", pump.errors)
 print("the pump sent:", sorted({e.script for e in conn.trace if "pump tick" in e.shortcuts}))
 assert pump.promoted[Q9] == 2 and all(s.where(j) == ["pending"] for j in retried)
 assert s.where(abandoned) == ["active"] and s.relative("active", abandoned) < 0
@@ -590,6 +597,19 @@ print(exercises.check("03.4", unstick, conn))
 #
 # Next: **04-two-executors** — the same claim, as one native command.
 
+
+# %% [markdown]
+# ## Further reading
+#
+# - [`ZRANGEBYSCORE`][r1]: how a sweep finds what is due, `LIMIT` keeping each call short.
+# - [`LMOVE` and its reliable-queue pattern][r2]: the list-based ancestor of this queue: move a job and
+#   keep it visible in one step.
+# - [Brandur Leach, *Implementing Stripe-like idempotency keys in Postgres*][r3]: how a handler makes a
+#   repeated run harmless.
+#
+# [r1]: https://valkey.io/commands/zrangebyscore/
+# [r2]: https://valkey.io/commands/lmove/
+# [r3]: https://brandur.org/idempotency-keys
 
 # %% [markdown]
 # ## When you are done

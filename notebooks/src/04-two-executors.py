@@ -500,6 +500,18 @@ print(exercises.check("04.3", part_ways, s_conn, n_conn))
 
 
 # %% [markdown]
+# ## Further reading
+#
+# - [Valkey Modules 101][r1]: a module in C: a shared library that registers commands.
+# - [`MODULE LOAD`][r2]: and the `loadmodule` line the kit writes into a node's config.
+# - [Valkey: replication][r3]: what a replica receives, which is why a module command replicates its
+#   effects literally.
+#
+# [r1]: https://valkey.io/blog/modules-101/
+# [r2]: https://valkey.io/commands/module-load/
+# [r3]: https://valkey.io/topics/replication/
+
+# %% [markdown]
 # ## When you are done
 #
 # The nodes the kit started for this notebook stop with its kernel (a classroom's shared node stays

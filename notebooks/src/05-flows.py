@@ -461,6 +461,15 @@ print(exercises.check("05.4", predict_the_counter, conn))
 
 
 # %% [markdown]
+# ## Further reading
+#
+# - [`DECR`][r1]: the counter a child's completion takes one off.
+# - [BullMQ: flows][r2]: parents and children in another queue, for comparison.
+#
+# [r1]: https://valkey.io/commands/decr/
+# [r2]: https://docs.bullmq.io/guide/flows
+
+# %% [markdown]
 # ## When you are done
 #
 # The nodes the kit started for this notebook stop with its kernel (a classroom's shared node stays

@@ -265,7 +265,21 @@ print("confirm atomically, recover by timeout, compose by counting: each held on
 #   releases the parent.
 # - Four sorted sets and one hash per job: that is the whole queue. The pattern: confirm atomically,
 #   recover by timeout, compose by counting.
+#
+# Next: **07-when-things-fail** — races, crashes, frozen workers and the checker.
 
+
+# %% [markdown]
+# ## Further reading
+#
+# - [`LMOVE` and its reliable-queue pattern][r1]: the pattern this workshop builds on, in its list form.
+# - [Tyler Treat, *You cannot have exactly-once delivery* (2015)][r2]: why at-least-once runs and
+#   idempotent effects are the honest pair.
+# - [The ledger of guarantees](../docs/guarantees.md): every promise this course makes, with its scope
+#   and its proof.
+#
+# [r1]: https://valkey.io/commands/lmove/
+# [r2]: https://bravenewgeek.com/you-cannot-have-exactly-once-delivery/
 
 # %% [markdown]
 # ## When you are done

@@ -63,11 +63,13 @@ print(node)
 # | unexpected | settled or claimed, but nobody enqueued it | never allowed |
 # | double hand-out | claimed again with nothing in between that put it back in pending | never allowed |
 # | fence violation | a settle accepted from a claim that a later claim had replaced | never allowed |
+# | stranded | a row in no set, and no flow counter that waits for it | never allowed |
+# | unrecorded | an ending the completions stream does not hold (a run that records) | never allowed |
 # | handler ran more than once | at-least-once, made visible | **expected** |
 # | stale settle refused | the fence doing its job | **expected** |
 # | recovered | put back by a reap or a sweep, then settled | **expected** |
 #
-# The verdict is `valid` when the first five columns are empty. A small story first: two jobs, two
+# The verdict is `valid` when the first seven rows are empty. A small story first: two jobs, two
 # workers, one of which lets its lease lapse.
 
 # %%
@@ -543,3 +545,17 @@ print(exercises.check("07.2", pass_the_nemesis, conn))
 # %%
 chaos.stop()  # its workers stop by PID; the widget above keeps its last picture and verdict
 playground.stop()
+
+# %% [markdown]
+# ## Further reading
+#
+# - [Kyle Kingsbury, *Jepsen: Redis* (2013)][r1]: a replicated store under partitions, and the writes it
+#   lost.
+# - [Elle][r2]: a checker that finds anomalies in recorded histories, the family this kit's checker
+#   belongs to.
+# - [Kleppmann, *How to do distributed locking* (2016)][r3]: the frozen worker and the fence, told for
+#   locks.
+#
+# [r1]: https://aphyr.com/posts/283-jepsen-redis
+# [r2]: https://github.com/jepsen-io/elle
+# [r3]: https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html

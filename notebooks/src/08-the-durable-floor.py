@@ -146,8 +146,10 @@ assert indexes == ["settles_by_job", "settles_by_outcome"] and key == ["stream",
 # 4. **upload** — with a remote only: the slice as one object in the store;
 # 5. **trim** — `XTRIM <stream> MINID <first id not yet durable>`, inside `@floor_trim`.
 #
-# `@floor_trim` trims only for the driver that holds the stream's lease (one driver per stream;
-# more on that below), and refuses a stream whose ids run below the floor's cursor — one deleted and
+# Before its first step the driver takes the stream's lease with `@floor_lease`: a lease like a job's,
+# on the server clock, whose token (1, then one more for each new holder) every later write of the
+# driver must present. `@floor_trim` trims only for the driver that holds that lease (one driver per
+# stream; more on that below), and refuses a stream whose ids run below the floor's cursor — one deleted and
 # made again, whose entries the floor has never seen:
 
 # %%
@@ -503,6 +505,21 @@ print(exercises.check("08.2", find_the_lost, conn))
 #   upload and the trim, then reads after the committed cursor. One driver per stream; a second is
 #   refused, and a late one is fenced by its token.
 # - The floor answers alone: a job by id, a time range, counts, throughput.
+#
+# Next: **09-cluster** — the same queue on a Valkey Cluster, and a primary killed mid-run.
+
+# %% [markdown]
+# ## Further reading
+#
+# - [Valkey: streams][r1]: the completions stream's data type, its ids and `XRANGE`.
+# - [`XTRIM`][r2]: the `MINID` trim the driver runs only after its commit.
+# - [Valkey: persistence][r3]: the append-only file and its sync policies.
+# - [SQLite: atomic commit][r4]: how the embedded floor's commit survives a crash.
+#
+# [r1]: https://valkey.io/topics/streams-intro/
+# [r2]: https://valkey.io/commands/xtrim/
+# [r3]: https://valkey.io/topics/persistence/
+# [r4]: https://www.sqlite.org/atomiccommit.html
 
 # %% [markdown]
 # ## When you are done

@@ -419,3 +419,16 @@ print(f"before the hold: without WAIT {plain.rate():.0f} jobs/s · with WAIT 1 2
 # %%
 cluster.stop()  # every node stopped by its PID
 conn.close()
+
+# %% [markdown]
+# ## Further reading
+#
+# - [Valkey: cluster specification][r1]: slots, hashtags, failover and what a failover may lose.
+# - [`WAIT`][r2]: what it confirms, and why it does not make the store strongly consistent.
+# - [`CLUSTER FAILOVER`][r3]: a failover asked for by hand, against the one a dead primary forces.
+# - [Kyle Kingsbury, *Jepsen: Redis* (2013)][r4]: a replica promoted with writes missing.
+#
+# [r1]: https://valkey.io/topics/cluster-spec/
+# [r2]: https://valkey.io/commands/wait/
+# [r3]: https://valkey.io/commands/cluster-failover/
+# [r4]: https://aphyr.com/posts/283-jepsen-redis

@@ -1,0 +1,42 @@
+"""How the course reads: 00's map lists every notebook, each notebook says what comes next, and
+each ends with further reading whose links are all defined."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jupytext
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = sorted((ROOT / "notebooks" / "src").glob("[0-9][0-9]-*.py"))
+STEMS = [p.stem for p in SOURCES]
+
+
+def markdown(path: Path) -> list[str]:
+    return [c.source for c in jupytext.read(path).cells if c.cell_type == "markdown"]
+
+
+def test_the_map_in_00_lists_every_notebook() -> None:
+    (table,) = [m for m in markdown(SOURCES[0]) if "| notebook | what it teaches | time |" in m]
+    listed = re.findall(r"^\| `(\d\d-[a-z0-9-]+)` \|", table, flags=re.MULTILINE)
+    assert listed == STEMS
+
+
+@pytest.mark.parametrize("path", SOURCES[:-1], ids=STEMS[:-1])
+def test_each_notebook_but_the_last_says_what_comes_next(path: Path) -> None:
+    following = STEMS[STEMS.index(path.stem) + 1]
+    nexts = [m for text in markdown(path) for m in re.findall(r"Next: \*\*(\d\d-[a-z0-9-]+)\*\*", text)]
+    assert nexts == [following], f"{path.stem} points on to {nexts}, the course goes on to {following}"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=STEMS)
+def test_each_notebook_ends_its_lesson_with_further_reading(path: Path) -> None:
+    cells = [m for m in markdown(path) if m.startswith("## Further reading")]
+    assert len(cells) == 1, f"{path.stem}: one 'Further reading' cell, found {len(cells)}"
+    text = cells[0]
+    used = set(re.findall(r"\]\[(r\d+)\]", text))
+    defined = dict(re.findall(r"^\[(r\d+)\]: (\S+)$", text, flags=re.MULTILINE))
+    assert len(used) >= 2 and used == set(defined), f"{path.stem}: links used {used}, defined {set(defined)}"
+    assert all(url.startswith("https://") for url in defined.values())
