@@ -153,25 +153,27 @@ class Run:
     ) -> None:
         keyspace.check_queue(queue)
         jobs.positive_int("workers", workers)
-        jobs.check_batch(batch)
-        if batch > 1 and "startup_nodes" in node.address:
-            raise BadInput("batch > 1 needs a single node: a cluster routes every call on its own")
-        jobs.non_negative_int("work_ms", work_ms)
-        jobs.positive_int("idle_ms", idle_ms)
-        for name, v in (("lease_ms", lease_ms), ("max_attempts", max_attempts),
-                        ("retry_delay_ms", retry_delay_ms), ("tick_ms", tick_ms)):
-            jobs.positive_int(name, v)
+        jobs.positive_int("tick_ms", tick_ms)
         if recovery not in ("reap", "stalled"):
             raise BadInput(f"recovery must be 'reap' or 'stalled', got {recovery!r}")
         if not callable(handler) and (not isinstance(handler, str) or ":" not in handler):
             raise BadInput(f"handler must be 'module:function' or a function, got {handler!r}")
-        source = handler_source(handler) if callable(handler) else None
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise BadInput("timeout must be a positive number of seconds: every run is bounded")
         if wait is not None:
             check_wait(wait)
             if "startup_nodes" not in node.address:
                 raise BadInput("wait=(numreplicas, timeout_ms) needs a cluster: a single node has no replica")
+        # what every worker of this run is told, checked before anything is made (the folder, the
+        # handler's module and the worker's name are filled in below and by ``spawn``)
+        told = WorkerOptions(
+            queue=queue, name="w", history="", wire=node.wire, lease_ms=lease_ms, max_attempts=max_attempts,
+            retry_delay_ms=retry_delay_ms, handler=handler if isinstance(handler, str) else "notebook:cell",
+            work_ms=work_ms, idle_ms=idle_ms, record=record, timeout=timeout + 30, wait=wait, batch=batch,
+        ).check()
+        if batch > 1 and "startup_nodes" in node.address:
+            raise BadInput("batch > 1 needs a single node: a cluster routes every call on its own")
+        source = handler_source(handler) if callable(handler) else None
         self.node, self.queue, self.size = node, queue, workers
         self.wire = node.wire
         self.address = dict(node.address)
@@ -184,12 +186,8 @@ class Run:
         if source is not None:
             handler, handler_path = write_handler(*source, self.folder), self.folder
         #: what every worker of this run is told (its name is filled in by ``spawn``)
-        self.options = WorkerOptions(
-            queue=queue, name="w", history=str(self.folder), wire=self.wire, lease_ms=lease_ms,
-            max_attempts=max_attempts, retry_delay_ms=retry_delay_ms, handler=str(handler),
-            handler_path=str(handler_path) if handler_path else None, work_ms=work_ms, idle_ms=idle_ms,
-            record=record, timeout=timeout + 30, wait=wait, batch=batch,
-        )
+        self.options = dataclasses.replace(told, history=str(self.folder), handler=str(handler),
+                                           handler_path=str(handler_path) if handler_path else None)
         self.wait = wait
         # the producer's and the metronome's writes wait for the replicas as the workers' do
         self.conn: Connector = node.connector() if wait is None else node.connector(wait=wait)
