@@ -149,22 +149,22 @@ class Worker:
     """The loop of one worker process (a ``lab.run.Run`` starts and stops these by PID)."""
 
     def __init__(self, conn: Connector, queue: str, rec: Recorder, handler: Callable[..., Any],
-                 args: WorkerOptions) -> None:
-        self.conn, self.queue, self.rec, self.handler, self.args = conn, queue, rec, handler, args
+                 options: WorkerOptions) -> None:
+        self.conn, self.queue, self.rec, self.handler, self.options = conn, queue, rec, handler, options
         self.claims = 0
         self.stopping = False
-        self.ctx = Context(conn, queue, rec.worker, args.work_ms)
+        self.ctx = Context(conn, queue, rec.worker, options.work_ms)
         self._arm_settle = False
-        if args.crash_at == "settle-sent":
+        if options.crash_at == "settle-sent":
             self._hook_settle()
         # a batch worker claims and settles on a lane, as a Pool's consumer does
-        self.lane = Lane(conn, queue, frozenset({NATIVE_READS, PIPELINE}), lease_ms=args.lease_ms,
-                         retry_delay_ms=args.retry_delay_ms, max_attempts=args.max_attempts,
-                         record=args.record) if args.batch > 1 else None
+        self.lane = Lane(conn, queue, frozenset({NATIVE_READS, PIPELINE}), lease_ms=options.lease_ms,
+                         retry_delay_ms=options.retry_delay_ms, max_attempts=options.max_attempts,
+                         record=options.record) if options.batch > 1 else None
 
     # -- crash points ----------------------------------------------------------------------------
     def _due(self, point: str) -> bool:
-        return self.args.crash_at == point and self.claims == self.args.crash_on
+        return self.options.crash_at == point and self.claims == self.options.crash_on
 
     def crash(self, point: str, job: jobs.Claimed) -> None:
         """Die here, now, by SIGKILL: no exit hook, no settle, the lease left to lapse."""
@@ -205,7 +205,7 @@ class Worker:
         """Claim one job (or a batch), run the handler, settle. False when nothing was pending."""
         if self.lane is not None:
             return self.batch_beat(self.lane)
-        a = self.args
+        a = self.options
         job = self.rec.claim(self.conn, self.queue, a.lease_ms)
         if job is None:
             return False
@@ -225,12 +225,12 @@ class Worker:
         """Claim up to ``batch`` jobs in one call, run each handler in turn, send the settles in one round trip."""
         lane.parents.clear()  # nothing is in hand between beats: a lost beat's parents go with it
         claimed_at = time.monotonic()
-        got = self.rec.claim_many(lane, self.args.batch)
+        got = self.rec.claim_many(lane, self.options.batch)
         if not got:
             return False
         answers: list[tuple[jobs.Claimed, bool, str | bytes]] = []
         for job in got:
-            if answers and time.monotonic() - claimed_at >= self.args.lease_ms / 2000:
+            if answers and time.monotonic() - claimed_at >= self.options.lease_ms / 2000:
                 # the lease guard, as a Pool's consumer keeps it: half the leases gone, what is done settles now
                 self.rec.settle_many(lane, answers)
                 answers = []
@@ -239,7 +239,7 @@ class Worker:
         return True
 
     def run(self) -> int:
-        deadline = time.monotonic() + self.args.timeout
+        deadline = time.monotonic() + self.options.timeout
         while not self.stopping and time.monotonic() < deadline:
             try:
                 worked = self.beat()
@@ -249,7 +249,7 @@ class Worker:
                 print(f"{self.rec.worker}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
                 worked = False
             if not worked:
-                time.sleep(self.args.idle_ms / 1000)
+                time.sleep(self.options.idle_ms / 1000)
         return 0
 
 
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m echomq_teach.lab.worker OPTIONS_JSON (a WorkerOptions)", file=sys.stderr)
         return 2
     try:
-        args = WorkerOptions.from_json(argv[0])
+        options = WorkerOptions.from_json(argv[0])
     except BadInput as exc:
         print(f"worker: {exc}", file=sys.stderr)
         return 2
@@ -284,17 +284,17 @@ def main(argv: list[str] | None = None) -> int:
     address = json.loads(raw)
     if "startup_nodes" in address:
         address["startup_nodes"] = [tuple(n) for n in address["startup_nodes"]]
-    if args.handler_path:
-        sys.path.insert(0, args.handler_path)
-    handler = load_handler(args.handler)
-    if args.batch > 1 and "startup_nodes" in address:
+    if options.handler_path:
+        sys.path.insert(0, options.handler_path)
+    handler = load_handler(options.handler)
+    if options.batch > 1 and "startup_nodes" in address:
         print("worker: batch > 1 needs a single node", file=sys.stderr)
         return 2
     # named on every link it opens, so that a fault can find this worker in CLIENT LIST and drop it
-    address["client_name"] = client_name(args.name)
-    conn, clock = connect_when_up(address, args.wire, wait=args.wait)
-    rec = Recorder(args.history, args.name, clock)
-    worker = Worker(conn, args.queue, rec, handler, args)
+    address["client_name"] = client_name(options.name)
+    conn, clock = connect_when_up(address, options.wire, wait=options.wait)
+    rec = Recorder(options.history, options.name, clock)
+    worker = Worker(conn, options.queue, rec, handler, options)
 
     def stop(_sig: int, _frame: Any) -> None:
         worker.stopping = True
