@@ -25,9 +25,9 @@ from machine import print_header
 
 from echomq_teach import floor, jobs
 from echomq_teach.consumer import Pool
+from echomq_teach.floor.objectstore import start_object_store, weed_binary
 from echomq_teach.floor.workload import stream_len
 from echomq_teach.nodes import LocalNode
-from echomq_teach.nodes.objectstore import start_object_store, weed_binary
 
 DEFAULT_N = 5_000
 POOL_SIZE = 4

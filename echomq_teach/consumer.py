@@ -121,7 +121,19 @@ def _taken(conn: Connector, value: object, allowed: tuple[str, ...]) -> frozense
     return frozenset() if conn.on_cluster else names
 
 
-def _settle_args(result: object) -> tuple[bool, str | bytes]:
+def run_handler(handler: Callable[..., object], *args: object) -> object:
+    """``handler(*args)``'s answer; a handler that raises answers ``Error("<Type>: <message>")`` instead.
+
+    The one mapping of a handler's crash to ``{:error, reason}``: the consumer
+    uses it, and so does the fault lab's worker process.
+    """
+    try:
+        return handler(*args)
+    except Exception as exc:  # noqa: BLE001 - a handler's crash is an {:error, reason}
+        return Error(f"{type(exc).__name__}: {exc}")
+
+
+def settle_args(result: object) -> tuple[bool, str | bytes]:
     """A handler's answer as the settle takes it: (True, the result) to complete, (False, the reason) to retry."""
     if isinstance(result, Error):
         return False, result.reason
@@ -284,15 +296,12 @@ class Consumer:
         return b
 
     def _handle(self, job: Claimed) -> object:
-        try:
-            return self.handler(job)
-        except Exception as exc:  # noqa: BLE001 - a handler's crash is an {:error, reason}
-            return Error(f"{type(exc).__name__}: {exc}")
+        return run_handler(self.handler, job)
 
     def _settle_plain(self, b: Beat) -> None:
         job = b.claimed
         assert job is not None
-        ok, value = _settle_args(self._handle(job))
+        ok, value = settle_args(self._handle(job))
         if not ok:
             reason = str(value)
             b.outcome = jobs.retry(
@@ -320,7 +329,7 @@ class Consumer:
                 self._give_back()
                 return b
         b.claimed = job
-        ok, value = _settle_args(self._handle(job))
+        ok, value = settle_args(self._handle(job))
         more = self._may_claim() > 0
         s = self._lane.settle(job, ok, value, more)
         if more and s.next is None:
@@ -375,7 +384,7 @@ class Consumer:
                 answers = []
                 if s.error is not None:
                     return s.error
-            answers.append((job, *_settle_args(self._handle(job))))
+            answers.append((job, *settle_args(self._handle(job))))
         more = self._may_claim(self.batch) if claim_next else 0
         self._batch_at = time.monotonic()  # the next batch's leases start no earlier than this
         s = self._lane.settle_many(answers, more)
@@ -407,7 +416,7 @@ class Consumer:
                 raise error
             return [out for _, out in b.batch]
         [job] = held
-        ok, value = _settle_args(self._handle(job))
+        ok, value = settle_args(self._handle(job))
         one = self._lane.settle(job, ok, value, claim_next=False)
         if one.error is not None:
             raise one.error

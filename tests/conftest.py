@@ -44,7 +44,7 @@ def durable():
 @pytest.fixture(scope="session")
 def object_store():
     """A real SeaweedFS S3 server (``weed``) for the session's remote floors, stopped by PID at the end."""
-    from echomq_teach.nodes.objectstore import start_object_store
+    from echomq_teach.floor.objectstore import start_object_store
 
     store = start_object_store()
     yield store

@@ -1,6 +1,6 @@
 """ChaosView: worker processes drain one queue while you kill, freeze, thaw and restart things.
 
-The widget of ``chaos_model.ChaosRun`` (which drives an ``echomq_teach.lab.faults.Run``)::
+The widget of ``chaos_model.ChaosRun`` (which drives an ``echomq_teach.lab.run.Run``)::
 
     node = start_node(durable=True)          # durable: so that "restart node" keeps the queue
     chaos = ChaosView(node, workers=4, jobs=300)

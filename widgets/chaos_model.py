@@ -2,7 +2,7 @@
 
 The logic of the chaos widget (``echomq_widgets.ChaosView``), with no
 ipywidgets import, so that it tests headless. A ``ChaosRun`` drives one
-``echomq_teach.lab.faults.Run``: worker processes started and stopped by PID, a
+``echomq_teach.lab.run.Run``: worker processes started and stopped by PID, a
 metronome (promote and reap) in this process, every call recorded. It keeps
 
 * the state of each worker slot: running, frozen (since when, on the node's
@@ -37,8 +37,8 @@ from echomq_teach.consumer import LINK_ERRORS
 from echomq_teach.errors import BadInput
 from echomq_teach.keyspace import SETS, queue_key
 from echomq_teach.lab.checker import Report, check
-from echomq_teach.lab.faults import Run
 from echomq_teach.lab.history import History, ServerClock
+from echomq_teach.lab.run import Run
 
 from .counter import SizeSeries
 from .model import fresh_queue
@@ -317,7 +317,7 @@ class ChaosRun:
             else:
                 state, frozen = ("running" if w.alive else "ended"), None
             out.append(SlotState(i, w.name, w.pid, state, frozen, tuple(self.killed[i]),
-                                 None if w.alive else w.proc.returncode))
+                                 None if w.alive else w.returncode))
         return out
 
     def frozen(self) -> list[int]:
@@ -356,7 +356,7 @@ class ChaosRun:
             self.killed[s].append(old.name)
             self.frozen_at.pop(s, None)
         how = (f"kill {old.name} (pid {old.pid}) with SIGKILL: whatever it held waits for its lease to lapse"
-               if alive else f"{old.name} (pid {old.pid}) had ended (exit {old.proc.returncode})")
+               if alive else f"{old.name} (pid {old.pid}) had ended (exit {old.returncode})")
         self._acted(t0, "kill", f"{how}; {new.name} (pid {new.pid}) takes slot {s}", s, old.name)
         return self.slots()[s]
 
@@ -582,7 +582,7 @@ class ChaosRun:
     @staticmethod
     def _running(w: Any) -> None:
         if not w.alive:
-            raise BadInput(f"{w.name} has ended (exit {w.proc.returncode}): kill puts a new worker in its slot")
+            raise BadInput(f"{w.name} has ended (exit {w.returncode}): kill puts a new worker in its slot")
 
     def _acted(self, at_ms: float, kind: str, text: str, slot: int | None = None, worker: str | None = None) -> None:
         """Note an action that happened: a judged round gives way to a new one, and the quiet starts again."""

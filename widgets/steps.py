@@ -33,7 +33,7 @@ class Settings:
 
 
 @dataclass
-class Run:
+class PathRun:
     """One run of a path on one fresh queue: what the steps so far have learned."""
 
     conn: Connector
@@ -59,9 +59,9 @@ class Step:
 
     name: str
     handle: str  # the course's Elixir handle, e.g. "claim/3"; "" when the step sends nothing
-    act: Callable[[Run], Any]
-    explain: Callable[[Run, Call], tuple[str, str]]
-    prepare: Callable[[Run], None] | None = None
+    act: Callable[[PathRun], Any]
+    explain: Callable[[PathRun, Call], tuple[str, str]]
+    prepare: Callable[[PathRun], None] | None = None
 
 
 @dataclass
@@ -81,13 +81,13 @@ class Outcome:
 
 
 # -- the acts: one real call each -------------------------------------------------------------------
-def _enqueue(r: Run) -> str:
+def _enqueue(r: PathRun) -> str:
     r.job_id = jobs.enqueue(r.conn, r.queue, r.settings.payload)
     return r.job_id
 
 
-def _claim_with(lease: Callable[[Settings], int]) -> Callable[[Run], Any]:
-    def act(r: Run) -> jobs.Claimed | None:
+def _claim_with(lease: Callable[[Settings], int]) -> Callable[[PathRun], Any]:
+    def act(r: PathRun) -> jobs.Claimed | None:
         got = jobs.claim(r.conn, r.queue, lease(r.settings))
         if got is not None:
             r.tokens.append(got.attempts)
@@ -96,33 +96,33 @@ def _claim_with(lease: Callable[[Settings], int]) -> Callable[[Run], Any]:
     return act
 
 
-def _complete(r: Run) -> str:
+def _complete(r: PathRun) -> str:
     return jobs.complete(r.conn, r.queue, _id(r), r.token, r.settings.result)
 
 
-def _retry(r: Run) -> str:
+def _retry(r: PathRun) -> str:
     s = r.settings
     return jobs.retry(r.conn, r.queue, _id(r), r.token, s.reason, s.retry_delay_ms, s.max_attempts)
 
 
-def _promote(r: Run) -> list[str]:
+def _promote(r: PathRun) -> list[str]:
     return jobs.promote(r.conn, r.queue)
 
 
-def _nothing(r: Run) -> None:
+def _nothing(r: PathRun) -> None:
     return None  # the worker crashed: nobody calls anything
 
 
-def _reap(r: Run) -> list[str]:
+def _reap(r: PathRun) -> list[str]:
     return jobs.reap(r.conn, r.queue)
 
 
-def _late_complete(r: Run) -> str:
+def _late_complete(r: PathRun) -> str:
     # the crashed worker wakes up and completes with the token it was handed first
     return jobs.complete(r.conn, r.queue, _id(r), r.tokens[0], r.settings.result)
 
 
-def _id(r: Run) -> str:
+def _id(r: PathRun) -> str:
     if r.job_id is None:
         raise RuntimeError("no job yet: the path starts with enqueue")
     return r.job_id
@@ -135,7 +135,7 @@ def _failed(call: Call) -> tuple[str, str] | None:
     return None
 
 
-def _explain_enqueue(r: Run, c: Call) -> tuple[str, str]:
+def _explain_enqueue(r: PathRun, c: Call) -> tuple[str, str]:
     if f := _failed(c):
         return f
     jid = _id(r)
@@ -154,7 +154,7 @@ def _pause_read(c: Call) -> str:
     return "no pause read"
 
 
-def _explain_claim(r: Run, c: Call) -> tuple[str, str]:
+def _explain_claim(r: PathRun, c: Call) -> tuple[str, str]:
     if f := _failed(c):
         return f
     if c.reply is None:
@@ -180,7 +180,7 @@ def _explain_claim(r: Run, c: Call) -> tuple[str, str]:
     )
 
 
-def _explain_complete(r: Run, c: Call) -> tuple[str, str]:
+def _explain_complete(r: PathRun, c: Call) -> tuple[str, str]:
     if f := _failed(c):
         return f
     jid = _id(r)
@@ -193,7 +193,7 @@ def _explain_complete(r: Run, c: Call) -> tuple[str, str]:
     )
 
 
-def _explain_retry(r: Run, c: Call) -> tuple[str, str]:
+def _explain_retry(r: PathRun, c: Call) -> tuple[str, str]:
     if f := _failed(c):
         return f
     jid, s = _id(r), r.settings
@@ -215,7 +215,7 @@ def _explain_retry(r: Run, c: Call) -> tuple[str, str]:
     return caption, detail
 
 
-def _explain_promote(r: Run, c: Call) -> tuple[str, str]:
+def _explain_promote(r: PathRun, c: Call) -> tuple[str, str]:
     if f := _failed(c):
         return f
     jid = _id(r)
@@ -226,7 +226,7 @@ def _explain_promote(r: Run, c: Call) -> tuple[str, str]:
     )
 
 
-def _explain_lapse(r: Run, c: Call) -> tuple[str, str]:
+def _explain_lapse(r: PathRun, c: Call) -> tuple[str, str]:
     jid = _id(r)
     return (
         f"{movement(c.before, c.after, jid)} · {row_words(c.after, jid)} — nothing moved on its own",
@@ -235,7 +235,7 @@ def _explain_lapse(r: Run, c: Call) -> tuple[str, str]:
     )
 
 
-def _explain_reap(r: Run, c: Call) -> tuple[str, str]:
+def _explain_reap(r: PathRun, c: Call) -> tuple[str, str]:
     if f := _failed(c):
         return f
     jid = _id(r)
@@ -246,7 +246,7 @@ def _explain_reap(r: Run, c: Call) -> tuple[str, str]:
     )
 
 
-def _explain_stale(r: Run, c: Call) -> tuple[str, str]:
+def _explain_stale(r: PathRun, c: Call) -> tuple[str, str]:
     if f := _failed(c):
         return f
     jid = _id(r)
@@ -275,7 +275,7 @@ RECLAIM = Step("reclaim", "claim/3", _claim_with(lambda s: s.lease_ms), _explain
 LATE_COMPLETE = Step("late complete", "complete/5", _late_complete, _explain_stale)
 
 
-def _wait(fn: Callable[[Connector, str, str], int], r: Run) -> None:
+def _wait(fn: Callable[[Connector, str, str], int], r: PathRun) -> None:
     fn(r.reader, r.queue, _id(r))
 
 
@@ -391,7 +391,7 @@ class Lifecycle:
         if self.reader is not self.conn:
             self.reader.close()
 
-    def _new_run(self) -> Run:
+    def _new_run(self) -> PathRun:
         q = fresh_queue(self.queue_prefix)
         self.queues.append(q)
-        return Run(self.conn, self.reader, q, self.settings)
+        return PathRun(self.conn, self.reader, q, self.settings)

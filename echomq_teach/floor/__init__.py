@@ -19,7 +19,9 @@ object is stored. ``python -m echomq_teach.floor`` runs a driver as a process.
 
 Modules: ``entries`` (the stream's shape, stream ids), ``embedded`` (SQLite),
 ``remote`` (the object store), ``lease`` (one driver per stream), ``driver``
-(the fold), ``reads`` (queries and the throughput plot).
+(the fold), ``reads`` (queries and the throughput plot), ``process`` (a driver
+as a child process), ``objectstore`` (a local SeaweedFS to be the remote). The
+floor uses the core and the nodes' child process; the nodes never import it.
 """
 
 from __future__ import annotations

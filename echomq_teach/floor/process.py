@@ -2,27 +2,29 @@
 
 ``DriverProcess`` runs ``python -m echomq_teach.floor QUEUE --floor PATH …``
 with the node (and the remote) in its environment, reads what it prints line
-by line, and ends it by its PID: ``kill()`` is SIGKILL (no exit hook, the
-lease left behind), ``stop()`` is SIGTERM then SIGKILL. Every wait is bounded.
+by line, and ends it by its PID: it is a ``nodes.process.Child``, so ``kill()``
+is SIGKILL (no exit hook, the lease left behind) and ``stop()`` is SIGCONT,
+SIGTERM, then SIGKILL. Its stderr goes to a log file in a private folder,
+deleted when the handle is dropped. Every wait is bounded.
 """
 
 from __future__ import annotations
 
 import os
 import queue as _queue
-import signal
-import subprocess
+import shutil
 import sys
+import tempfile
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..nodes.local import launcher
+from ..nodes.process import Child
 
 LINE_WAIT_S = 60.0
-STOP_WAIT_S = 10.0
 _REMOTE_VARS = ("ECHOMQ_FLOOR_S3_URL", "ECHOMQ_FLOOR_S3_ACCESS_KEY", "ECHOMQ_FLOOR_S3_SECRET_KEY")
 
 
@@ -36,7 +38,7 @@ def node_url(address: dict[str, Any]) -> str:
     return f"redis://{auth}{address.get('host', '127.0.0.1')}:{address.get('port', 6379)}/0"
 
 
-class DriverProcess:
+class DriverProcess(Child):
     """One ``python -m echomq_teach.floor`` process; ``args`` are its options (``--slice 10 --halt-at commit:2``)."""
 
     def __init__(
@@ -50,18 +52,18 @@ class DriverProcess:
         env = {k: v for k, v in os.environ.items() if k not in _REMOTE_VARS}
         env.update(ECHOMQ_URL=node_url(address), PYTHONUNBUFFERED="1", **(remote_env or {}))
         self.command = [sys.executable, "-m", "echomq_teach.floor", queue, "--floor", str(Path(floor_path)), *args]
-        # forked by the kit's launcher thread, so a driver dies with the kernel that started it
-        self.proc = launcher.popen(
-            self.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL
-        )
+        folder = Path(tempfile.mkdtemp(prefix="echomq-driver-"))
+        self._finalizer = weakref.finalize(self, shutil.rmtree, folder, True)
+        try:
+            super().__init__(self.command, log=folder / "stderr.log", env=env, stdout_pipe=True, text=True,
+                             what="the floor driver")
+        except BaseException:
+            self._finalizer()
+            raise
         self.lines: list[str] = []
         self._eof = False
         self._q: _queue.Queue[str | None] = _queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
 
     def _pump(self) -> None:
         assert self.proc.stdout is not None
@@ -88,12 +90,12 @@ class DriverProcess:
     def finish(self, timeout: float = LINE_WAIT_S) -> int:
         """Wait (bounded) for the driver to end on its own; answers its exit code. Its lines are kept."""
         try:
-            code = self.proc.wait(timeout=timeout)
+            code = self.wait(timeout=timeout)
         finally:
             self.stop()
         while not self._eof:
             try:
-                line = self._q.get(timeout=STOP_WAIT_S)
+                line = self._q.get(timeout=10.0)
             except _queue.Empty:
                 break
             if line is None:
@@ -103,26 +105,11 @@ class DriverProcess:
         return code
 
     def stderr(self) -> str:
-        if self.proc.poll() is None or self.proc.stderr is None:
+        """What the driver wrote to stderr, once it has ended."""
+        if self.alive:
             return "(still running)"
-        if not hasattr(self, "_stderr"):
-            self._stderr = self.proc.stderr.read()
-        return self._stderr
-
-    def kill(self) -> None:
-        """SIGKILL to its PID: it runs no exit hook and gives no lease back."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=STOP_WAIT_S)
-
-    def stop(self) -> None:
-        """SIGTERM to its PID (SIGCONT first, should it be stopped), then SIGKILL if it will not go."""
-        if self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGCONT)
-        self.proc.send_signal(signal.SIGTERM)
+        assert self.log is not None
         try:
-            self.proc.wait(timeout=STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            return self.log.read_text(errors="replace")
+        except OSError:
+            return ""

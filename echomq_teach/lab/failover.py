@@ -1,6 +1,6 @@
 """A failover under the checker: a queue's primary killed mid-run, its replica promoted, the run judged.
 
-Worker processes (``faults.Run``) drain one queue of a ``LocalCluster`` with
+Worker processes (``run.Run``) drain one queue of a ``LocalCluster`` with
 the native stall sweep as their recovery leg, every call recorded; the
 queue's primary is killed by SIGKILL in the middle; its replica is promoted;
 the killed node comes back as the new primary's replica; the run drains; and
@@ -42,8 +42,8 @@ from .. import consumer, jobs, keyspace
 from ..cluster_connector import check_wait
 from ..errors import BadInput
 from .checker import Finding, Report
-from .faults import Run
 from .history import History
+from .run import Run
 
 #: a finding counts as the window's when one of its job's calls was answered within this of the window
 WINDOW_SLACK_MS = 5.0

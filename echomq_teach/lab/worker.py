@@ -1,12 +1,15 @@
 """A worker process: claims, runs a handler, settles, and records every call (EchoMQ.Consumer in a pool).
 
-    python -m echomq_teach.lab.worker QUEUE --name w1 --history DIR [options]
+    python -m echomq_teach.lab.worker '{"queue": "q", "name": "w1", "history": "DIR", ...}'
 
-The node's address comes in ``$ECHOMQ_ADDRESS`` (JSON: a node's or a
-cluster's), never on the command line, which every user of the machine can
-read. The worker is shaped like a consumer of a ``Pool``: claim, handler,
-settle, with no promote and no recovery leg — the run's metronome, in the
-process that started the workers, calls those. Each call is recorded in
+Its one argument is a ``WorkerOptions`` as JSON: the options are written once,
+here, and the ``Run`` that starts the worker fills in the same dataclass. The
+node's address comes in ``$ECHOMQ_ADDRESS`` (JSON: a node's or a cluster's),
+never on the command line, which every user of the machine can read.
+
+The worker is shaped like a consumer of a ``Pool``: claim, handler, settle,
+with no promote and no recovery leg — the run's metronome, in the process
+that started the workers, calls those. Each call is recorded in
 ``DIR/<name>.jsonl`` (``echomq_teach.lab.history``), and each handler run is two
 notes, ``run`` and ``ran``.
 
@@ -14,12 +17,12 @@ A lost link (the node restarted, the client was killed) abandons the beat: the
 call that was in flight is recorded with no answer, and the next beat opens a
 new link. SIGTERM ends the worker after its current beat.
 
-``--batch K`` (a single node only) claims up to K jobs per call, as a Pool's
+``batch`` K (a single node only) claims up to K jobs per call, as a Pool's
 consumer with ``batch=K`` does (``jobs.claim_many``), runs their handlers one
 after another, then sends every settle in one round trip; the history holds
 each claim and each settle as its own call.
 
-``--crash-at`` kills the worker with SIGKILL, on its ``--crash-on``-th claim
+``crash_at`` kills the worker with SIGKILL, on its ``crash_on``-th claim
 (counted job by job, also in a batch), at one point between its round trips:
 
 * ``claimed`` — the claim's answer was read; nothing else happened;
@@ -30,7 +33,7 @@ each claim and each settle as its own call.
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import importlib
 import json
 import os
@@ -38,11 +41,13 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .. import consumer, jobs
 from ..cluster_connector import reconnect
 from ..connector import Connector
+from ..errors import BadInput
 from ..shortcuts import NATIVE_READS, PIPELINE, Lane
 from .handlers import Context
 from .history import Recorder, ServerClock
@@ -56,11 +61,81 @@ def client_name(worker: str) -> str:
     return f"emq-worker-{worker}"
 
 
+@dataclass(frozen=True)
+class WorkerOptions:
+    """Everything a worker process is told (bar the node's address), written once for both sides.
+
+    The ``Run`` fills one in per worker and hands it over as JSON
+    (``to_json``); the worker reads it back (``from_json``), checked.
+    """
+
+    queue: str
+    name: str  # its history file and its client name
+    history: str  # the run's history folder
+    wire: int = 4
+    lease_ms: int = 1000
+    max_attempts: int = jobs.DEFAULT_MAX_ATTEMPTS
+    retry_delay_ms: int = 100
+    handler: str = "echomq_teach.lab.handlers:work"  # module:function
+    handler_path: str | None = None  # a folder to import the handler's module from
+    work_ms: int = 2
+    idle_ms: int = 5  # the sleep after a claim that found nothing pending
+    record: bool = True  # settles go to the completions stream
+    timeout: float = 300.0  # a bound: the worker ends after this many seconds
+    wait: tuple[int, int] | None = None  # on a cluster: WAIT numreplicas timeout_ms after every write
+    batch: int = 1  # jobs per claim call (more than 1 on a single node only)
+    crash_at: str | None = None  # one of CRASH_POINTS
+    crash_on: int = 1  # the claim (1st, 2nd, …) to crash on
+
+    def check(self) -> WorkerOptions:
+        """The options as they are, or a ``BadInput`` naming the first one that is wrong."""
+        if self.wire not in (4, 6):
+            raise BadInput(f"wire must be 4 or 6, got {self.wire!r}")
+        for name in ("lease_ms", "max_attempts", "retry_delay_ms", "idle_ms", "crash_on"):
+            jobs.positive_int(name, getattr(self, name))
+        jobs.non_negative_int("work_ms", self.work_ms)
+        jobs.check_batch(self.batch)
+        if not isinstance(self.handler, str) or ":" not in self.handler:
+            raise BadInput(f"handler must be 'module:function', got {self.handler!r}")
+        if not isinstance(self.timeout, (int, float)) or self.timeout <= 0:
+            raise BadInput("timeout must be a positive number of seconds: every worker is bounded")
+        if self.crash_at is not None and self.crash_at not in CRASH_POINTS:
+            raise BadInput(f"crash_at must be one of {CRASH_POINTS}, got {self.crash_at!r}")
+        if self.crash_at == "settle-sent" and self.batch > 1:
+            raise BadInput("crash_at 'settle-sent' is for one-job workers: a batch's settles share one round trip")
+        if self.wait is not None and (len(self.wait) != 2 or not all(isinstance(v, int) for v in self.wait)):
+            raise BadInput(f"wait must be (numreplicas, timeout_ms), two integers, got {self.wait!r}")
+        return self
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkerOptions:
+        """The options a ``to_json`` wrote, checked; an unknown or missing field is named."""
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"the worker's options are not JSON: {exc}") from None
+        if not isinstance(raw, dict):
+            raise BadInput(f"the worker's options must be a JSON object, got {type(raw).__name__}")
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(raw) - fields)
+        if unknown:
+            raise BadInput(f"unknown worker options {unknown}: the options are {sorted(fields)}")
+        if raw.get("wait") is not None:
+            raw["wait"] = tuple(raw["wait"])
+        try:
+            return cls(**raw).check()
+        except TypeError as exc:  # a required field missing
+            raise BadInput(f"the worker's options are incomplete: {exc}") from None
+
+
 def load_handler(spec: str) -> Callable[..., Any]:
     """``module:function`` → the function, or one clear error naming what is missing."""
     module, _, name = spec.partition(":")
     if not module or not name:
-        raise SystemExit(f"worker: --handler must be module:function, got {spec!r}")
+        raise SystemExit(f"worker: handler must be module:function, got {spec!r}")
     try:
         fn = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
@@ -71,25 +146,25 @@ def load_handler(spec: str) -> Callable[..., Any]:
 
 
 class Worker:
-    """The loop of one worker process (the ``Run`` in ``faults`` starts and stops these by PID)."""
+    """The loop of one worker process (a ``lab.run.Run`` starts and stops these by PID)."""
 
     def __init__(self, conn: Connector, queue: str, rec: Recorder, handler: Callable[..., Any],
-                 args: argparse.Namespace) -> None:
-        self.conn, self.queue, self.rec, self.handler, self.args = conn, queue, rec, handler, args
+                 options: WorkerOptions) -> None:
+        self.conn, self.queue, self.rec, self.handler, self.options = conn, queue, rec, handler, options
         self.claims = 0
         self.stopping = False
-        self.ctx = Context(conn, queue, rec.worker, args.work_ms)
+        self.ctx = Context(conn, queue, rec.worker, options.work_ms)
         self._arm_settle = False
-        if args.crash_at == "settle-sent":
+        if options.crash_at == "settle-sent":
             self._hook_settle()
         # a batch worker claims and settles on a lane, as a Pool's consumer does
-        self.lane = Lane(conn, queue, frozenset({NATIVE_READS, PIPELINE}), lease_ms=args.lease_ms,
-                         retry_delay_ms=args.retry_delay_ms, max_attempts=args.max_attempts,
-                         record=args.record) if args.batch > 1 else None
+        self.lane = Lane(conn, queue, frozenset({NATIVE_READS, PIPELINE}), lease_ms=options.lease_ms,
+                         retry_delay_ms=options.retry_delay_ms, max_attempts=options.max_attempts,
+                         record=options.record) if options.batch > 1 else None
 
     # -- crash points ----------------------------------------------------------------------------
     def _due(self, point: str) -> bool:
-        return self.args.crash_at == point and self.claims == self.args.crash_on
+        return self.options.crash_at == point and self.claims == self.options.crash_on
 
     def crash(self, point: str, job: jobs.Claimed) -> None:
         """Die here, now, by SIGKILL: no exit hook, no settle, the lease left to lapse."""
@@ -118,10 +193,7 @@ class Worker:
         if self._due("handler"):
             self.ctx.midway = lambda: self.crash("handler", job)
         self.rec.note("run", job=job.id, token=job.attempts)
-        try:
-            result = self.handler(job, self.ctx)
-        except Exception as exc:  # noqa: BLE001 - a handler's crash is an {:error, reason}
-            result = consumer.Error(f"{type(exc).__name__}: {exc}")
+        result = consumer.run_handler(self.handler, job, self.ctx)  # a crash is an {:error, reason}
         self.ctx.midway = None
         failed = isinstance(result, consumer.Error)
         self.rec.note("ran", job=job.id, token=job.attempts, outcome="error" if failed else "value")
@@ -133,49 +205,41 @@ class Worker:
         """Claim one job (or a batch), run the handler, settle. False when nothing was pending."""
         if self.lane is not None:
             return self.batch_beat(self.lane)
-        a = self.args
+        a = self.options
         job = self.rec.claim(self.conn, self.queue, a.lease_ms)
         if job is None:
             return False
-        result = self.work(job)
-        failed = isinstance(result, consumer.Error)
+        ok, value = consumer.settle_args(self.work(job))
         self._settling, self._arm_settle = job, self._due("settle-sent")
         try:
-            if failed:
-                self.rec.retry(self.conn, self.queue, job.id, job.attempts, result.reason, a.retry_delay_ms,
+            if not ok:
+                self.rec.retry(self.conn, self.queue, job.id, job.attempts, str(value), a.retry_delay_ms,
                                a.max_attempts, record=a.record)
             else:
-                value = "" if result is None else result
-                value = value if isinstance(value, (str, bytes)) else str(value)
                 self.rec.complete(self.conn, self.queue, job.id, job.attempts, value, record=a.record)
         finally:
             self._arm_settle = False
         return True
 
     def batch_beat(self, lane: Lane) -> bool:
-        """Claim up to ``--batch`` jobs in one call, run each handler in turn, send the settles in one round trip."""
+        """Claim up to ``batch`` jobs in one call, run each handler in turn, send the settles in one round trip."""
         lane.parents.clear()  # nothing is in hand between beats: a lost beat's parents go with it
         claimed_at = time.monotonic()
-        got = self.rec.claim_many(lane, self.args.batch)
+        got = self.rec.claim_many(lane, self.options.batch)
         if not got:
             return False
         answers: list[tuple[jobs.Claimed, bool, str | bytes]] = []
         for job in got:
-            if answers and time.monotonic() - claimed_at >= self.args.lease_ms / 2000:
+            if answers and time.monotonic() - claimed_at >= self.options.lease_ms / 2000:
                 # the lease guard, as a Pool's consumer keeps it: half the leases gone, what is done settles now
                 self.rec.settle_many(lane, answers)
                 answers = []
-            result = self.work(job)
-            if isinstance(result, consumer.Error):
-                answers.append((job, False, result.reason))
-            else:
-                value = "" if result is None else result
-                answers.append((job, True, value if isinstance(value, (str, bytes)) else str(value)))
+            answers.append((job, *consumer.settle_args(self.work(job))))
         self.rec.settle_many(lane, answers)
         return True
 
     def run(self) -> int:
-        deadline = time.monotonic() + self.args.timeout
+        deadline = time.monotonic() + self.options.timeout
         while not self.stopping and time.monotonic() < deadline:
             try:
                 worked = self.beat()
@@ -185,7 +249,7 @@ class Worker:
                 print(f"{self.rec.worker}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
                 worked = False
             if not worked:
-                time.sleep(self.args.idle_ms / 1000)
+                time.sleep(self.options.idle_ms / 1000)
         return 0
 
 
@@ -203,43 +267,16 @@ def connect_when_up(address: dict[str, Any], wire: int, timeout: float = 20.0,
             time.sleep(0.05)
 
 
-def parse_wait(text: str) -> tuple[int, int]:
-    """``"1,500"`` → ``(1, 500)``: WAIT's numreplicas and timeout in ms."""
-    n, _, ms = text.partition(",")
-    try:
-        return int(n), int(ms)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--wait must be N,MS (two integers), got {text!r}") from None
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m echomq_teach.lab.worker", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("queue")
-    ap.add_argument("--name", required=True, help="the worker's name: its history file and its client name")
-    ap.add_argument("--history", required=True, help="the run's history folder")
-    ap.add_argument("--wire", type=int, default=4, choices=(4, 6))
-    ap.add_argument("--lease-ms", type=int, default=1000)
-    ap.add_argument("--max-attempts", type=int, default=jobs.DEFAULT_MAX_ATTEMPTS)
-    ap.add_argument("--retry-delay-ms", type=int, default=100)
-    ap.add_argument("--handler", default="echomq_teach.lab.handlers:work", help="module:function")
-    ap.add_argument("--handler-path", default="", help="a folder to import the handler's module from")
-    ap.add_argument("--work-ms", type=int, default=2)
-    ap.add_argument("--no-record", dest="record", action="store_false",
-                    help="do not add settles to the completions stream")
-    ap.add_argument("--crash-at", choices=CRASH_POINTS)
-    ap.add_argument("--crash-on", type=int, default=1, help="the claim (1st, 2nd, …) to crash on")
-    ap.add_argument("--batch", type=int, default=1,
-                    help="jobs per claim call (1 to 1000; more than 1 on a single node only, not with settle-sent)")
-    ap.add_argument("--wait", type=parse_wait, default=None, metavar="N,MS",
-                    help="on a cluster: WAIT N MS after every write (N replicas acknowledged, or MS passed)")
-    ap.add_argument("--idle-ms", type=int, default=5)
-    ap.add_argument("--timeout", type=float, default=300.0, help="a bound: the worker ends after this many seconds")
-    return ap.parse_args(argv)
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m echomq_teach.lab.worker OPTIONS_JSON (a WorkerOptions)", file=sys.stderr)
+        return 2
+    try:
+        options = WorkerOptions.from_json(argv[0])
+    except BadInput as exc:
+        print(f"worker: {exc}", file=sys.stderr)
+        return 2
     raw = os.environ.get("ECHOMQ_ADDRESS")
     if not raw:
         print("worker: $ECHOMQ_ADDRESS (the node's address, JSON) is not set", file=sys.stderr)
@@ -247,21 +284,17 @@ def main(argv: list[str] | None = None) -> int:
     address = json.loads(raw)
     if "startup_nodes" in address:
         address["startup_nodes"] = [tuple(n) for n in address["startup_nodes"]]
-    if args.handler_path:
-        sys.path.insert(0, args.handler_path)
-    handler = load_handler(args.handler)
-    jobs.positive_int("--lease-ms", args.lease_ms)
-    jobs.positive_int("--max-attempts", args.max_attempts)
-    jobs.positive_int("--retry-delay-ms", args.retry_delay_ms)
-    jobs.check_batch(args.batch)
-    if args.batch > 1 and ("startup_nodes" in address or args.crash_at == "settle-sent"):
-        print("worker: --batch > 1 needs a single node, and no --crash-at settle-sent", file=sys.stderr)
+    if options.handler_path:
+        sys.path.insert(0, options.handler_path)
+    handler = load_handler(options.handler)
+    if options.batch > 1 and "startup_nodes" in address:
+        print("worker: batch > 1 needs a single node", file=sys.stderr)
         return 2
     # named on every link it opens, so that a fault can find this worker in CLIENT LIST and drop it
-    address["client_name"] = client_name(args.name)
-    conn, clock = connect_when_up(address, args.wire, wait=args.wait)
-    rec = Recorder(args.history, args.name, clock)
-    worker = Worker(conn, args.queue, rec, handler, args)
+    address["client_name"] = client_name(options.name)
+    conn, clock = connect_when_up(address, options.wire, wait=options.wait)
+    rec = Recorder(options.history, options.name, clock)
+    worker = Worker(conn, options.queue, rec, handler, options)
 
     def stop(_sig: int, _frame: Any) -> None:
         worker.stopping = True

@@ -3,10 +3,11 @@
 A node is a real ``valkey-server``: the embedded local one (``local``), one in a
 container (``container``, with its ``reaper``), a Valkey Cluster of local nodes
 (``cluster``), or one named by a URL. ``providers.start_node`` chooses among them;
-``module`` builds the native module (trafikey) a native node loads;
-``objectstore`` runs a local SeaweedFS for the durable floor's remote. Imports
-flow one way: this room uses the queue's core (the connector, the keyspace,
-the errors) and nothing of the lab, the course, the floor or the classroom.
+``trafikey`` builds the native module a native node loads; ``process`` is
+the child process that every process the kit starts runs as (the floor's
+object store and driver, the lab's workers included). Imports flow one way:
+this room uses the queue's core (the connector, the keyspace, the errors) and
+nothing of the lab, the course, the floor or the classroom.
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -38,6 +37,7 @@ import redis
 from .. import keyspace
 from ..errors import NodeError
 from .local import Node, _alive, _live, free_port, server_config
+from .process import Child
 
 #: the image tag both build routes produce; ``$ECHOMQ_NODE_IMAGE`` or ``image=`` choose another
 DEFAULT_IMAGE = "echomq-node:local"
@@ -165,29 +165,28 @@ class _Reaper:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._child: Child | None = None
         self._pid = 0
 
     def _send(self, line: str) -> None:
         if os.environ.get("ECHOMQ_NO_REAPER"):
             return  # the finalizer and the sweep still clean up
         with self._lock:
-            if self._proc is None or self._pid != os.getpid() or self._proc.poll() is not None:
+            if self._child is None or self._pid != os.getpid() or not self._child.alive:
                 self._pid = os.getpid()
-                self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "echomq_teach.nodes.reaper"],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL,
-                    # its own session: a kill of the kernel's process group must not reach it
-                    start_new_session=True,
-                    cwd=str(Path(__file__).resolve().parents[2]),
+                # untied, in a session of its own: it must outlive the kernel, and a kill of the
+                # kernel's process group must not reach it; its last words go to our stderr
+                self._child = Child(
+                    [sys.executable, "-m", "echomq_teach.nodes.reaper"], log=None, stdin_pipe=True, tied=False,
+                    cwd=Path(__file__).resolve().parents[2], what="the container reaper",
                 )
-            assert self._proc.stdin is not None
+            stdin = self._child.proc.stdin
+            assert stdin is not None
             try:
-                self._proc.stdin.write(line.encode() + b"\n")
-                self._proc.stdin.flush()
+                stdin.write(line.encode() + b"\n")
+                stdin.flush()
             except OSError:
-                self._proc = None
+                self._child = None
 
     def watch(self, cid: str, folder: Path) -> None:
         self._send(f"+ {cid} {folder}")

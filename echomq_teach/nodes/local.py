@@ -9,31 +9,25 @@ points the kit at an existing node instead (a classroom's shared node); the
 providers (``start_node``) live in ``providers.py``, so this module knows no
 container and ``container.py`` builds on it.
 
-A server's life follows its kernel's in every case: it is forked from one
-launcher thread that lives as long as the process (Linux binds the death
-signal to the *thread* that forked, so a node started from a worker thread
-would otherwise die with that thread), with SIGKILL as its death signal; a
-node whose last reference is dropped is stopped by a finalizer, and every
-connector and raw client of a node holds a reference to it.
+A server's life follows its kernel's in every case: it is a tied ``Child``
+(``nodes.process``), forked from the launcher thread with SIGKILL as its death
+signal; a node whose last reference is dropped is stopped by a finalizer, and
+every connector and raw client of a node holds a reference to it.
 """
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
 import re
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import weakref
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +37,7 @@ from .. import keyspace
 from ..connector import Connector, address_from_url, connect, make_client
 from ..errors import NodeError
 from . import trafikey, valkey
+from .process import Child, ChildError, read_tail
 
 READY_TIMEOUT_S = 15.0
 INSTALL_HOW = (
@@ -138,107 +133,16 @@ def sweep_stale_dirs() -> None:
         shutil.rmtree(d, ignore_errors=True)
 
 
-PR_SET_PDEATHSIG = 1
-
-
-def _death_signal(parent: int) -> object:
-    """The child's first act: die by SIGKILL when its parent thread ends (and at once if it already has)."""
-
-    def arm() -> None:
-        try:
-            libc = ctypes.CDLL("libc.so.6", use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        except OSError:
-            return  # not Linux: the finalizer and exit hooks still stop it
-        # the parent may have died between fork and prctl: then no signal would ever come
-        if os.getppid() != parent:
-            os._exit(1)
-
-    return arm
-
-
-#: run by sh after setpriv armed the death signal: $1 is the parent's pid; a child already orphaned
-#: (its parent died before the signal was armed) exits instead of running the server for nobody
-_PARENT_GUARD = 'if [ "$PPID" != "$1" ]; then exit 1; fi; shift; exec "$@"'
-
-
-@functools.cache
-def _exec_tools() -> tuple[str, str] | None:
-    """``setpriv`` (util-linux) and ``sh``, when both are there; else None (the death signal by preexec_fn)."""
-    setpriv, sh = shutil.which("setpriv"), shutil.which("sh")
-    return (setpriv, sh) if setpriv and sh else None
-
-
-class _Launcher:
-    """One daemon thread per process that forks every server the kit starts.
-
-    PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the
-    process: a node started from a worker thread (a widget callback, a pool, an
-    executor) would die with that thread. This thread ends only with the
-    process, so the signal comes exactly when the kernel dies, however it dies.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._pid = 0
-        self._jobs: list[tuple[Future[subprocess.Popen[bytes]], list[str], dict[str, Any]]] = []
-        self._wake = threading.Condition(self._lock)
-
-    def popen(self, args: list[str], **kw: Any) -> subprocess.Popen[bytes]:
-        if threading.current_thread() is self._thread:
-            return self._spawn(args, kw)
-        fut: Future[subprocess.Popen[bytes]] = Future()
-        with self._lock:
-            if self._thread is None or self._pid != os.getpid():  # none yet, or we are a fork's child
-                self._pid = os.getpid()
-                self._jobs = []
-                self._thread = threading.Thread(target=self._run, name="echomq-launcher", daemon=True)
-                self._thread.start()
-            self._jobs.append((fut, args, kw))
-            self._wake.notify()
-        return fut.result()
-
-    def _spawn(self, args: list[str], kw: dict[str, Any]) -> subprocess.Popen[bytes]:
-        tools = _exec_tools()
-        if tools is None:
-            return subprocess.Popen(args, preexec_fn=_death_signal(os.getpid()), **kw)
-        # the same death signal without a Python function in the child, so that the child is
-        # vforked (well under a millisecond) instead of forked from a kernel's whole address space
-        # (tens of ms): setpriv arms it, then sh leaves at once if the parent is already gone
-        setpriv, sh = tools
-        guard = [sh, "-c", _PARENT_GUARD, "echomq-launch", str(os.getpid())]
-        return subprocess.Popen([setpriv, "--pdeathsig", "KILL", "--", *guard, *args], **kw)
-
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                while not self._jobs:
-                    self._wake.wait()
-                fut, args, kw = self._jobs.pop(0)
-            try:
-                fut.set_result(self._spawn(args, kw))
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller
-                fut.set_exception(exc)
-
-
-launcher = _Launcher()
-
-
 class _Process:
     """What a LocalNode's finalizer needs, held apart from the node so the node can be collected."""
 
     def __init__(self, folder: Path) -> None:
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.child: Child | None = None
         self.folder = folder
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        if self.child is not None:
+            self.child.kill()
 
     def end(self) -> None:
         """Kill the server (if still running) and delete its folder: the node is gone."""
@@ -416,8 +320,13 @@ class LocalNode(Node):
         _live.add(self)
 
     @property
+    def child(self) -> Child | None:
+        """The running (or last) server process."""
+        return self._process.child
+
+    @property
     def proc(self) -> subprocess.Popen[bytes] | None:
-        return self._process.proc
+        return self._process.child.proc if self._process.child else None
 
     # -- config and process ----------------------------------------------------------
     def _write_config(self) -> None:
@@ -440,19 +349,16 @@ class LocalNode(Node):
 
     def _launch(self) -> None:
         binary = server_binary()
-        with open(self.stderr_path, "ab") as err:
-            try:
-                self._process.proc = launcher.popen(
-                    [binary, str(self.dir / "valkey.conf")],
-                    stdin=subprocess.DEVNULL,
-                    stdout=err,
-                    stderr=subprocess.STDOUT,
-                )
-            except OSError as exc:
-                raise NodeError(f"could not run {binary!r}: {exc}. " + INSTALL_HINT) from exc
-        assert self.proc is not None
-        (self.dir / _SERVER_FILE).write_text(str(self.proc.pid))
-        self._wait_ready()
+        try:
+            # what the server prints before its logfile opens (a config error) lands in valkey.stderr
+            self._process.child = Child(
+                [binary, str(self.dir / "valkey.conf")], log=self.stderr_path, also_logs=[self.log_path],
+                what="valkey-server",
+            )
+        except ChildError as exc:
+            raise NodeError(f"{exc}. " + INSTALL_HINT) from exc
+        (self.dir / _SERVER_FILE).write_text(str(self._process.child.pid))
+        self._process.child.wait_ready(self._answers, READY_TIMEOUT_S)
         c = self.client()
         try:
             self.run_ids.append(c.info("server")["run_id"])
@@ -463,45 +369,24 @@ class LocalNode(Node):
         finally:
             c.close()
 
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        last: Exception | None = None
-        pause = 0.001  # a server is up in a few ms: look often at first, then back off to 20 ms
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise NodeError(
-                    f"valkey-server exited with code {self.proc.returncode} while starting; "
-                    f"the end of its log:\n{self.log_tail()}"
-                )
+    def _answers(self) -> bool:
+        """True once the server answers PING (a server still loading, or not listening yet, is not)."""
+        try:
+            c = self.client()
             try:
-                c = self.client()
-                try:
-                    if c.ping():
-                        return
-                finally:
-                    c.close()
-            except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError, OSError) as exc:
-                last = exc
-            time.sleep(pause)
-            pause = min(pause * 2, 0.02)
-        self._kill()
-        raise NodeError(
-            f"valkey-server did not answer within {READY_TIMEOUT_S:.0f} s ({last}); log:\n{self.log_tail()}"
-        )
+                return bool(c.ping())
+            finally:
+                c.close()
+        except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError, OSError):
+            return False
 
     def log_tail(self, lines: int = 15) -> str:
         """The last lines of the server's log, and of what it printed before the log opened."""
-        out: list[str] = []
-        for path in (self.log_path, self.stderr_path):
-            try:
-                out += path.read_text(errors="replace").splitlines()
-            except OSError:
-                pass
-        return "\n".join(out[-lines:]) if out else "(no log written)"
+        return read_tail([self.log_path, self.stderr_path], lines)
 
     @property
     def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
+        return self.child.pid if self.child else None
 
     @property
     def address(self) -> dict[str, Any]:
@@ -523,7 +408,7 @@ class LocalNode(Node):
 
     @property
     def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.child is not None and self.child.alive
 
     # -- restart and stop -----------------------------------------------------------------
     def restart(self, forget: bool = False) -> None:
@@ -542,9 +427,7 @@ class LocalNode(Node):
 
     def kill(self) -> None:
         """SIGKILL the server by its PID, as a crash would: no shutdown, no save; the folder stays."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        self._process.kill()
 
     def relaunch(self) -> None:
         """Start a killed server again on the same port, folder and config: a new process, a new run_id."""
@@ -563,13 +446,10 @@ class LocalNode(Node):
                 pass  # the server closes the link as it goes
             finally:
                 c.close()
-            assert self.proc is not None
-            self.proc.wait(timeout=10)
+            assert self.child is not None
+            self.child.wait(timeout=10)
         except (subprocess.TimeoutExpired, OSError, redis.exceptions.RedisError):
-            self._kill()
-
-    def _kill(self) -> None:
-        self._process.kill()
+            self._process.kill()
 
     def stop(self) -> None:
         """Stop the server (by its PID if it will not shut down) and delete its folder."""

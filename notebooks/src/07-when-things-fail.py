@@ -32,8 +32,10 @@ import matplotlib.pyplot as plt
 from echomq_teach import jobs, keyspace, scripts, start_node
 from echomq_teach.lab import handlers, races
 from echomq_teach.lab.checker import FinalState, check
-from echomq_teach.lab.faults import Nemesis, Run, crash_points
+from echomq_teach.lab.crashes import crash_points
 from echomq_teach.lab.history import History, Recorder, ServerClock
+from echomq_teach.lab.nemesis import Nemesis
+from echomq_teach.lab.run import Run
 from echomq_teach.lab.timeline import draw
 
 node = start_node()
@@ -184,7 +186,7 @@ assert atomic.valid and atomic.settled == 200 and set(atomic.handler_runs.values
 # ## A worker killed between its round trips
 #
 # A worker makes its round trips one after another: claim, then (after the handler) settle. It can
-# die between any two. `faults.crash_point` starts a real worker process (`python -m
+# die between any two. `crashes.crash_point` starts a real worker process (`python -m
 # echomq_teach.lab.worker`) that kills itself with SIGKILL on its first job at one of four points, then a
 # healthy worker; a metronome reaps every 25 ms, the lease is 300 ms, and the handler is
 # `handlers.charge` — it works, then charges the customer (a side effect: an `RPUSH` of the job's id):

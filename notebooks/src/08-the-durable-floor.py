@@ -35,9 +35,9 @@ from echomq_teach.consumer import Error, Pool
 from echomq_teach.course import exercises
 from echomq_teach.floor import reads
 from echomq_teach.floor.embedded import select_sql
+from echomq_teach.floor.objectstore import start_object_store
 from echomq_teach.floor.process import DriverProcess
 from echomq_teach.floor.workload import settle_jobs, stream_len
-from echomq_teach.nodes.objectstore import start_object_store
 
 node = start_node()
 conn = node.connector()
@@ -330,13 +330,13 @@ with floor.open_floor(sleepy_floor) as sf:
     print("the second driver's token:", awake.start(wait_s=10))
     awake.run(timeout=10)
     awake.stop()
-sleeper.proc.send_signal(signal.SIGCONT)
+sleeper.signal(signal.SIGCONT)
 print(sleeper.wait_for("woke"))
 print("the sleeper's exit code:", sleeper.finish(), "·", sleeper.stderr().strip())
 with floor.open_floor(sleepy_floor, readonly=True) as sf:
     count = collections.Counter(s.job_id for s in sf.settles(floor.completions_stream(QS)))
 print("floor:", sum(count.values()), "rows,", len(count), "jobs · stream:", stream_len(conn, QS))
-assert sleeper.proc.returncode == 1 and "older" in sleeper.stderr() and "refused" in sleeper.stderr()
+assert sleeper.returncode == 1 and "older" in sleeper.stderr() and "refused" in sleeper.stderr()
 assert count == collections.Counter(sleepy_ids) and stream_len(conn, QS) == 0
 
 # %% [markdown]

@@ -160,7 +160,7 @@ def test_a_driver_paused_past_its_lease_wakes_fenced_and_writes_nothing(node, co
             other.stop()
         archived = floor_settles(path, queue)
         exactly_once(archived, recorded)
-        sleeper.proc.send_signal(signal.SIGCONT)
+        sleeper.signal(signal.SIGCONT)
         sleeper.wait_for("woke at read of fold 2")
         assert sleeper.finish() == 1
         err = sleeper.stderr()

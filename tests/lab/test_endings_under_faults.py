@@ -7,7 +7,7 @@ import pytest
 from conftest import wait_for
 
 from echomq_teach import jobs, keyspace
-from echomq_teach.lab.faults import Run
+from echomq_teach.lab.run import Run
 
 
 @pytest.mark.parametrize("record", [True, False], ids=["recorded", "unrecorded"])
@@ -21,7 +21,7 @@ def test_a_job_buried_under_faults_is_recorded_once_and_counted(either, queue, r
             for _ in range(2):  # two workers die holding it: two counted stalls, one over the cap
                 doomed = run.spawn(0, crash_at="claimed")
                 doomed.wait_ready()
-                doomed.proc.wait(timeout=30)
+                doomed.wait(timeout=30)
             wait_for(lambda: run.sizes()["dead"] == 1, "the sweep buries the job")
             rest = run.produce(20)
             run.start()

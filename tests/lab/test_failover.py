@@ -21,9 +21,9 @@ from echomq_teach.connector import NotSent
 from echomq_teach.errors import BadInput, CrossSlot
 from echomq_teach.lab.checker import FinalState, check
 from echomq_teach.lab.failover import drain_rate, failover
-from echomq_teach.lab.faults import Run
 from echomq_teach.lab.history import History, Op, Recorder, ServerClock
-from echomq_teach.lab.worker import parse_args
+from echomq_teach.lab.run import Run
+from echomq_teach.lab.worker import WorkerOptions
 
 BURST = 20
 
@@ -117,9 +117,10 @@ def test_wait_needs_a_cluster_and_is_refused_before_anything_starts(node, cluste
         reconnect(node.address, wait=(1, 100))
     with pytest.raises(BadInput, match="wait must be"):
         Run(cluster, "badwait", wait=(1,))
-    assert parse_args(["q", "--name", "w", "--history", "/tmp", "--wait", "1,250"]).wait == (1, 250)
-    with pytest.raises(SystemExit):
-        parse_args(["q", "--name", "w", "--history", "/tmp", "--wait", "one"])
+    told = WorkerOptions("q", "w", "/tmp", wait=(1, 250))
+    assert WorkerOptions.from_json(told.to_json()).wait == (1, 250)  # a tuple again after the JSON list
+    with pytest.raises(BadInput, match="wait must be"):
+        WorkerOptions("q", "w", "/tmp", wait=("one", 250)).check()  # type: ignore[arg-type]
     with pytest.raises(BadInput, match="every queue must be on its shard"):
         failover(cluster, {cluster.queue_on(0, "fa"): None, cluster.queue_on(1, "fb"): None})
     with pytest.raises(BadInput, match="must outlast"):

@@ -20,8 +20,10 @@ from echomq_teach import jobs, keyspace
 from echomq_teach.errors import BadInput
 from echomq_teach.lab import handlers
 from echomq_teach.lab.checker import Report
-from echomq_teach.lab.faults import Fault, Nemesis, Run, crash_point, crash_points
+from echomq_teach.lab.crashes import crash_point, crash_points
 from echomq_teach.lab.history import Op
+from echomq_teach.lab.nemesis import Nemesis
+from echomq_teach.lab.run import Fault, Run
 
 FAULT_JOBS = int(os.environ.get("ECHOMQ_FAULT_JOBS", "5000"))
 SEED = int(os.environ.get("ECHOMQ_FAULT_SEED", "20261203"))
@@ -135,7 +137,7 @@ def test_a_worker_killed_halfway_through_its_batch(either, queue):
             doomed = run.spawn(0, crash_at="handled", crash_on=2)
             doomed.wait_ready()
             run.start_metronome()
-            doomed.proc.wait(timeout=30)
+            doomed.wait(timeout=30)
             run.start()  # a healthy worker in each empty slot
             assert run.wait_drained(30), run.sizes()
         finally:
@@ -283,7 +285,7 @@ def test_a_worker_with_a_handler_it_cannot_load_says_so(node, queue):
         w = run.spawn(0)
         with pytest.raises(RuntimeError, match="cannot load handler 'no_such_module:go'"):
             w.wait_ready(timeout=20)
-    assert w.proc.returncode not in (None, 0)
+    assert w.returncode not in (None, 0)
     assert jobs.paused(node.connector(), queue) is False
 
 

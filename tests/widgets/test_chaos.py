@@ -20,7 +20,8 @@ from echomq_widgets.chaos_model import MAX_BATCH, Watch
 
 from echomq_teach import keyspace
 from echomq_teach.errors import BadInput
-from echomq_teach.lab.faults import Run
+from echomq_teach.lab.run import Run
+from echomq_teach.lab.worker import WorkerOptions
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -211,7 +212,7 @@ def test_a_run_ends_at_its_time_bound_and_stops_its_processes(node, made):
     fired = threading.Event()
     m.on_expire = fired.set
     pids = m.pids
-    metronome = f"run-metronome-{m.queue}"
+    metronome = f"metronome-{m.queue}"  # the kit's Metronome, recorded (lab.run.RecordedMetronome)
     assert any(t.name == metronome for t in threading.enumerate())
     assert fired.wait(20)
     assert m.ended and "time bound of 1.5 s" in m.ended
@@ -393,7 +394,8 @@ def test_run_passes_idle_ms_to_its_workers(node, queue, tmp_path):
         w = run.spawn(0)
         try:
             w.wait_ready()
-            assert w.command[w.command.index("--idle-ms") + 1] == "70"
+            # the worker is told its options as one JSON argument, read back as the same dataclass
+            assert WorkerOptions.from_json(w.command[-1]).idle_ms == 70 == w.options.idle_ms
         finally:
             run.stop()
     assert gone(w.pid)

