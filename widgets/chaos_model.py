@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from echomq_teach import jobs
-from echomq_teach.consumer import LINK_ERRORS
+from echomq_teach.connector import LINK_ERRORS
 from echomq_teach.errors import BadInput
 from echomq_teach.keyspace import SETS, queue_key
 from echomq_teach.lab.checker import Report, check

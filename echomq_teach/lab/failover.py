@@ -38,8 +38,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import consumer, jobs, keyspace
+from .. import jobs, keyspace
 from ..cluster_connector import check_wait
+from ..connector import LINK_ERRORS
 from ..errors import BadInput
 from .checker import Finding, Report
 from .faults import Run
@@ -238,7 +239,7 @@ def _fail(cluster: Any, runs: dict[str, Run], primary: Any, replica: Any, old_ru
     def produce(run: Run) -> None:
         try:
             run.produce(burst)  # while the replica is held, acknowledged by the primary alone (unless WAIT)
-        except consumer.LINK_ERRORS:
+        except LINK_ERRORS:
             pass  # the kill cut the batch (or its WAIT) off: each of its enqueues is an unknown outcome
 
     timer = threading.Timer(window_s if hold_ms is not None else 0.0, kill)
