@@ -248,7 +248,7 @@ def _v082(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _F
 @setup_for("08.2")
 def _s082(conn: Connector, queue: str) -> tuple[Any, ...]:
     from .. import floor
-    from ..floor.driver import completions_stream
+    from ..completions import completions_stream
     from ..floor.workload import settle_jobs
 
     settled = settle_jobs(conn, queue, 20)

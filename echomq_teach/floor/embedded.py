@@ -22,8 +22,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..completions import ZERO, Settle, StreamId
 from ..errors import Fenced, FloorError
-from .entries import OUTCOMES, ZERO, Settle, StreamId
+from ..jobs import OUTCOMES
 
 if TYPE_CHECKING:
     from .remote import Remote

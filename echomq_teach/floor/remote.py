@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
+from ..completions import Settle, StreamId
 from ..errors import FloorError
 from ..keyspace import queue_of
-from .entries import Settle, StreamId
 
 if TYPE_CHECKING:
     from .embedded import Floor

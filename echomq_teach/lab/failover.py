@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import jobs, keyspace
+from .. import completions, jobs, keyspace
 from ..cluster_connector import check_wait
 from ..connector import LINK_ERRORS
 from ..errors import BadInput
@@ -267,9 +267,9 @@ def _fail(cluster: Any, runs: dict[str, Run], primary: Any, replica: Any, old_ru
         run.stop()
         history = run.history()
         stalls: dict[str, list[int]] = {}
-        for _, f in run.conn.client.xrange(keyspace.queue_key(q, "stream:completions")):
-            if f.get("result", "").startswith("stalled "):
-                stalls.setdefault(f["id"], []).append(int(f["result"].split()[1]))
+        for entry in completions.read_all(run.conn, q):
+            if isinstance(entry.result, str) and entry.result.startswith("stalled "):
+                stalls.setdefault(entry.job_id, []).append(int(entry.result.split()[1]))
         after = [o for o in history.calls("stalled") if o.ok and o.sent > times["done"]]
         short = sum(int(o.extra.get("wait_short") or 0) for o in history.notes("stop"))
         out[q] = Failover(q, run.wait, hold_ms, run.check(), history, held_at, times["sent"], times["done"],
