@@ -176,7 +176,7 @@ class Driver:
     def _upload(self, f: Fold) -> None:
         if self.floor.remote is None:
             return
-        for name, stored in self.floor.remote.upload_pending(self.floor, self.stream, lambda n: self._step("upload")):
+        for name, stored in self.floor.upload_pending(self.stream, lambda n: self._step("upload")):
             f.uploaded.append(name)
             if not stored:
                 f.found_stored.append(name)
