@@ -74,12 +74,9 @@ NO_HINT_YET = "No hint yet: write your try and run its check first. A hint comes
 
 
 def exercise(
-    key: str, title: str, hint: str, *, solution: str = "", hint_on_request: bool = True
+    key: str, title: str, hint: str, *, solution: str = ""
 ) -> Callable[..., Any]:
-    """Register a verify function; its ``setup`` is given as an attribute by ``@…setup``.
-
-    Every hint is on request (``hint_on_request`` stays for callers that passed it).
-    """
+    """Register a verify function; its ``setup`` is given as an attribute by ``@…setup``. Every hint is on request."""
 
     def wrap(verify: Callable[..., None]) -> Callable[..., None]:
         _REGISTRY[key] = Exercise(key, title, lambda c, q: (), verify, hint, solution)

@@ -297,11 +297,6 @@ def drain_rate(cluster: Any, queue: str, *, jobs_n: int = 300, workers: int = 3,
         return jobs_n / ((last - first) / 1000)
 
 
-def jobs_in(conn: Any, queue: str, state: str) -> list[str]:
-    """The ids in one of the queue's sets (ZRANGE, untraced)."""
-    return list(conn.client.zrange(keyspace.queue_key(queue, state), 0, -1))
-
-
 def _until(predicate: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
