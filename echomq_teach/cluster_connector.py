@@ -20,18 +20,16 @@ What changes from one node (docs/cluster.md):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import redis
-from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
-from redis.retry import Retry
 
 from . import keyspace, scripts
-from .connector import Connector, NotSent, TraceEntry, _module_name, connect
+from .connector import Connector, NotSent, TraceEntry, check_parser, client_options, connect
 from .errors import BadInput, CrossSlot, WireError
 
 #: redirections followed for one call before giving up (a slot moving twice in one call is a storm)
@@ -61,15 +59,15 @@ class ClusterConnector(Connector):
     #: ``(numreplicas, timeout_ms)``: WAIT after every write, on the link that wrote
     wait: tuple[int, int] | None = None
 
-    def __post_init__(self) -> None:
-        if self.wire not in (4, 6):
-            raise WireError(f"wire must be 4 or 6, got {self.wire!r}")
+    on_cluster = True
+
+    def _start(self) -> None:
         check_wait(self.wait)
-        self._loaded: set[tuple[str, str]] = set()  # (node, sha): a script cache is per node
+        _check_cluster_parser(self.parser)
+        # self._loaded holds (node, sha): a script cache is per node
         self._branded: set[str] = set()  # queues whose brand this connector has checked
         #: writes whose WAIT came back with fewer replicas than asked
         self.wait_short = 0
-        self._check_brand()
 
     # -- the brand -----------------------------------------------------------------
     def _check_brand(self) -> None:
@@ -86,7 +84,7 @@ class ClusterConnector(Connector):
         out = []
         for node in self.client.get_nodes():
             mods = self.client.get_redis_connection(node).execute_command("MODULE", "LIST")
-            if not any(_module_name(m) == "trafikey" for m in mods):
+            if not self._lists_trafikey(mods):
                 out.append(node.name)
         return sorted(out)
 
@@ -102,7 +100,7 @@ class ClusterConnector(Connector):
         queue = keyspace.queue_of(first)
         if queue in self._branded:
             return
-        want = keyspace.BRAND_WIRE4 if self.wire == 4 else keyspace.BRAND_WIRE6
+        want = self.brand
         key = f"{keyspace.QUEUE_BRAND_PREFIX}{{{queue}}}"
         # SET NX GET answers the brand that was there (nil when this call wrote it)
         # no WAIT of its own: the transition that follows is a write to the same node, and its WAIT
@@ -259,67 +257,56 @@ class ClusterConnector(Connector):
             self._ensure_brand(keys, slot)
         return self._send_routed(TraceEntry(list(args)), args, slot, self._is_write(args))
 
-    def eval(self, script: str | scripts.Script, keys: Sequence[str], argv: Iterable[Any]) -> Any:
-        """EVALSHA on the slot's primary, loading the script there once; NOSCRIPT reloads and retries once."""
-        sc = scripts.load(script) if isinstance(script, str) else script
-        argv = list(argv)
-        args = ["EVALSHA", sc.sha, len(keys), *keys, *argv]
+    # -- scripts: where the base's eval and eval_many send them ---------------------------
+    def _script_place(self, sc: scripts.Script, keys: Sequence[str]) -> tuple[int, bool]:
+        """(slot, write) of a script call: its keys choose the node; the queue is branded on first use."""
         if not keys:
             raise BadInput(f"{sc.name} needs its keys: on a cluster they choose the node")
         slot = self._slot(keys)
         self._ensure_brand(keys, slot)
-        write = not sc.source.startswith("#!lua flags=no-writes")
-        node = self.node_for_slot(slot)
+        return slot, _writes(sc)
+
+    def _load_once(self, sc: scripts.Script, where: tuple[int, bool]) -> None:
+        node = self.node_for_slot(where[0])
         if (node, sc.sha) not in self._loaded:
-            self._route(["SCRIPT", "LOAD", sc.source], slot, None, write=False)
+            self._route(["SCRIPT", "LOAD", sc.source], where[0], None, write=False)
             self._loaded.add((node, sc.sha))
-        entry = TraceEntry(args, script=sc.name)
-        try:
-            return self._send_routed(entry, args, slot, write)
-        except redis.exceptions.NoScriptError:
-            # a promoted replica, a restart, or a redirection to a node this connector never loaded on:
-            # load where the refusal came from; the refused EVALSHA, the SCRIPT LOAD and the retry
-            # each stay in the trace
-            self._load_on(str(entry.node), sc)
-            return self._send_routed(TraceEntry(list(args), script=sc.name), args, slot, write)
 
-    def eval_many(
-        self, script: str | scripts.Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
-    ) -> list[Any]:
-        """One script once per (keys, argv), pipelined per slot: one round trip to each slot's primary.
+    def _reload(self, sc: scripts.Script, refused: TraceEntry) -> None:
+        # a promoted replica, a restart, or a redirection to a node this connector never loaded on:
+        # load where the refusal came from
+        self._load_on(str(refused.node), sc)
 
-        As ``Connector.eval_many``: each call its own EVALSHA, each traced, a
-        refusal answered in the list. On a cluster every call's keys must share
-        one slot (``CrossSlot`` before anything is sent); each queue is branded
-        on first use; a ``MOVED`` or ``NOSCRIPT`` answer means that call did not
-        run, so those calls go again once, where the refreshed slot map points.
-        With ``wait``, one ``WAIT`` closes each slot's pipeline, on the link
-        that wrote: it covers every write before it on that node.
+    def _send_script(self, entry: TraceEntry, where: tuple[int, bool]) -> Any:
+        return self._send_routed(entry, entry.args, *where)
+
+    def _batches(
+        self, sc: scripts.Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+    ) -> list[tuple[Any, list[int]]]:
+        """The calls grouped by slot: one pipeline to each slot's primary.
+
+        Every call's keys must share one slot (``CrossSlot`` before anything is
+        sent); each queue is branded on first use; a ``MOVED`` or ``NOSCRIPT``
+        answer means that call did not run, so those calls go again once, where
+        the refreshed slot map points. With ``wait``, one ``WAIT`` closes each
+        slot's pipeline, on the link that wrote: it covers every write before it
+        on that node.
         """
-        sc = scripts.load(script) if isinstance(script, str) else script
         if any(not keys for keys, _ in calls):
             raise BadInput(f"{sc.name} needs its keys: on a cluster they choose the node")
         slots = [self._slot(keys) for keys, _ in calls]  # every CrossSlot before anything is sent
-        replies: list[Any] = [None] * len(calls)
         groups: dict[int, list[int]] = {}
         for i, slot in enumerate(slots):
             groups.setdefault(slot, []).append(i)
-        for slot, todo in groups.items():
-            self._ensure_brand(calls[todo[0]][0], slot)
-            for attempt in range(2):
-                todo = self._pipeline(sc, calls, todo, slot, replies, last=attempt == 1)
-                if not todo:
-                    break
-        return replies
+        return [((slot, _writes(sc)), todo) for slot, todo in groups.items()]
 
     def _pipeline(self, sc: scripts.Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]],
-                  todo: list[int], slot: int, replies: list[Any], last: bool) -> list[int]:
+                  todo: list[int], where: tuple[int, bool], replies: list[Any], last: bool) -> list[int]:
         """Send the calls ``todo`` of one slot in one pipeline; answers those to send again (MOVED, NOSCRIPT)."""
-        write = not sc.source.startswith("#!lua flags=no-writes")
+        slot, write = where
+        self._ensure_brand(calls[todo[0]][0], slot)
+        self._load_once(sc, where)
         node = self.client.nodes_manager.get_node_from_slot(slot)
-        if (node.name, sc.sha) not in self._loaded:
-            self._route(["SCRIPT", "LOAD", sc.source], slot, None, write=False)
-            self._loaded.add((node.name, sc.sha))
         rc = self.client.get_redis_connection(node)
         pipe = rc.pipeline(transaction=False)
         entries = []
@@ -380,12 +367,21 @@ class ClusterConnector(Connector):
         self._send_routed(probe, probe.args, keyspace.slot(queue), False)
         return str(self._send_to(str(probe.node), "INFO", "server")["run_id"])
 
-    def fork(self) -> ClusterConnector:
+    def fork(self, parser: str | None = None) -> ClusterConnector:
         """A new connector on the same cluster (its own client, slot map and trace), same wire and WAIT."""
+        _check_cluster_parser(parser or "python")
         return connect_cluster(self.address, wire=self.wire, wait=self.wait)
 
-    def close(self) -> None:
-        self.client.close()
+
+def _writes(sc: scripts.Script) -> bool:
+    """False for a script declared read-only (no WAIT after it)."""
+    return not sc.source.startswith("#!lua flags=no-writes")
+
+
+def _check_cluster_parser(parser: object) -> None:
+    """Only redis-py's own parser on a cluster: its client makes its links per node, with no parser choice."""
+    if check_parser(parser) != "python":
+        raise BadInput(f"a cluster connector parses with redis-py's own parser ('python'), got {parser!r}")
 
 
 def check_wait(wait: object) -> tuple[int, int] | None:
@@ -409,9 +405,7 @@ def make_cluster_client(address: dict[str, Any]) -> RedisCluster:
         startup_nodes=nodes,
         password=address.get("password"),
         username=address.get("username"),
-        decode_responses=True,
-        encoding_errors="surrogateescape",
-        retry=Retry(NoBackoff(), 0),
+        **client_options(),
         require_full_coverage=False,
         socket_connect_timeout=2,
         # a worker process names its links, so that a fault can find them in CLIENT LIST on every node

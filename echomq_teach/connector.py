@@ -1,18 +1,22 @@
 """The connector: one traced client for one node and one wire (EchoMQ.Connector).
 
-A ``wire=4`` connector runs scripts only and holds its node at ``echomq:4.0.0``.
-A ``wire=6`` connector requires ``echomq:6.0.0`` and the loaded ``trafikey``
+``Connector`` is what every connector is (the wire, the brand, scripts loaded
+once and sent by EVALSHA, the NOSCRIPT retry, the trace); ``NodeConnector`` is
+the one on a single node, and ``cluster_connector.ClusterConnector`` the one
+on a Valkey Cluster. A ``wire=4`` connector runs scripts only and holds its
+node at ``echomq:4.0.0``. A ``wire=6`` connector requires ``echomq:6.0.0`` and the loaded ``trafikey``
 module; the job functions send it the native command wherever one exists.
 Every command is kept in a trace, written as a learner would type it.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import redis
 from redis._parsers import _HiredisParser, _RESP2Parser
@@ -64,6 +68,15 @@ class NotSent(redis.exceptions.ConnectionError):
     """
 
 
+#: a node gone (killed, failing over): the call may or may not have run there (``NotSent`` is one that did not)
+LINK_ERRORS = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.ClusterError,
+)
+
+
 @dataclass
 class TraceEntry:
     """One command sent and what came back. ``script`` is ``@claim2`` for an EVALSHA."""
@@ -101,10 +114,19 @@ class TraceEntry:
 
 
 @dataclass
-class Connector:
-    """A client bound to one node, one wire (4 or 6) and one trace."""
+class Connector(ABC):
+    """What every connector is: a client on one wire (4 or 6) with one trace (EchoMQ.Connector).
 
-    client: redis.Redis
+    Two kinds share it: ``NodeConnector`` (one node, here) and ``ClusterConnector``
+    (a Valkey Cluster, ``cluster_connector.py``). Both check the wire and the
+    brand when made, load each transition script once and send it by EVALSHA,
+    load it again and send once more when the node answers NOSCRIPT, and trace
+    every command. What differs is where a command goes: a subclass says how it
+    sends a script (``_send_script``), loads it (``_load_once``, ``_reload``)
+    and pipelines a batch of calls (``_batches``, ``_pipeline``).
+    """
+
+    client: Any
     wire: int = 4
     trace: deque[TraceEntry] = field(default_factory=lambda: deque(maxlen=TRACE_LIMIT))
     #: how to reach the node again (redis-py keyword arguments), for ``fork`` and other processes
@@ -113,22 +135,167 @@ class Connector:
     node: Any = field(default=None, repr=False, compare=False)
     #: the client's reply parser: ``"python"`` (redis-py's, the default) or ``"hiredis"`` (a shortcut)
     parser: str = "python"
-    # class defaults (not fields) for a subclass whose __post_init__ is its own (the cluster connector)
-    _tags = ()
-    _lane = None
+    #: True for a connector on a Valkey Cluster: every call is routed on its own (no pipelined lane)
+    on_cluster: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        if self.wire not in (4, 6):
-            raise WireError(f"wire must be 4 or 6, got {self.wire!r}")
-        self._loaded: set[str] = set()
+        check_wire(self.wire)
+        self._loaded: set[Any] = set()  # what this connector has loaded: a sha, or (node, sha) on a cluster
         # every entry names the shortcuts it went with: hiredis for each one this client parses
         self._tags: tuple[str, ...] = ("hiredis",) if self.parser == "hiredis" else ()
-        self._lane: Any = None  # the socket send_many holds (a redis-py Connection), opened on first use
+        self._start()
         self._check_brand()
+
+    @abstractmethod
+    def _start(self) -> None:
+        """A subclass's own state, set before the brand is checked."""
+
+    # -- the brand -----------------------------------------------------------------
+    @property
+    def brand(self) -> str:
+        """The brand this connector's wire needs: ``echomq:4.0.0`` or ``echomq:6.0.0``."""
+        return keyspace.BRAND_WIRE4 if self.wire == 4 else keyspace.BRAND_WIRE6
+
+    @property
+    def native(self) -> bool:
+        """True when this connector sends EMQ.* commands where a twin exists."""
+        return self.wire == 6
+
+    @abstractmethod
+    def _check_brand(self) -> None:
+        """Refuse (``WireError``) a node or cluster this wire may not use; brand it where that is the rule."""
+
+    @abstractmethod
+    def module_loaded(self) -> bool:
+        """True when the ``trafikey`` module is loaded (on every node, for a cluster)."""
+
+    @staticmethod
+    def _lists_trafikey(modules: Any) -> bool:
+        """True when a ``MODULE LIST`` reply names ``trafikey``."""
+        return any(_module_name(m) == "trafikey" for m in modules)
+
+    # -- sending ----------------------------------------------------------------------
+    @abstractmethod
+    def call(self, *args: Any) -> Any:
+        """Send one plain command and trace it."""
+
+    def eval(self, script: str | scripts.Script, keys: Sequence[str], argv: Iterable[Any]) -> Any:
+        """Run a transition script by EVALSHA, loading it once; NOSCRIPT reloads and retries once."""
+        sc = scripts.load(script) if isinstance(script, str) else script
+        args = ["EVALSHA", sc.sha, len(keys), *keys, *list(argv)]
+        where = self._script_place(sc, keys)
+        self._load_once(sc, where)
+        refused = TraceEntry(args, script=sc.name)
+        try:
+            return self._send_script(refused, where)
+        except redis.exceptions.NoScriptError:
+            # the node lost its script cache (SCRIPT FLUSH, a restart, a promoted replica): load again
+            # and retry once; the refused EVALSHA, the SCRIPT LOAD and the retry each stay in the trace
+            self._reload(sc, refused)
+            return self._send_script(TraceEntry(list(args), script=sc.name), where)
+
+    def eval_many(
+        self, script: str | scripts.Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+    ) -> list[Any]:
+        """Run one script once per (keys, argv), pipelined: one round trip for them all (per slot on a cluster).
+
+        Each call is its own EVALSHA (each atomic, none with the others), each
+        traced; a call's refusal is its answer in the list (an exception
+        object), not raised. A call the node answered NOSCRIPT (or, on a
+        cluster, MOVED) did not run: those calls are sent again, once.
+        """
+        sc = scripts.load(script) if isinstance(script, str) else script
+        replies: list[Any] = [None] * len(calls)
+        for where, todo in self._batches(sc, calls):
+            for attempt in range(2):
+                todo = self._pipeline(sc, calls, todo, where, replies, last=attempt == 1)
+                if not todo:
+                    break
+        return replies
+
+    def _script_place(self, sc: scripts.Script, keys: Sequence[str]) -> Any:
+        """Where a script call goes (nothing on one node; a cluster's slot); refusals before any send."""
+        return None
+
+    @abstractmethod
+    def _load_once(self, sc: scripts.Script, where: Any) -> None:
+        """Load ``sc`` (untraced) where it runs, unless this connector already did."""
+
+    @abstractmethod
+    def _reload(self, sc: scripts.Script, refused: TraceEntry) -> None:
+        """Load ``sc`` again (traced) where ``refused`` was answered NOSCRIPT."""
+
+    @abstractmethod
+    def _send_script(self, entry: TraceEntry, where: Any) -> Any:
+        """Send the EVALSHA ``entry`` and trace it."""
+
+    @abstractmethod
+    def _batches(
+        self, sc: scripts.Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+    ) -> list[tuple[Any, list[int]]]:
+        """The calls of ``eval_many`` in the batches they are pipelined in: (where, indices)."""
+
+    @abstractmethod
+    def _pipeline(self, sc: scripts.Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]],
+                  todo: list[int], where: Any, replies: list[Any], last: bool) -> list[int]:
+        """Send the calls ``todo`` in one pipeline into ``replies``; answers those to send again."""
+
+    def _send(self, entry: TraceEntry, fn: Any) -> Any:
+        if self._tags:
+            entry.shortcuts += self._tags
+        self.trace.append(entry)
+        try:
+            entry.reply = fn()
+        except redis.exceptions.ResponseError as exc:
+            entry.reply, entry.error = exc, True
+            raise
+        return entry.reply
+
+    @contextmanager
+    def tagged(self, *names: str) -> Iterator[None]:
+        """Every entry sent inside the block also names ``names`` (a shortcut's fallback, a metronome's tick)."""
+        before = self._tags
+        self._tags = (*names, *before)
+        try:
+            yield
+        finally:
+            self._tags = before
+
+    # -- the trace ----------------------------------------------------------------------
+    def last(self, n: int = 1) -> list[TraceEntry]:
+        """The last ``n`` entries of the trace, oldest first."""
+        return list(self.trace)[-n:]
+
+    def show_trace(self, n: int = 10) -> str:
+        """The last ``n`` commands and replies, as text."""
+        return "\n".join(str(e) for e in self.last(n))
+
+    def clear_trace(self) -> None:
+        self.trace.clear()
+
+    @abstractmethod
+    def fork(self, parser: str | None = None) -> Connector:
+        """A new connector on the same node or cluster (its own client and trace), e.g. for another process.
+
+        ``parser`` chooses the new client's reply parser (``None``: this one's).
+        """
+
+    def close(self) -> None:
+        self.client.close()
+
+
+@dataclass
+class NodeConnector(Connector):
+    """A connector bound to one node: one client, one wire (4 or 6), one trace, and a pipelined lane."""
+
+    client: redis.Redis
+
+    def _start(self) -> None:
+        self._lane: Any = None  # the socket send_many holds (a redis-py Connection), opened on first use
 
     # -- the brand -----------------------------------------------------------------
     def _check_brand(self) -> None:
-        want = keyspace.BRAND_WIRE4 if self.wire == 4 else keyspace.BRAND_WIRE6
+        want = self.brand
         brand = self.client.get(keyspace.VERSION_KEY)
         if self.wire == 4 and brand is None:
             # hold the node at wire 4: brand it if nobody has. Only then: a classroom
@@ -156,12 +323,7 @@ class Connector:
         except redis.exceptions.NoPermissionError:
             # a classroom student may not run MODULE: ask which commands the module registered
             return bool(self.client.command_list(module="trafikey"))
-        return any(_module_name(m) == "trafikey" for m in mods)
-
-    @property
-    def native(self) -> bool:
-        """True when this connector sends EMQ.* commands where a twin exists."""
-        return self.wire == 6
+        return self._lists_trafikey(mods)
 
     # -- sending ----------------------------------------------------------------------
     def call(self, *args: Any) -> Any:
@@ -169,87 +331,45 @@ class Connector:
         entry = TraceEntry(list(args))
         return self._send(entry, lambda: self.client.execute_command(*args))
 
-    def eval(self, script: str | scripts.Script, keys: Sequence[str], argv: Iterable[Any]) -> Any:
-        """Run a transition script by EVALSHA, loading it once; NOSCRIPT reloads and retries once."""
-        sc = scripts.load(script) if isinstance(script, str) else script
-        argv = list(argv)
+    def _load_once(self, sc: scripts.Script, where: Any) -> None:
         if sc.sha not in self._loaded:
             self.client.script_load(sc.source)
             self._loaded.add(sc.sha)
-        args = ["EVALSHA", sc.sha, len(keys), *keys, *argv]
-        try:
-            return self._send(TraceEntry(args, script=sc.name), lambda: self.client.execute_command(*args))
-        except redis.exceptions.NoScriptError:
-            # the node lost its script cache (SCRIPT FLUSH, a restart): load again and retry once;
-            # the refused EVALSHA, the SCRIPT LOAD and the retry each stay in the trace
-            self.call("SCRIPT", "LOAD", sc.source)
-            return self._send(TraceEntry(list(args), script=sc.name), lambda: self.client.execute_command(*args))
 
-    def eval_many(
-        self, script: str | scripts.Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
-    ) -> list[Any]:
-        """Run one script once per (keys, argv) in a single pipeline: one round trip for them all.
+    def _reload(self, sc: scripts.Script, refused: TraceEntry) -> None:
+        self.call("SCRIPT", "LOAD", sc.source)
 
-        Each call is its own EVALSHA (each atomic, none with the others), each
-        traced; a call's refusal is its answer in the list (an exception
-        object), not raised. Calls the node answered NOSCRIPT did not run: the
-        script is loaded again and those calls are sent again, once.
-        """
-        sc = scripts.load(script) if isinstance(script, str) else script
-        if sc.sha not in self._loaded:
-            self.client.script_load(sc.source)
-            self._loaded.add(sc.sha)
-        todo = list(range(len(calls)))
-        replies: list[Any] = [None] * len(calls)
-        for attempt in range(2):
-            pipe = self.client.pipeline(transaction=False)
-            entries = []
-            for i in todo:
-                keys, argv = calls[i]
-                args = ["EVALSHA", sc.sha, len(keys), *keys, *argv]
-                entries.append(TraceEntry(args, script=sc.name))
-                pipe.execute_command(*args)
-            self.trace.extend(entries)
-            answers = pipe.execute(raise_on_error=False)
-            again = []
-            for i, entry, answer in zip(todo, entries, answers):
-                entry.reply, entry.error = answer, isinstance(answer, Exception)
-                if isinstance(answer, redis.exceptions.NoScriptError) and attempt == 0:
-                    again.append(i)
-                replies[i] = answer
-            if not again:
-                break
-            self.call("SCRIPT", "LOAD", sc.source)
-            todo = again
-        return replies
+    def _send_script(self, entry: TraceEntry, where: Any) -> Any:
+        return self._send(entry, lambda: self.client.execute_command(*entry.args))
 
-    def _send(self, entry: TraceEntry, fn: Any) -> Any:
-        if self._tags:
-            entry.shortcuts += self._tags
-        self.trace.append(entry)
-        try:
-            entry.reply = fn()
-        except redis.exceptions.ResponseError as exc:
-            entry.reply, entry.error = exc, True
-            raise
-        return entry.reply
+    def _batches(
+        self, sc: scripts.Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+    ) -> list[tuple[Any, list[int]]]:
+        return [(None, list(range(len(calls))))]
 
-    @contextmanager
-    def tagged(self, *names: str) -> Iterator[None]:
-        """Every entry sent inside the block also names ``names`` (a shortcut's fallback, a metronome's tick)."""
-        before = self._tags
-        self._tags = (*names, *before)
-        try:
-            yield
-        finally:
-            self._tags = before
+    def _pipeline(self, sc: scripts.Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]],
+                  todo: list[int], where: Any, replies: list[Any], last: bool) -> list[int]:
+        self._load_once(sc, where)
+        pipe = self.client.pipeline(transaction=False)
+        entries = []
+        for i in todo:
+            keys, argv = calls[i]
+            args = ["EVALSHA", sc.sha, len(keys), *keys, *argv]
+            entries.append(TraceEntry(args, script=sc.name))
+            pipe.execute_command(*args)
+        self.trace.extend(entries)
+        answers = pipe.execute(raise_on_error=False)
+        again = []
+        for i, entry, answer in zip(todo, entries, answers):
+            entry.reply, entry.error = answer, isinstance(answer, Exception)
+            if isinstance(answer, redis.exceptions.NoScriptError) and not last:
+                again.append(i)
+            replies[i] = answer
+        if again:
+            self._reload(sc, entries[0])
+        return again
 
     # -- several commands in one round trip (the Pool's shortcuts, docs/decisions.md) ------------
-    @property
-    def on_cluster(self) -> bool:
-        """True for a connector on a Valkey Cluster (its address names ``startup_nodes``)."""
-        return "startup_nodes" in self.address
-
     def command(self, *args: Any) -> TraceEntry:
         """A plain command, ready for ``send_many`` (nothing is sent yet)."""
         return TraceEntry(list(args))
@@ -257,11 +377,8 @@ class Connector:
     def script_call(self, script: str | scripts.Script, keys: Sequence[str], argv: Iterable[Any]) -> TraceEntry:
         """An EVALSHA of a transition script, ready for ``send_many``; the script is loaded first if need be."""
         sc = scripts.load(script) if isinstance(script, str) else script
-        sha = sc.sha
-        if sha not in self._loaded:
-            self.client.script_load(sc.source)
-            self._loaded.add(sha)
-        return TraceEntry(["EVALSHA", sha, len(keys), *keys, *argv], script=sc.name)
+        self._load_once(sc, None)
+        return TraceEntry(["EVALSHA", sc.sha, len(keys), *keys, *argv], script=sc.name)
 
     def send_many(self, entries: Sequence[TraceEntry], tag: str = "pipeline") -> list[Any]:
         """Send the entries in one round trip on this connector's own socket; each one is traced.
@@ -313,19 +430,7 @@ class Connector:
             self._lane = self.client.connection_pool.get_connection()
         return self._lane
 
-    # -- the trace ----------------------------------------------------------------------
-    def last(self, n: int = 1) -> list[TraceEntry]:
-        """The last ``n`` entries of the trace, oldest first."""
-        return list(self.trace)[-n:]
-
-    def show_trace(self, n: int = 10) -> str:
-        """The last ``n`` commands and replies, as text."""
-        return "\n".join(str(e) for e in self.last(n))
-
-    def clear_trace(self) -> None:
-        self.trace.clear()
-
-    def fork(self, parser: str | None = None) -> Connector:
+    def fork(self, parser: str | None = None) -> NodeConnector:
         """A new connector on the same node (its own client and trace), e.g. for another process."""
         return connect(self.address, wire=self.wire, node=self.node, parser=parser or self.parser)
 
@@ -366,6 +471,20 @@ def check_parser(parser: object) -> str:
     return parser  # type: ignore[return-value]
 
 
+def check_wire(wire: object) -> int:
+    """4 or 6, or WireError."""
+    if wire not in (4, 6):
+        raise WireError(f"wire must be 4 or 6, got {wire!r}")
+    return wire  # type: ignore[return-value]
+
+
+def client_options() -> dict[str, Any]:
+    """What every client the kit makes shares (a node's or a cluster's): strings back, no silent retry."""
+    # surrogateescape: a bytes payload that is not UTF-8 comes back as a str that encodes to the
+    # same bytes, instead of a decode error raised after the claim already moved the job
+    return {"decode_responses": True, "encoding_errors": "surrogateescape", "retry": Retry(NoBackoff(), 0)}
+
+
 def make_client(address: dict[str, Any], parser: str = "python") -> redis.Redis:
     """A redis-py client that answers strings and never retries silently.
 
@@ -375,18 +494,14 @@ def make_client(address: dict[str, Any], parser: str = "python") -> redis.Redis:
     that the C parser is a choice a caller makes (a Pool's shortcut).
     """
     check_parser(parser)
-    # surrogateescape: a bytes payload that is not UTF-8 comes back as a str that encodes to the
-    # same bytes, instead of a decode error raised after the claim already moved the job
-    client = redis.Redis(
-        **address, decode_responses=True, encoding_errors="surrogateescape", retry=Retry(NoBackoff(), 0)
-    )
+    client = redis.Redis(**address, **client_options())
     client.connection_pool.connection_kwargs["parser_class"] = PARSERS[parser]
     return client
 
 
-def connect(address: dict[str, Any], wire: int = 4, node: Any = None, parser: str = "python") -> Connector:
+def connect(address: dict[str, Any], wire: int = 4, node: Any = None, parser: str = "python") -> NodeConnector:
     """A fresh connector (its own client and trace) on the node at ``address`` (``node`` kept alive)."""
-    return Connector(make_client(address, parser), wire=wire, address=dict(address), node=node, parser=parser)
+    return NodeConnector(make_client(address, parser), wire=wire, address=dict(address), node=node, parser=parser)
 
 
 def address_from_url(url: str) -> dict[str, Any]:

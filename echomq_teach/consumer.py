@@ -14,10 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import redis
-
 from . import jobs, keyspace, stalled
-from .connector import Connector
+from .connector import LINK_ERRORS, Connector
 from .jobs import Claimed, check_batch, positive_int
 from .keyspace import check_queue
 from .shortcuts import CONSUMER_SHORTCUTS, HIREDIS, PIPELINE, POOL_SHORTCUTS, Lane, check_shortcuts
@@ -25,13 +23,6 @@ from .shortcuts import CONSUMER_SHORTCUTS, HIREDIS, PIPELINE, POOL_SHORTCUTS, La
 RECOVERY_LEGS = ("reap", "stalled", None)
 #: what a lost link does to a run: "raise" (the default) or "retry" (abandon the beat, beat again)
 LOST_LINK = ("raise", "retry")
-#: a node gone (killed, failing over): the call may or may not have run there
-LINK_ERRORS = (
-    redis.exceptions.ConnectionError,
-    redis.exceptions.TimeoutError,
-    redis.exceptions.ClusterDownError,
-    redis.exceptions.ClusterError,
-)
 
 
 def _check_lost_link(lost_link: object) -> str:

@@ -22,8 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import jobs
-from .connector import Connector, address_from_url, connect
-from .consumer import LINK_ERRORS
+from .connector import LINK_ERRORS, Connector, address_from_url, connect
 from .errors import BadInput
 from .keyspace import check_queue
 

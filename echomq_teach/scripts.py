@@ -28,12 +28,6 @@ class Script:
         lines = [ln for ln in self.source.splitlines() if not ln.startswith("#!")]
         return [ln for ln in lines[:4] if ln.startswith("--")]
 
-    @property
-    def body(self) -> str:
-        """The source after the four-line header (what the course page shows)."""
-        lines = [ln for ln in self.source.splitlines() if not ln.startswith("#!")]
-        return "\n".join(lines[4:]) + "\n"
-
 
 _INCLUDE = "-- @include "
 

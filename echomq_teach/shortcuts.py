@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 import redis
 
-from .connector import Connector, TraceEntry
+from .connector import NodeConnector, TraceEntry
 from .errors import BadInput, EchoMQError
 from .jobs import DEAD, OK, SCHEDULED, STALE, Claimed, check_id, check_token, complete, record_flag, reply_error, retry
 from .keyspace import base
@@ -123,12 +123,12 @@ class Lane:
     """One consumer's claims and settles with its shortcuts, on one connector and one queue.
 
     The keys and fixed arguments are built once; every command goes through
-    ``Connector.send_many`` (one socket, each entry traced and named).
+    ``NodeConnector.send_many`` (one socket, each entry traced and named).
     """
 
     def __init__(
         self,
-        conn: Connector,
+        conn: NodeConnector,
         queue: str,
         shortcuts: frozenset[str],
         *,

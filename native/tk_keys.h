@@ -105,4 +105,9 @@ int tk_xadd(TkCtx *ctx, TkOpen k, TkStr **values, size_t npairs);
 /* A string key set to an integer, keeping its expiry (what INCR/DECR do to a counter). */
 int tk_set_integer(TkCtx *ctx, TkOpen k, long long value);
 
+/* Whether the server runs in cluster mode, read once at load (it cannot change while it runs). */
+void tk_note_cluster(TkCtx *ctx);
+/* argv[2], the command's first key, names the queue whose brand a cluster node reads. */
+int tk_check_brand(TkCtx *ctx, TkStr **argv, int argc);
+
 #endif

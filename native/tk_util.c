@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tk_keys.h"
 #include "tk_util.h"
 
 /* Longest stretch of a caller's value an error message quotes. */
@@ -29,7 +28,7 @@ int tk_same(TkBuf a, TkBuf b) {
 
 int tk_is(TkBuf a, const char *s) { return tk_same(a, tk_lit(s)); }
 
-static TkBuf tk_concat(TkCtx *ctx, TkBuf a, TkBuf b, TkBuf c) {
+TkBuf tk_concat(TkCtx *ctx, TkBuf a, TkBuf b, TkBuf c) {
     /* PoolAlloc never answers NULL: the server aborts on out-of-memory instead */
     char *out = tk_PoolAlloc(ctx, a.len + b.len + c.len + 1);
     memcpy(out, a.ptr, a.len);
@@ -109,58 +108,6 @@ int tk_error(TkCtx *ctx, const char *fmt, ...) {
     va_end(again);
     tk_ReplyWithError(ctx, msg);
     return TK_OK;
-}
-
-/* On a cluster: emq:version:{q} for the first key emq:{q}:..., the same hashtag and so the
- * same slot as every key the command declares; absent (after replying) when the key is not a
- * queue's. */
-static TkBuf tk_queue_brand_key(TkCtx *ctx, TkStr **argv, int argc) {
-    TkBuf none = {NULL, 0};
-    if (argc < 3) {
-        tk_WrongArity(ctx);
-        return none;
-    }
-    TkBuf first = tk_arg(argv[2]);
-    const char *close = first.len > 5 ? memchr(first.ptr + 5, '}', first.len - 5) : NULL;
-    if (!close || close == first.ptr + 5 || memcmp(first.ptr, "emq:{", 5) != 0) {
-        tk_error(ctx, "EMQKEYS the first key must look like emq:{q}:..., got %s", tk_show(ctx, first));
-        return none;
-    }
-    TkBuf tag = {first.ptr + 4, (size_t)(close - first.ptr) - 3}; /* {q} with its braces */
-    TkBuf empty = {"", 0};
-    return tk_concat(ctx, tk_lit(TK_QUEUE_BRAND_PREFIX), tag, empty);
-}
-
-/* Set once at load: the server's cluster mode is fixed for its life. */
-static int cluster_mode = -1;
-
-void tk_note_cluster(TkCtx *ctx) { cluster_mode = (tk_GetContextFlags(ctx) & TK_CTX_FLAGS_CLUSTER) != 0; }
-
-int tk_check_brand(TkCtx *ctx, TkStr **argv, int argc) {
-    /* a standalone node carries one brand; a cluster node reads the queue's, in the queue's slot */
-    if (cluster_mode < 0) tk_note_cluster(ctx);
-    int cluster = cluster_mode;
-    TkBuf key = cluster ? tk_queue_brand_key(ctx, argv, argc) : tk_lit(TK_BRAND_KEY);
-    if (!key.ptr) return 0;
-    TkStr *name = cluster ? tk_name(ctx, key) : TK_W(BRAND_KEY);
-    const char *who = cluster ? "queue" : "node";
-    TkBuf brand;
-    TkOpen k = tk_open(ctx, name, TK_READ);
-    int type = tk_string(ctx, k, &brand);
-    tk_close(&k);
-    if (type == TK_KEYTYPE_EMPTY) {
-        tk_error(ctx, "EMQWIRE %s has no %s brand; a wire 6 %s needs " TK_BRAND, who, tk_show(ctx, key), who);
-        return 0;
-    }
-    if (type != TK_KEYTYPE_STRING) {
-        tk_error(ctx, "EMQWIRE %s's %s is not a string; a wire 6 %s needs " TK_BRAND, who, tk_show(ctx, key), who);
-        return 0;
-    }
-    if (!tk_is(brand, TK_BRAND)) {
-        tk_error(ctx, "EMQWIRE %s is branded %s; need " TK_BRAND, who, tk_show(ctx, brand));
-        return 0;
-    }
-    return 1;
 }
 
 int tk_check_shape(TkCtx *ctx, TkStr **argv, int argc, const TkShape *shape) {

@@ -57,6 +57,8 @@ int tk_is(TkBuf a, const char *s);
 /* base..suffix and base..'job:'..id, in pool memory (freed when the command returns). */
 TkBuf tk_key(TkCtx *ctx, TkBuf base, const char *suffix);
 TkBuf tk_row_key(TkCtx *ctx, TkBuf base, TkBuf id);
+/* a, b and c joined, in memory the server frees when the command returns. */
+TkBuf tk_concat(TkCtx *ctx, TkBuf a, TkBuf b, TkBuf c);
 
 /* Strict decimal, as the server writes integers: no sign but '-', no leading zero, no space. */
 int tk_parse_ll(TkBuf v, long long *out);
@@ -66,10 +68,6 @@ int tk_error(TkCtx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* A printable, bounded copy of v for an error message. */
 const char *tk_show(TkCtx *ctx, TkBuf v);
 
-/* Whether the server runs in cluster mode, read once at load (it cannot change while it runs). */
-void tk_note_cluster(TkCtx *ctx);
-/* argv[2], the command's first key, names the queue whose brand a cluster node reads. */
-int tk_check_brand(TkCtx *ctx, TkStr **argv, int argc);
 int tk_check_shape(TkCtx *ctx, TkStr **argv, int argc, const TkShape *shape);
 int tk_positive(TkCtx *ctx, TkStr *arg, const char *name, long long *out);
 int tk_check_record(TkCtx *ctx, TkBuf record);

@@ -67,7 +67,7 @@ import ipywidgets as widgets
 
 from echomq_teach.lab.timeline import draw as draw_timeline
 
-from .chaos_model import EVENT_COLOURS, LIFETIME_S, WATCH_LIMIT_S, ChaosRun, SlotState, Verdict, Watch
+from .chaos_model import EVENT_COLOURS, LIFETIME_S, WATCH_LIMIT_S, ChaosRun, RoundVerdict, SlotState, Watch
 from .plots import draw_sizes, new_figure, png
 from .render import badge, esc, stylesheet, wrap
 
@@ -83,7 +83,7 @@ def slot_html(s: SlotState, lease_ms: int) -> str:
             f"<b>{esc(s.worker)}</b> <code>pid {s.pid}</code> {badge(state)}{killed}</div>")
 
 
-def verdict_html(v: Verdict) -> str:
+def verdict_html(v: RoundVerdict) -> str:
     cls = "emq-valid" if v.valid else "emq-invalid"
     head = (f"the checker's verdict on {v.report.enqueued} jobs after round {v.round}: "
             f"<b>{esc(v.verdict)}</b>")
@@ -213,7 +213,7 @@ class ChaosView(widgets.VBox):
         return self.model.queue
 
     @property
-    def verdict(self) -> Verdict | None:
+    def verdict(self) -> RoundVerdict | None:
         """The last round's verdict (``.report``, ``.summary``, ``.valid``), None before the first drain."""
         return self.model.verdict
 
@@ -253,7 +253,7 @@ class ChaosView(widgets.VBox):
         """Read the sizes now, redraw, and watch again if the round is not over."""
         self._guard(lambda: None, raise_=True)
 
-    def wait_drained(self, timeout: float = 60.0) -> Verdict | None:
+    def wait_drained(self, timeout: float = 60.0) -> RoundVerdict | None:
         """Block (bounded) until the round drains and is judged; answers the verdict (None if it did not drain).
 
         Everything is drawn again and sent from this thread: a notebook run with

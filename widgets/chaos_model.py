@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from echomq_teach import jobs
-from echomq_teach.consumer import LINK_ERRORS
+from echomq_teach.connector import LINK_ERRORS
 from echomq_teach.errors import BadInput
 from echomq_teach.keyspace import SETS, queue_key
 from echomq_teach.lab.checker import Report, check
@@ -120,7 +120,7 @@ class ChaosEvent:
 
 
 @dataclass
-class Verdict:
+class RoundVerdict:
     """The checker's report on the run so far, made when a round drained."""
 
     round: int
@@ -272,7 +272,7 @@ class ChaosRun:
         self.frozen_at: dict[int, float] = {}
         self.round = 1
         self.round_start_ms = self.started_ms
-        self.verdict: Verdict | None = None
+        self.verdict: RoundVerdict | None = None
         self.judged = False  # the current round has its verdict
         self.last: Sample | None = None
         self.node_away = False
@@ -481,7 +481,7 @@ class ChaosRun:
                     "thaw to end the round")
         return f"the queue is empty: waiting {self.quiet_ms} ms for late settles"
 
-    def finish(self) -> Verdict | None:
+    def finish(self) -> RoundVerdict | None:
         """The checker's verdict on everything recorded so far; kept as the round's verdict.
 
         Answers None (and keeps nothing) if an action came while the checker ran: the round goes on.
@@ -490,7 +490,7 @@ class ChaosRun:
             seen = self._actions
         history = self.run.history()
         report = check(history, self.run.final_state(), recorded=self.run.record)
-        v = Verdict(self.round, report, history, self.clock.now_ms())
+        v = RoundVerdict(self.round, report, history, self.clock.now_ms())
         with self._lock:
             if self._actions != seen:
                 return None
@@ -507,7 +507,7 @@ class ChaosRun:
         return not self.judged
 
     def wait_drained(self, timeout: float = 60.0, interval: float = 0.05,
-                     on_sample: Callable[[], None] | None = None) -> Verdict | None:
+                     on_sample: Callable[[], None] | None = None) -> RoundVerdict | None:
         """Sample in this thread until the round drains and is judged (bounded); answers the verdict or None."""
         if not 0 < timeout <= MAX_LIFETIME_S:
             raise BadInput(f"timeout must be above 0 and at most {MAX_LIFETIME_S:.0f} s, got {timeout!r}")

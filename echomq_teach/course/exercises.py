@@ -74,12 +74,9 @@ NO_HINT_YET = "No hint yet: write your try and run its check first. A hint comes
 
 
 def exercise(
-    key: str, title: str, hint: str, *, solution: str = "", hint_on_request: bool = True
+    key: str, title: str, hint: str, *, solution: str = ""
 ) -> Callable[..., Any]:
-    """Register a verify function; its ``setup`` is given as an attribute by ``@…setup``.
-
-    Every hint is on request (``hint_on_request`` stays for callers that passed it).
-    """
+    """Register a verify function; its ``setup`` is given as an attribute by ``@…setup``. Every hint is on request."""
 
     def wrap(verify: Callable[..., None]) -> Callable[..., None]:
         _REGISTRY[key] = Exercise(key, title, lambda c, q: (), verify, hint, solution)
@@ -248,7 +245,7 @@ def _v082(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _F
 @setup_for("08.2")
 def _s082(conn: Connector, queue: str) -> tuple[Any, ...]:
     from .. import floor
-    from ..floor.driver import completions_stream
+    from ..completions import completions_stream
     from ..floor.workload import settle_jobs
 
     settled = settle_jobs(conn, queue, 20)

@@ -17,7 +17,8 @@ With ``remote=floor.Remote(...)`` every slice is also sealed as an immutable
 object in an S3-compatible store, and the stream is trimmed only once the
 object is stored. ``python -m echomq_teach.floor`` runs a driver as a process.
 
-Modules: ``entries`` (the stream's shape, stream ids), ``embedded`` (SQLite),
+The stream's entries and their parser are the core's (``echomq_teach.completions``).
+Modules: ``embedded`` (SQLite),
 ``remote`` (the object store), ``lease`` (one driver per stream), ``driver``
 (the fold), ``reads`` (queries and the throughput plot), ``process`` (a driver
 as a child process), ``objectstore`` (a local SeaweedFS to be the remote). The
@@ -26,11 +27,11 @@ floor uses the core and the nodes' child process; the nodes never import it.
 
 from __future__ import annotations
 
+from ..completions import Settle, StreamId, completions_stream
 from ..errors import BadStream, DriverBusy, Fenced, FloorError
 from . import reads
-from .driver import STEPS, Driver, DriverReport, Fold, completions_stream
+from .driver import STEPS, Driver, DriverReport, Fold
 from .embedded import Floor, open_floor
-from .entries import Settle, StreamId
 from .remote import Remote
 
 __all__ = [

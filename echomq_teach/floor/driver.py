@@ -21,12 +21,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..completions import ZERO, Settle, StreamId, completions_stream, parse_entry
 from ..connector import Connector
 from ..errors import BadInput, BadStream, DriverBusy
 from ..jobs import positive_int
-from ..keyspace import check_queue, queue_key
+from ..keyspace import check_queue
 from .embedded import Floor
-from .entries import ZERO, Settle, StreamId, parse_entry
 from .lease import Lease
 
 STEPS = ("read", "write", "commit", "upload", "trim")
@@ -35,11 +35,6 @@ DEFAULT_LEASE_MS = 10_000
 
 #: called as ``on_step(step, fold_number)`` at each step of a fold that read something (crash points)
 StepHook = Callable[[str, int], None]
-
-
-def completions_stream(queue: str) -> str:
-    """``emq:{q}:stream:completions``: the stream a Consumer with ``record=True`` fills."""
-    return queue_key(queue, "stream:completions")
 
 
 def check_stream(conn: Connector, stream: str, floor: Floor) -> None:
@@ -181,7 +176,7 @@ class Driver:
     def _upload(self, f: Fold) -> None:
         if self.floor.remote is None:
             return
-        for name, stored in self.floor.remote.upload_pending(self.floor, self.stream, lambda n: self._step("upload")):
+        for name, stored in self.floor.upload_pending(self.stream, lambda n: self._step("upload")):
             f.uploaded.append(name)
             if not stored:
                 f.found_stored.append(name)

@@ -22,8 +22,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..completions import ZERO, Settle, StreamId
 from ..errors import Fenced, FloorError
-from .entries import OUTCOMES, ZERO, Settle, StreamId
+from ..jobs import OUTCOMES
 
 if TYPE_CHECKING:
     from .remote import Remote
@@ -297,8 +298,41 @@ class Floor:
                     (last.ms, last.seq, token, len(rows), stream),
                 )
             if self.remote is not None:
-                self.remote.plan(db, stream, settles)
+                # the slice's object, planned in the fold's own transaction: uploaded = 0
+                first = settles[0].stream_id
+                db.execute(
+                    "INSERT INTO objects VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                    (stream, self.remote.name(stream, first, last), first.ms, first.seq, last.ms, last.seq,
+                     len(settles), self.remote.digest(settles)),
+                )
         return last
+
+    def upload_pending(self, stream: str, after_put: Callable[[str], None] | None = None) -> list[tuple[str, bool]]:
+        """Upload every planned object of ``stream``, oldest first; answers (name, True if this call stored it).
+
+        False means the object was already in the store with the planned digest (an upload that
+        landed before a crash) and was only marked. The body is rebuilt from the floor's rows and
+        must match the planned digest. ``after_put`` runs once an object is stored and before the
+        index marks it (a crash point).
+        """
+        assert self.remote is not None
+        done = []
+        planned = self.db.execute(
+            "SELECT name, first_ms, first_seq, last_ms, last_seq, rows, sha256 FROM objects "
+            "WHERE stream = ? AND uploaded = 0 ORDER BY name",
+            (stream,),
+        ).fetchall()
+        for name, fms, fseq, lms, lseq, rows, digest in planned:
+            settles = self.between(stream, StreamId(fms, fseq), StreamId(lms, lseq))
+            if len(settles) != rows:
+                raise FloorError(f"the floor's rows for {name} no longer match the slice that was planned")
+            stored = self.remote.put_slice(name, settles, digest)
+            if after_put is not None:
+                after_put(name)
+            with self.transaction() as db:
+                db.execute("UPDATE objects SET uploaded = 1 WHERE name = ?", (name,))
+            done.append((name, stored))
+        return done
 
     def trim_below(self, stream: str) -> StreamId | None:
         """The MINID the stream may be trimmed to: every entry below it is durable on this floor.

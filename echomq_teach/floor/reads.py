@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..jobs import check_id
+from ..completions import Settle, completions_stream
+from ..jobs import OUTCOMES, check_id
 from ..keyspace import check_queue
-from .driver import completions_stream
 from .embedded import Floor
-from .entries import OUTCOMES, Settle
 
 COUNTS_SQL = "SELECT outcome, COUNT(*) FROM settles WHERE stream = ? GROUP BY outcome"
 THROUGHPUT_SQL = (

@@ -22,18 +22,14 @@ from __future__ import annotations
 
 import hashlib
 import io
-import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote, urlsplit
 
+from ..completions import Settle, StreamId
 from ..errors import FloorError
 from ..keyspace import queue_of
-from .entries import Settle, StreamId
-
-if TYPE_CHECKING:
-    from .embedded import Floor
 
 CONNECT_TIMEOUT_S = 3.0
 READ_TIMEOUT_S = 30.0
@@ -118,45 +114,21 @@ class Remote:
     def name(self, stream: str, first: StreamId, last: StreamId) -> str:
         return f"{self.folder(stream)}{first.sortable()}_{last.sortable()}.jsonl"
 
-    # -- the plan (inside the floor's transaction), the upload, the mark ---------------------------------
-    def plan(self, db: sqlite3.Connection, stream: str, settles: Sequence[Settle]) -> None:
-        """Record the slice's object in the index, in the fold's own transaction: uploaded = 0."""
-        first, last = settles[0].stream_id, settles[-1].stream_id
-        digest = hashlib.sha256(encode(settles)).hexdigest()
-        db.execute(
-            "INSERT INTO objects VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
-            (stream, self.name(stream, first, last), first.ms, first.seq, last.ms, last.seq, len(settles), digest),
-        )
+    # -- the upload (the floor plans and marks each object in its own table: embedded.py) -----------------
+    def digest(self, settles: Sequence[Settle]) -> str:
+        """The sha256 of a slice's object body, as the floor plans it."""
+        return hashlib.sha256(encode(settles)).hexdigest()
 
-    def upload_pending(
-        self, floor: Floor, stream: str, after_put: Callable[[str], None] | None = None
-    ) -> list[tuple[str, bool]]:
-        """Upload every planned object of ``stream``, oldest first; answers (name, True if this call stored it).
+    def put_slice(self, name: str, settles: Sequence[Settle], digest: str) -> bool:
+        """Store one planned slice whose body must match ``digest``; True if this call stored it.
 
         False means the object was already in the store with the planned digest (an upload that
-        landed before a crash) and was only marked.
-
-        The body is rebuilt from the floor's rows and must match the planned digest.
-        ``after_put`` runs once an object is stored and before the index marks it (a crash point).
+        landed before a crash).
         """
-        done = []
-        planned = floor.db.execute(
-            "SELECT name, first_ms, first_seq, last_ms, last_seq, rows, sha256 FROM objects "
-            "WHERE stream = ? AND uploaded = 0 ORDER BY name",
-            (stream,),
-        ).fetchall()
-        for name, fms, fseq, lms, lseq, rows, digest in planned:
-            settles = floor.between(stream, StreamId(fms, fseq), StreamId(lms, lseq))
-            body = encode(settles)
-            if len(settles) != rows or hashlib.sha256(body).hexdigest() != digest:
-                raise FloorError(f"the floor's rows for {name} no longer match the slice that was planned")
-            stored = self._put_once(name, body, digest)
-            if after_put is not None:
-                after_put(name)
-            with floor.transaction() as db:
-                db.execute("UPDATE objects SET uploaded = 1 WHERE name = ?", (name,))
-            done.append((name, stored))
-        return done
+        body = encode(settles)
+        if hashlib.sha256(body).hexdigest() != digest:
+            raise FloorError(f"the floor's rows for {name} no longer match the slice that was planned")
+        return self._put_once(name, body, digest)
 
     def _put_once(self, name: str, body: bytes, digest: str) -> bool:
         from minio.error import S3Error

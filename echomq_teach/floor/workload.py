@@ -7,9 +7,9 @@ dies, so a stream made here holds both outcomes.
 from __future__ import annotations
 
 from .. import jobs
+from ..completions import completions_stream
 from ..connector import Connector
 from ..consumer import Consumer, Error
-from .driver import completions_stream
 
 
 def settle_jobs(conn: Connector, queue: str, n: int, *, start: int = 0, dead_every: int = 10) -> list[str]:

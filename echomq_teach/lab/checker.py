@@ -23,7 +23,9 @@ per job (at least once: a job may run more than once, and every run past the
 first is counted), stale settles refused, jobs recovered (put back by a reap
 or a sweep and later settled), and calls whose answer never came.
 
-The verdict is ``valid`` when the first seven lists are empty. Every check is
+Each of the seven is its own small function (``INVARIANTS``), reading the
+run's facts indexed once (``Facts``); ``check`` composes them into one
+``Report``. The verdict is ``valid`` when the first seven lists are empty. Every check is
 sound under unknown outcomes: a call whose answer was lost is assumed to have
 run or not, whichever explains the history; it never produces a finding on
 its own. What it may hide is said in ``Report.notes``.
@@ -32,16 +34,16 @@ its own. What it may hide is said in ``Report.notes``.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
 
+from .. import completions, snapshots
 from ..connector import Connector
 from ..jobs import COMPLETED, DEATHS, REMOVED, STALLED
-from ..keyspace import SETS, queue_key
+from ..keyspace import SETS
 from .history import History, Op
 
-#: stream entries read per XRANGE call
-_STREAM_PAGE = 1000
 #: how far two processes' stamps of the node's clock may disagree (one machine: well under 1 ms)
 CLOCK_SLACK_MS = 5.0
 #: the findings that make a run invalid, in the order a report lists them
@@ -49,14 +51,27 @@ INVALID = ("lost", "settled_twice", "unexpected", "stranded", "double_handouts",
 
 
 @dataclass
-class Settle:
-    """One settle the node wrote: from the completions stream (``source="stream"``) or known otherwise."""
+class Ending:
+    """One ending of a job the checker knows of, and how it knows it.
+
+    ``source`` is ``"stream"`` (an entry of the completions stream), or where
+    an ending the stream does not hold is known from: ``"settle"`` (a settle
+    the node acknowledged), ``"sweep"`` (a burial a stall sweep answered) or
+    ``"dead set"`` (the job is in the final dead set). ``ops`` are the calls
+    that show it.
+    """
 
     job: str
     outcome: str  # one of jobs.OUTCOMES: "completed", "dead", "stalled", "child_failed", "removed"
     token: int | None
     at: float | None  # the node's ms: a stream id's first half is the settling script's clock
-    source: str  # "stream", "history" (an acknowledged settle), "dead set" (a sweep's burial)
+    source: str
+    ops: list[Op] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def of(cls, entry: completions.Settle) -> Ending:
+        """A completions-stream entry as an ending (its ``attempts`` is the settling claim's token)."""
+        return cls(entry.job_id, entry.outcome, entry.attempts, float(entry.stream_id.ms), "stream")
 
 
 @dataclass
@@ -65,27 +80,14 @@ class FinalState:
 
     sets: dict[str, set[str]]
     rows: dict[str, dict[str, str]]
-    stream: list[Settle]
+    stream: list[completions.Settle]
     flow_counters: set[str] = field(default_factory=set)
 
     @classmethod
     def read(cls, conn: Connector, queue: str) -> FinalState:
         """The four sets, every row and the whole completions stream (read in pages, untraced)."""
-        from .. import snapshots
-
         snap = snapshots.snapshot(conn, queue)
-        stream: list[Settle] = []
-        key = queue_key(queue, "stream:completions")
-        start = "-"
-        while True:
-            page = conn.client.xrange(key, min=start, max="+", count=_STREAM_PAGE)
-            for sid, f in page:
-                stream.append(Settle(f.get("id", ""), f.get("outcome", ""), _int(f.get("attempts")),
-                                     float(sid.split("-")[0]), "stream"))
-            if len(page) < _STREAM_PAGE:
-                break
-            start = "(" + page[-1][0]
-        return cls({s: set(snap.sets[s]) for s in SETS}, snap.rows, stream,
+        return cls({s: set(snap.sets[s]) for s in SETS}, snap.rows, completions.read_all(conn, queue),
                    {k.split(":")[0] for k in snap.counters})
 
     def where(self, job: str) -> list[str]:
@@ -196,124 +198,228 @@ class Report:
         return self.summary()
 
 
-def check(history: History, final: FinalState, *, recorded: bool = True) -> Report:
-    """Judge a run. ``recorded=True``: its consumers recorded every settle in the completions stream."""
-    r = Report()
-    calls = history.calls()
-    by_job: dict[str, list[Op]] = defaultdict(list)
-    for o in history.ops:
-        if o.job:
-            by_job[o.job].append(o)
-        for j in o.released() + o.buried():
-            by_job[j].append(o)
+@dataclass
+class Facts:
+    """A run's history and final state, indexed once: what every invariant reads."""
 
-    # -- what was enqueued ------------------------------------------------------------
-    acked = {o.job for o in calls if o.op == "enqueue" and o.ok and o.job}
-    tried = {o.job for o in calls if o.op == "enqueue" and o.job}
-    r.enqueued = len(acked)
-    r.enqueue_unknown = len({o.job for o in calls if o.op == "enqueue" and o.indeterminate and o.job} - acked)
+    history: History
+    final: FinalState
+    recorded: bool
+    calls: list[Op]
+    #: every op that names a job, or released or buried it
+    by_job: dict[str, list[Op]]
+    #: enqueues the node acknowledged, and every enqueue tried
+    acked: set[str]
+    tried: set[str]
+    #: each job's endings: the stream's, then those known otherwise (``inferred``, in the order found)
+    endings: dict[str, list[Ending]]
+    inferred: list[Ending]
+    #: lives past the first (each reprocess, and each enqueue of an id whose row went)
+    lives: Counter[str]
+    claims: dict[str, list[Op]]
+    releases: dict[str, list[Op]]
+    puts: dict[str, list[Op]]
+    retries: dict[str, list[Op]]
+    #: recovery calls with no answer: any of them may have put back any job
+    unknown_releases: list[Op]
 
-    # -- what was settled ------------------------------------------------------------------
-    settles: dict[str, list[Settle]] = defaultdict(list)
-    for s in final.stream:
-        settles[s.job].append(s)
+    @classmethod
+    def of(cls, history: History, final: FinalState, recorded: bool = True) -> Facts:
+        calls = history.calls()
+        by_job: dict[str, list[Op]] = defaultdict(list)
+        for o in history.ops:
+            if o.job:
+                by_job[o.job].append(o)
+            for j in o.released() + o.buried():
+                by_job[j].append(o)
+        endings, inferred = _endings(calls, final, by_job)
+        # each reprocess starts a new life, and so does an enqueue of an id whose row went (after the first)
+        enqueues = Counter(o.job for o in calls if o.op == "enqueue" and o.job and (o.ok or o.indeterminate))
+        lives = Counter(o.job for o in calls if o.op == "reprocess" and o.ok and o.job)
+        lives.update({j: n - 1 for j, n in enqueues.items() if n > 1})
+        return cls(
+            history, final, recorded, calls, by_job,
+            acked={o.job for o in calls if o.op == "enqueue" and o.ok and o.job},
+            tried={o.job for o in calls if o.op == "enqueue" and o.job},
+            endings=endings, inferred=inferred, lives=lives,
+            claims=_by_job(o for o in calls if o.op == "claim" and o.ok),
+            releases=_by_job((o, j) for o in calls for j in o.released()),
+            puts=_by_job(o for o in calls if o.op in ("enqueue", "reprocess") and (o.ok or o.indeterminate)),
+            retries=_by_job(o for o in calls if o.op == "retry" and (o.ok or o.indeterminate)),
+            unknown_releases=[o for o in calls if o.op in ("reap", "stalled", "promote") and o.indeterminate],
+        )
+
+    @cached_property
+    def settled(self) -> set[str]:
+        """The jobs with at least one ending."""
+        return {j for j, es in self.endings.items() if es}
+
+    def unexpected(self, job: str) -> bool:
+        """Never enqueued, and never claimed either."""
+        return job not in self.tried and not any(o.op == "claim" and o.ok for o in self.by_job[job])
+
+
+def _by_job(items: Iterable[Op | tuple[Op, str]]) -> dict[str, list[Op]]:
+    """Ops by the job they name (an op alone) or by the job given with it (an (op, job) pair)."""
+    out: dict[str, list[Op]] = defaultdict(list)
+    for item in items:
+        o, job = item if isinstance(item, tuple) else (item, item.job)
+        if job:
+            out[job].append(o)
+    return out
+
+
+def _endings(calls: list[Op], final: FinalState,
+             by_job: dict[str, list[Op]]) -> tuple[dict[str, list[Ending]], list[Ending]]:
+    """Every job's endings: the stream's, then those the stream does not hold but the run shows."""
+    endings: dict[str, list[Ending]] = defaultdict(list)
+    inferred: list[Ending] = []
+
+    def add(e: Ending) -> None:
+        endings[e.job].append(e)
+        inferred.append(e)
+
+    for entry in final.stream:
+        endings[entry.job_id].append(Ending.of(entry))
     # an acknowledged settle the stream does not hold: known from its answer
     for o in calls:
         if o.op in ("complete", "retry") and o.ok and o.reply in ("ok", "dead") and o.job:
-            outcome = "completed" if o.reply == "ok" else "dead"
-            if not any(s.token == o.token and s.outcome == outcome for s in settles[o.job]):
-                if recorded:
-                    r.findings.append(Finding("unrecorded", o.job, f"the node answered {o.reply!r} to this settle, "
-                                              "but the completions stream holds no entry for it", [o]))
-                settles[o.job].append(Settle(o.job, outcome, o.token, o.answered, "history"))
+            outcome = COMPLETED if o.reply == "ok" else "dead"
+            if not any(e.token == o.token and e.outcome == outcome for e in endings[o.job]):
+                add(Ending(o.job, outcome, o.token, o.answered, "settle", [o]))
     # a burial the sweep answered: a recording sweep wrote one "stalled" entry per burial
     for job, n in Counter(j for o in calls for j in o.buried()).items():
-        for _ in range(n - sum(1 for s in settles[job] if s.outcome == STALLED)):
-            if recorded:
-                r.findings.append(Finding("unrecorded", job, "a stall sweep answered that it buried this job, but "
-                                          "the completions stream holds no stalled entry for it",
-                                          [o for o in calls if job in o.buried()]))
-            settles[job].append(Settle(job, STALLED, None, None, "history"))
+        for _ in range(n - sum(1 for e in endings[job] if e.outcome == STALLED)):
+            add(Ending(job, STALLED, None, None, "sweep", [o for o in calls if job in o.buried()]))
     # the dead set: every job in it ended there (a parent failed by its child too), and a recording queue
     # wrote that death; an unrecorded run's sweeps and parent deaths are known only from here
     for job in final.sets["dead"]:
-        if not any(s.outcome in DEATHS for s in settles[job]):
-            if recorded:
-                r.findings.append(Finding("unrecorded", job, "it is in dead, but the completions stream holds no "
-                                          "death (dead, stalled, child_failed) for it", by_job[job]))
-            settles[job].append(Settle(job, "dead", None, None, "dead set"))
-    # each reprocess starts a new life, and so does an enqueue of an id whose row went (after the first)
-    enqueues = Counter(o.job for o in calls if o.op == "enqueue" and o.job and (o.ok or o.indeterminate))
-    lives = Counter(o.job for o in calls if o.op == "reprocess" and o.ok and o.job)
-    lives.update({j: n - 1 for j, n in enqueues.items() if n > 1})
+        if not any(e.outcome in DEATHS for e in endings[job]):
+            add(Ending(job, "dead", None, None, "dead set", by_job[job]))
+    return endings, inferred
 
-    for job, ss in settles.items():
-        if job not in tried and not _claimed(by_job[job]):
-            r.findings.append(Finding("unexpected", job, f"settled ({_outcomes(ss)}) but never enqueued", by_job[job]))
-            continue
-        allowed = 1 + lives[job]
-        if len(ss) > allowed:
-            r.findings.append(Finding("settled_twice", job, f"settled {len(ss)} times in {allowed} "
-                                      f"life{'s' if allowed > 1 else ''}: {_outcomes(ss)}", by_job[job]))
-    for job in {o.job for o in calls if o.op == "claim" and o.ok and o.job} - tried:
-        if job not in settles:
-            r.findings.append(Finding("unexpected", job, "claimed but never enqueued", by_job[job]))
 
-    final_settled = {j for j, ss in settles.items() if ss}
-    r.settled = len(final_settled & tried) if tried else len(final_settled)
-    r.completed = sum(1 for j in final_settled if any(s.outcome == COMPLETED for s in settles[j]))
-    r.dead = sum(1 for j in final_settled if all(s.outcome in DEATHS for s in settles[j]))
-    r.removed = sum(1 for j in final_settled if any(s.outcome == REMOVED for s in settles[j]))
+# -- the invariants: each reads the facts and answers its findings ------------------------------------
+def lost(f: Facts) -> list[Finding]:
+    """An enqueue the node acknowledged, never settled, in no set and without a row."""
+    return [Finding("lost", job, "enqueued (the node said so), never settled, in no set and without a row",
+                    f.by_job[job])
+            for job in sorted(f.tried) if _resting(f, job) == "gone" and job in f.acked]
 
-    # -- lost, stranded, unfinished -------------------------------------------------------------
-    for job in sorted(tried):
-        where = final.where(job)
-        if set(where) - {"dead"}:
-            r.unfinished.append(job)  # still pending, active or scheduled: the run stopped before it
-        elif where or job in final_settled and job not in final.rows:
-            continue  # dead (a settle), or settled and gone
-        elif job in final.rows:
-            row = final.rows[job]
-            if row.get("state") != "awaiting_children" or job not in final.flow_counters:
-                r.findings.append(Finding("stranded", job, f"its row (state {row.get('state')!r}) is in no set: "
-                                          "no claim can ever reach it", by_job[job]))
-        elif job in acked:
-            r.findings.append(Finding("lost", job, "enqueued (the node said so), never settled, in no set and "
-                                      "without a row", by_job[job]))
 
-    # -- the fence, and hand-outs ----------------------------------------------------------------
-    claims: dict[str, list[Op]] = defaultdict(list)
-    for o in calls:
-        if o.op == "claim" and o.ok and o.job:
-            claims[o.job].append(o)
-    releases: dict[str, list[Op]] = defaultdict(list)
-    for o in calls:
-        for j in o.released():
-            releases[j].append(o)
-    # a recovery call with no answer may have put back any job; an enqueue or a reprocess, its own
-    unknown_releases = [o for o in calls if o.op in ("reap", "stalled", "promote") and o.indeterminate]
-    puts: dict[str, list[Op]] = defaultdict(list)
-    for o in calls:
-        if o.op in ("enqueue", "reprocess") and o.job and (o.ok or o.indeterminate):
-            puts[o.job].append(o)
-    retries: dict[str, list[Op]] = defaultdict(list)
-    for o in calls:
-        if o.op == "retry" and o.job and (o.ok or o.indeterminate):
-            retries[o.job].append(o)
-    for job, cs in claims.items():
-        _handouts(r, job, cs, releases[job] + puts[job], unknown_releases, retries[job], puts[job], by_job[job])
-    _fence(r, calls, claims, settles, by_job)
-    if unknown_releases:
-        r.notes.append(f"{len(unknown_releases)} recovery call(s) lost their answer; a second claim of a job "
+def settled_twice(f: Facts) -> list[Finding]:
+    """More endings than lives: each life ends once."""
+    out = []
+    for job, es in f.endings.items():
+        allowed = 1 + f.lives[job]
+        if not f.unexpected(job) and len(es) > allowed:
+            out.append(Finding("settled_twice", job, f"settled {len(es)} times in {allowed} "
+                               f"life{'s' if allowed > 1 else ''}: {_outcomes(es)}", f.by_job[job]))
+    return out
+
+
+def unexpected(f: Facts) -> list[Finding]:
+    """A settle or a claim of a job nobody ever enqueued."""
+    out = [Finding("unexpected", job, f"settled ({_outcomes(es)}) but never enqueued", f.by_job[job])
+           for job, es in f.endings.items() if f.unexpected(job)]
+    for job in set(f.claims) - f.tried:
+        if job not in f.endings:
+            out.append(Finding("unexpected", job, "claimed but never enqueued", f.by_job[job]))
+    return out
+
+
+def stranded(f: Facts) -> list[Finding]:
+    """A row in no set that waits for nothing (no flow counter): no claim can ever reach it."""
+    out = []
+    for job in sorted(f.tried):
+        row = f.final.rows.get(job)
+        if _resting(f, job) == "row" and row is not None and (
+            row.get("state") != "awaiting_children" or job not in f.final.flow_counters
+        ):
+            out.append(Finding("stranded", job, f"its row (state {row.get('state')!r}) is in no set: "
+                               "no claim can ever reach it", f.by_job[job]))
+    return out
+
+
+def double_handouts(f: Facts) -> list[Finding]:
+    """A job claimed again with nothing between the two claims that could have put it back."""
+    return [h for job, cs in f.claims.items()
+            for h in _handouts(job, cs, f.releases[job] + f.puts[job], f.unknown_releases, f.retries[job],
+                               f.puts[job], f.by_job[job])]
+
+
+def fence_violations(f: Facts) -> list[Finding]:
+    """A settle the node accepted must come from the newest claim of its job when it was sent."""
+    return _fence(f.calls, f.claims, f.endings, f.by_job)
+
+
+def unrecorded(f: Facts) -> list[Finding]:
+    """(A recorded run) an ending the completions stream does not hold."""
+    if not f.recorded:
+        return []
+    why = {
+        "settle": "the node answered {reply!r} to this settle, but the completions stream holds no entry for it",
+        "sweep": "a stall sweep answered that it buried this job, but the completions stream holds no stalled "
+                 "entry for it",
+        "dead set": "it is in dead, but the completions stream holds no death (dead, stalled, child_failed) for it",
+    }
+    return [Finding("unrecorded", e.job, why[e.source].format(reply=e.ops[0].reply if e.ops else None), e.ops)
+            for e in f.inferred]
+
+
+#: the seven invariants, in the order a report lists their findings (``INVALID``)
+INVARIANTS: dict[str, Callable[[Facts], list[Finding]]] = {
+    "lost": lost,
+    "settled_twice": settled_twice,
+    "unexpected": unexpected,
+    "stranded": stranded,
+    "double_handouts": double_handouts,
+    "fence_violations": fence_violations,
+    "unrecorded": unrecorded,
+}
+assert tuple(INVARIANTS) == INVALID
+
+
+def _resting(f: Facts, job: str) -> str:
+    """Where an enqueued job rests at the end: ``unfinished`` (pending, active or scheduled), ``ended``
+    (dead, or settled and gone), ``row`` (a row in no set), or ``gone`` (no set, no row, no ending)."""
+    where = f.final.where(job)
+    if set(where) - {"dead"}:
+        return "unfinished"
+    if where or job in f.settled and job not in f.final.rows:
+        return "ended"
+    return "row" if job in f.final.rows else "gone"
+
+
+def tally(f: Facts) -> Report:
+    """A report with the counts filled in: what was enqueued and settled, and what is expected under faults."""
+    r = Report()
+    calls, settled = f.calls, f.settled
+    r.enqueued = len(f.acked)
+    r.enqueue_unknown = len({o.job for o in calls if o.op == "enqueue" and o.indeterminate and o.job} - f.acked)
+    r.settled = len(settled & f.tried) if f.tried else len(settled)
+    r.completed = sum(1 for j in settled if any(e.outcome == COMPLETED for e in f.endings[j]))
+    r.dead = sum(1 for j in settled if all(e.outcome in DEATHS for e in f.endings[j]))
+    r.removed = sum(1 for j in settled if any(e.outcome == REMOVED for e in f.endings[j]))
+    r.unfinished = [j for j in sorted(f.tried) if _resting(f, j) == "unfinished"]
+    r.stale_refused = sum(1 for o in calls if o.op in ("complete", "retry") and o.ok and o.reply == "stale")
+    r.handler_runs = Counter(o.job for o in f.history.notes("run") if o.job)
+    r.recovered = sorted(j for j in settled if any(o.op in ("reap", "stalled") for o in f.releases[j]))
+    r.indeterminate = Counter(o.op for o in calls if o.indeterminate)
+    if f.unknown_releases:
+        r.notes.append(f"{len(f.unknown_releases)} recovery call(s) lost their answer; a second claim of a job "
                        "near one of them is not counted as a double hand-out (unless that call could not have "
                        "put the job back: its lease had not lapsed, or it was never retried)")
-
-    # -- what is expected under faults, counted ------------------------------------------------------
-    r.stale_refused = sum(1 for o in calls if o.op in ("complete", "retry") and o.ok and o.reply == "stale")
-    r.handler_runs = Counter(o.job for o in history.notes("run") if o.job)
-    r.recovered = sorted(j for j in final_settled if any(o.op in ("reap", "stalled") for o in releases[j]))
-    r.indeterminate = Counter(o.op for o in calls if o.indeterminate)
     return r
+
+
+def check(history: History, final: FinalState, *, recorded: bool = True) -> Report:
+    """Judge a run. ``recorded=True``: its consumers recorded every settle in the completions stream."""
+    facts = Facts.of(history, final, recorded)
+    report = tally(facts)
+    for invariant in INVARIANTS.values():
+        report.findings += invariant(facts)
+    return report
 
 
 def _could_release(p: Op, claim: Op, retries: list[Op]) -> bool:
@@ -333,8 +439,8 @@ def _could_release(p: Op, claim: Op, retries: list[Op]) -> bool:
     return True
 
 
-def _handouts(r: Report, job: str, cs: list[Op], puts: list[Op], unknown: list[Op], retries: list[Op],
-              lives: list[Op], ops: list[Op]) -> None:
+def _handouts(job: str, cs: list[Op], puts: list[Op], unknown: list[Op], retries: list[Op],
+              lives: list[Op], ops: list[Op]) -> list[Finding]:
     """Between two claims of a job, something must have put it back in pending; else two workers held it.
 
     The node orders a job's claims for us: each claim's token is one more than
@@ -354,6 +460,7 @@ def _handouts(r: Report, job: str, cs: list[Op], puts: list[Op], unknown: list[O
         return sum(1 for t in starts if t < (c.answered or c.sent))
 
     ordered = sorted(cs, key=lambda c: (life(c), c.token or 0, c.sent))
+    out = []
     for x, y in zip(ordered, ordered[1:]):
         if life(x) != life(y):
             continue  # a new row: its enqueue put the job in pending
@@ -364,17 +471,19 @@ def _handouts(r: Report, job: str, cs: list[Op], puts: list[Op], unknown: list[O
             p.sent < hi and p.latest > lo and _could_release(p, x, retries) for p in unknown
         ):
             continue
-        r.findings.append(Finding(
+        out.append(Finding(
             "double_handouts", job,
             f"claimed by {x.worker} (token {x.token}) and again by {y.worker} (token {y.token}) with nothing "
             "between that put it back in pending: two workers held it at once",
             sorted({*ops, x, y}, key=lambda o: o.sent)))
+    return out
 
 
-def _fence(r: Report, calls: list[Op], claims: dict[str, list[Op]], settles: dict[str, list[Settle]],
-           by_job: dict[str, list[Op]]) -> None:
+def _fence(calls: list[Op], claims: dict[str, list[Op]], endings: dict[str, list[Ending]],
+           by_job: dict[str, list[Op]]) -> list[Finding]:
     """A settle the node accepted must come from the newest claim of its job when it was sent."""
-    streamed = {(s.job, s.token, s.outcome) for ss in settles.values() for s in ss if s.source == "stream"}
+    streamed = {(e.job, e.token, e.outcome) for es in endings.values() for e in es if e.source == "stream"}
+    out = []
     for o in calls:
         if o.op not in ("complete", "retry") or not o.job or o.token is None:
             continue
@@ -387,7 +496,7 @@ def _fence(r: Report, calls: list[Op], claims: dict[str, list[Op]], settles: dic
         mine = [c for c in claims.get(o.job, []) if c.worker == o.worker and c.token == o.token
                 and (c.answered or 0) <= o.sent]
         if not mine:
-            r.findings.append(Finding("fence_violations", o.job, f"{o.worker}'s settle with token {o.token} was "
+            out.append(Finding("fence_violations", o.job, f"{o.worker}'s settle with token {o.token} was "
                                       "accepted, but that worker never claimed the job with that token", [o]))
             continue
         x = mine[-1]
@@ -395,23 +504,13 @@ def _fence(r: Report, calls: list[Op], claims: dict[str, list[Op]], settles: dic
                  and (c.answered or 0) < o.sent]
         if newer:
             y = newer[0]
-            r.findings.append(Finding(
+            out.append(Finding(
                 "fence_violations", o.job,
                 f"{o.worker}'s settle with token {o.token} was accepted after {y.worker} had claimed the job "
                 f"again (token {y.token}): the fence should have answered stale",
                 sorted({*by_job[o.job], o, x, y}, key=lambda op: op.sent)))
+    return out
 
 
-def _claimed(ops: list[Op]) -> bool:
-    return any(o.op == "claim" and o.ok for o in ops)
-
-
-def _outcomes(ss: list[Settle]) -> str:
-    return ", ".join(f"{s.outcome}{f' (token {s.token})' if s.token is not None else ''}" for s in ss)
-
-
-def _int(v: Any) -> int | None:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
+def _outcomes(es: list[Ending]) -> str:
+    return ", ".join(f"{e.outcome}{f' (token {e.token})' if e.token is not None else ''}" for e in es)

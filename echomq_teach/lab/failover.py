@@ -38,8 +38,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import consumer, jobs, keyspace
+from .. import completions, jobs, keyspace
 from ..cluster_connector import check_wait
+from ..connector import LINK_ERRORS
 from ..errors import BadInput
 from .checker import Finding, Report
 from .history import History
@@ -238,7 +239,7 @@ def _fail(cluster: Any, runs: dict[str, Run], primary: Any, replica: Any, old_ru
     def produce(run: Run) -> None:
         try:
             run.produce(burst)  # while the replica is held, acknowledged by the primary alone (unless WAIT)
-        except consumer.LINK_ERRORS:
+        except LINK_ERRORS:
             pass  # the kill cut the batch (or its WAIT) off: each of its enqueues is an unknown outcome
 
     timer = threading.Timer(window_s if hold_ms is not None else 0.0, kill)
@@ -266,9 +267,9 @@ def _fail(cluster: Any, runs: dict[str, Run], primary: Any, replica: Any, old_ru
         run.stop()
         history = run.history()
         stalls: dict[str, list[int]] = {}
-        for _, f in run.conn.client.xrange(keyspace.queue_key(q, "stream:completions")):
-            if f.get("result", "").startswith("stalled "):
-                stalls.setdefault(f["id"], []).append(int(f["result"].split()[1]))
+        for entry in completions.read_all(run.conn, q):
+            if isinstance(entry.result, str) and entry.result.startswith("stalled "):
+                stalls.setdefault(entry.job_id, []).append(int(entry.result.split()[1]))
         after = [o for o in history.calls("stalled") if o.ok and o.sent > times["done"]]
         short = sum(int(o.extra.get("wait_short") or 0) for o in history.notes("stop"))
         out[q] = Failover(q, run.wait, hold_ms, run.check(), history, held_at, times["sent"], times["done"],
@@ -294,11 +295,6 @@ def drain_rate(cluster: Any, queue: str, *, jobs_n: int = 300, workers: int = 3,
         first = min(o.answered for o in calls if o.op == "claim" and o.ok and o.job)
         last = max(o.answered for o in calls if o.op == "complete" and o.ok)
         return jobs_n / ((last - first) / 1000)
-
-
-def jobs_in(conn: Any, queue: str, state: str) -> list[str]:
-    """The ids in one of the queue's sets (ZRANGE, untraced)."""
-    return list(conn.client.zrange(keyspace.queue_key(queue, state), 0, -1))
 
 
 def _until(predicate: Any, timeout: float, what: str) -> None:

@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import jobs, stalled
-from ..connector import Connector, NotSent
-from ..consumer import LINK_ERRORS
+from ..connector import LINK_ERRORS, Connector, NotSent
 from ..errors import BadInput
 from ..shortcuts import Lane
 

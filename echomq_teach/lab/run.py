@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import consumer, jobs, keyspace
+from .. import connector, consumer, jobs, keyspace
 from ..cluster_connector import check_wait
 from ..connector import Connector, TraceEntry
 from ..errors import BadInput
@@ -76,7 +76,7 @@ class RecordedMetronome(consumer.Metronome):
             else:
                 # a burial is an ending too: a recording run's sweep records it
                 recovered = self.rec.stalled(self.conn, self.queue, self.max_stalled, record=self.record).requeued
-        except consumer.LINK_ERRORS:
+        except connector.LINK_ERRORS:
             raise  # the loop counts it and ticks again
         except Exception as exc:  # noqa: BLE001 - kept in the nemesis lane, not lost with the thread
             self.notes.note("metronome-error", error=f"{type(exc).__name__}: {exc}")
@@ -297,7 +297,7 @@ class Run:
                         killed = client.execute_command("CLIENT", "KILL", "ID", c["id"])
                         self.conn.trace.append(TraceEntry(["CLIENT", "KILL", "ID", c["id"]], reply=killed))
                         n += int(killed)
-            except consumer.LINK_ERRORS:
+            except connector.LINK_ERRORS:
                 pass  # the node is away: the worker's link to it is gone anyway
         return n
 
@@ -357,7 +357,7 @@ class Run:
                 s = self.sizes()
                 if s["pending"] == s["active"] == s["schedule"] == 0:
                     return True
-            except consumer.LINK_ERRORS:
+            except connector.LINK_ERRORS:
                 pass  # the node is restarting
             time.sleep(poll_s)
         return False

@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import consumer, jobs
+from .. import connector, consumer, jobs
 from ..cluster_connector import reconnect
 from ..connector import Connector
 from ..errors import BadInput
@@ -243,7 +243,7 @@ class Worker:
         while not self.stopping and time.monotonic() < deadline:
             try:
                 worked = self.beat()
-            except consumer.LINK_ERRORS:
+            except connector.LINK_ERRORS:
                 worked = False  # the call in flight is recorded with no answer; the next beat reconnects
             except Exception as exc:  # noqa: BLE001 - a refusal (a full node …) is recorded; keep beating
                 print(f"{self.rec.worker}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
@@ -261,7 +261,7 @@ def connect_when_up(address: dict[str, Any], wire: int, timeout: float = 20.0,
         try:
             conn = reconnect(address, wire=wire, wait=wait)
             return conn, ServerClock(conn)
-        except consumer.LINK_ERRORS:
+        except connector.LINK_ERRORS:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)

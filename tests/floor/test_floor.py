@@ -16,9 +16,9 @@ import pytest
 from floor_support import exactly_once, floor_settles, settle, stream_settles
 
 from echomq_teach import floor, jobs
+from echomq_teach.completions import StreamId
 from echomq_teach.floor import DriverBusy, Fenced, FloorError, reads
 from echomq_teach.floor.embedded import select_sql
-from echomq_teach.floor.entries import StreamId
 from echomq_teach.floor.remote import Remote
 from echomq_teach.nodes.local import LocalNode, free_port
 

@@ -22,7 +22,7 @@ import pytest
 from floor_support import driver_process, exactly_once, floor_settles, settle, stream_ids, stream_settles
 
 from echomq_teach import floor
-from echomq_teach.floor.entries import StreamId
+from echomq_teach.completions import StreamId
 
 SLICE = 10
 LEASE_MS = 1_500

@@ -9,8 +9,9 @@ import time
 import pytest
 
 from echomq_teach import jobs
+from echomq_teach.completions import Settle, StreamId
 from echomq_teach.lab import races
-from echomq_teach.lab.checker import INVALID, FinalState, Settle, check
+from echomq_teach.lab.checker import INVALID, INVARIANTS, Facts, FinalState, check
 from echomq_teach.lab.history import History, Op, Recorder, ServerClock
 
 SETS = ("pending", "active", "schedule", "dead")
@@ -56,7 +57,8 @@ class Story:
 
 def final(stream: list[tuple[str, str, int]] = (), **sets: list[str]) -> FinalState:
     rows = {j: {"state": s} for s, js in sets.items() for j in js}
-    settles = [Settle(j, outcome, token, 5_000.0 + i, "stream") for i, (j, outcome, token) in enumerate(stream)]
+    settles = [Settle(StreamId(5_000 + i, 0), j, outcome, token, result="r" if outcome == "completed" else None,
+                      error=None if outcome == "completed" else "e") for i, (j, outcome, token) in enumerate(stream)]
     return FinalState({s: set(sets.get(s, [])) for s in SETS}, rows, settles)
 
 
@@ -383,3 +385,61 @@ def test_a_removed_job_is_an_ending_not_a_loss():
     assert "removed 1" in r.summary()
     # removed without a record: the job is gone without a trace, which is what "lost" says
     assert check(s.history(), final(stream)).lost == ["X"]
+
+
+# -- each invariant on its own ------------------------------------------------------------------------
+def _breaks(kind: str) -> tuple[History, FinalState, str]:
+    """A run that breaks the invariant ``kind`` for one job (and that job)."""
+    s, stream = clean()
+    end = final(stream)
+    if kind == "lost":
+        s.enqueue("C")
+        return s.history(), end, "C"
+    if kind == "settled_twice":
+        return s.history(), final(stream + [("B", "completed", 1)]), "B"
+    if kind == "unexpected":
+        return s.history(), final(stream + [("X", "completed", 1)]), "X"
+    if kind == "stranded":
+        s.enqueue("R")
+        end.rows["R"] = {"state": "pending"}
+        return s.history(), end, "R"
+    if kind == "double_handouts":
+        s.enqueue("D")
+        s.claim("w1", "D", 1)
+        s.claim("w2", "D", 2)
+        s.complete("w2", "D", 2)
+        return s.history(), final(stream + [("D", "completed", 2)]), "D"
+    if kind == "fence_violations":
+        s.enqueue("Z")
+        s.claim("w1", "Z", 1)
+        s.reap("Z")
+        s.claim("w2", "Z", 2)
+        s.complete("w1", "Z", 1)
+        return s.history(), final(stream + [("Z", "completed", 1)]), "Z"
+    assert kind == "unrecorded"
+    s.enqueue("U")
+    s.claim("w1", "U", 1)
+    s.complete("w1", "U", 1)
+    return s.history(), end, "U"
+
+
+def test_every_invariant_has_its_function_in_the_reports_order():
+    assert tuple(INVARIANTS) == INVALID
+
+
+@pytest.mark.parametrize("kind", INVALID)
+def test_each_invariant_finds_its_own_break_and_nothing_in_a_clean_run(kind):
+    s, stream = clean()
+    assert INVARIANTS[kind](Facts.of(s.history(), final(stream))) == []
+    history, end, job = _breaks(kind)
+    found = INVARIANTS[kind](Facts.of(history, end))
+    assert [f.job for f in found] == [job] and {f.kind for f in found} == {kind}
+    # check composes the same finding into its report, and the report is invalid
+    report = check(history, end)
+    assert [str(f) for f in report.of(kind)] == [str(f) for f in found] and not report.valid
+
+
+def test_an_unrecorded_run_owes_no_entries():
+    history, end, _ = _breaks("unrecorded")
+    assert INVARIANTS["unrecorded"](Facts.of(history, end, recorded=False)) == []
+    assert check(history, end, recorded=False).valid

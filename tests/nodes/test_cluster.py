@@ -18,8 +18,9 @@ from conftest import refuses_anonymous
 
 from echomq_teach import jobs, keyspace, snapshots, stalled
 from echomq_teach.cluster_connector import ClusterConnector
+from echomq_teach.connector import Connector
 from echomq_teach.consumer import Pools
-from echomq_teach.errors import CrossSlot, NodeError, WireError
+from echomq_teach.errors import BadInput, CrossSlot, NodeError, WireError
 from echomq_teach.nodes import valkey
 from echomq_teach.nodes.cluster import SLOTS, LocalCluster
 from echomq_teach.nodes.local import _alive, sweep_stale_dirs
@@ -518,10 +519,18 @@ def test_a_cluster_connector_is_a_connector(cluster):
     conn = cluster.connector(wire=4)
     try:
         assert isinstance(conn, ClusterConnector) and conn.wire == 4 and not conn.native
+        assert isinstance(conn, Connector) and conn.on_cluster
         other = conn.fork()
         assert isinstance(other, ClusterConnector) and other is not conn and other.client is not conn.client
         assert other.address == conn.address == cluster.address
         other.close()
+        # one fork() for both kinds; a cluster client has no hiredis parser to choose
+        same = conn.fork(parser="python")
+        assert same.on_cluster and same.parser == "python"
+        same.close()
+        for parser, message in (("hiredis", "redis-py's own parser"), ("fast", "parser must be")):
+            with pytest.raises(BadInput, match=message):
+                conn.fork(parser=parser)
         assert conn.call("DBSIZE") == sum(v[1] for v in shard_state(cluster).values())
     finally:
         conn.close()

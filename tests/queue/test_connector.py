@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import redis
 
 from echomq_teach import Connector, WireError, jobs, keyspace, scripts
-from echomq_teach.connector import TRACE_LIMIT, address_from_url, connect, make_client
+from echomq_teach.cluster_connector import ClusterConnector
+from echomq_teach.connector import (
+    LINK_ERRORS,
+    TRACE_LIMIT,
+    NodeConnector,
+    NotSent,
+    address_from_url,
+    connect,
+    make_client,
+)
 from echomq_teach.nodes import LocalNode
 
 
@@ -182,3 +193,21 @@ def test_address_from_url() -> None:
     kw = address_from_url("unix://:pw@/tmp/x/valkey.sock")
     assert kw["unix_socket_path"] == "/tmp/x/valkey.sock" and kw["password"] == "pw"
     assert "path" not in kw and "connection_class" not in kw
+
+
+# -- one base, two kinds ------------------------------------------------------------------------------
+def test_the_base_is_abstract_and_both_kinds_share_it(conn: Connector) -> None:
+    with pytest.raises(TypeError, match="abstract"):
+        Connector(conn.client)  # type: ignore[abstract]
+    assert isinstance(conn, NodeConnector) and not conn.on_cluster
+    assert issubclass(ClusterConnector, Connector) and ClusterConnector.on_cluster
+    # one fork() signature for both kinds
+    assert inspect.signature(NodeConnector.fork).parameters.keys() == \
+        inspect.signature(ClusterConnector.fork).parameters.keys() == {"self", "parser"}
+    # the pipelined lane is the node's alone
+    assert hasattr(NodeConnector, "send_many") and not hasattr(ClusterConnector, "send_many")
+
+
+def test_link_errors_live_beside_not_sent() -> None:
+    assert issubclass(NotSent, LINK_ERRORS) and issubclass(redis.exceptions.TimeoutError, LINK_ERRORS)
+    assert not issubclass(redis.exceptions.ResponseError, LINK_ERRORS)

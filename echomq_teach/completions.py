@@ -1,4 +1,4 @@
-"""What the completions stream holds, and what the floor keeps of each entry.
+"""The completions stream: what each entry holds, and its one parser (the floor's and the checker's).
 
 A recording queue adds one entry per ending to ``emq:{q}:stream:completions``
 (every way a job leaves for good, one entry per life): ``id``, ``outcome``
@@ -10,6 +10,10 @@ attempts when it ended (0 for a job never claimed). The entry's stream id
 (``<ms>-<seq>``) is the floor's key, and its ``<ms>`` is the ending's time on
 the server clock. An entry of any other shape is refused before anything is
 written.
+
+The floor folds these entries into its archive (``echomq_teach.floor``), and
+the fault lab's checker reads them to judge a run (``echomq_teach.lab.checker``):
+both parse an entry with ``parse_entry`` here.
 """
 
 from __future__ import annotations
@@ -20,14 +24,23 @@ import re
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from ..errors import BadStream
-from ..jobs import COMPLETED, DEAD, OUTCOMES, check_id
+from .connector import Connector
+from .errors import BadStream
+from .jobs import COMPLETED, DEAD, OUTCOMES, check_id
+from .keyspace import queue_key
 
 # the one field that carries the job's answer: a completion's result, every other ending's reason
 _VALUE_FIELD = {o: "result" if o == COMPLETED else "error" for o in OUTCOMES}
 # a settle by a worker carries its claim's token (at least 1); the other endings the row's attempts (0 or more)
 _LEAST_ATTEMPTS = {o: 1 if o in (COMPLETED, DEAD) else 0 for o in OUTCOMES}
 _ID = re.compile(r"^(\d{1,15})-(\d{1,10})$")
+#: entries read per XRANGE call by ``read_all``
+PAGE = 1000
+
+
+def completions_stream(queue: str) -> str:
+    """``emq:{q}:stream:completions``: the stream a Consumer with ``record=True`` fills."""
+    return queue_key(queue, "stream:completions")
 
 
 class StreamId(NamedTuple):
@@ -61,7 +74,7 @@ Value = str | bytes | None
 
 
 class Settle(NamedTuple):
-    """One settled job as the floor keeps it (one stream entry)."""
+    """One entry of the completions stream: one ending of one job's life (the floor keeps each one)."""
 
     stream_id: StreamId
     job_id: str
@@ -145,3 +158,16 @@ def parse_entry(stream: str, entry_id: str, fields: dict[str, str]) -> Settle:
     if outcome == COMPLETED:
         return Settle(sid, job_id, outcome, int(attempts), result=value)
     return Settle(sid, job_id, outcome, int(attempts), error=value)
+
+
+def read_all(conn: Connector, queue: str, page: int = PAGE) -> list[Settle]:
+    """Every entry of ``queue``'s completions stream, oldest first, read in pages (untraced), each parsed."""
+    stream = completions_stream(queue)
+    out: list[Settle] = []
+    start = "-"
+    while True:
+        entries = conn.client.xrange(stream, min=start, max="+", count=page)
+        out += [parse_entry(stream, eid, fields) for eid, fields in entries]
+        if len(entries) < page:
+            return out
+        start = "(" + entries[-1][0]
