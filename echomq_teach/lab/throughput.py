@@ -220,35 +220,55 @@ def report(drains: Iterable[Drain]) -> str:
     return "\n".join(lines)
 
 
-def plot(drains: Sequence[Drain], ax: Any = None) -> Any:
-    """jobs/s against batch size, one line per pool size, the server's CPU share written at each point.
+def plot(drains: Sequence[Drain], axes: Any = None) -> Any:
+    """Two panels: jobs/s against batch size (one line per pool size), and each drain's µs per job split
+    into the server's commands, the rest of the server's CPU, and the rest of the wall time.
 
-    ``ax`` to draw into your own axes; answers the Figure.
+    ``axes``: two matplotlib axes to draw into; answers the Figure.
     """
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import StrMethodFormatter
 
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    if axes is None:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), width_ratios=(1, 1.2))
     else:
-        fig = ax.figure
-    for size in sorted({d.size for d in drains}):
-        line = sorted((d for d in drains if d.size == size), key=lambda d: d.batch)
-        xs, ys = [d.batch for d in line], [d.jobs_per_s for d in line]
-        ax.plot(xs, ys, marker="o", label=f"Pool(size={size})")
-        for d in line:
-            ax.annotate(f"{d.cpu_share:.0%}", (d.batch, d.jobs_per_s), textcoords="offset points", xytext=(0, 7),
-                        ha="center", fontsize=8)
-    ax.set_xscale("log", base=2)
+        fig = axes[0].figure
+    rate, split = axes
+    sizes = sorted({d.size for d in drains})
     batches = sorted({d.batch for d in drains})
-    ax.set_xticks(batches, [str(b) for b in batches])
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("batch: jobs per claim call")
-    ax.set_ylabel("jobs/s")
-    wires = sorted({d.wire for d in drains})
-    ax.set_title(f"draining no-op jobs on one node (wire {', '.join(map(str, wires))}); "
-                 "% = the server's CPU share", fontsize=10)
-    ax.grid(True, alpha=0.3)
-    ax.legend()
+    for size in sizes:
+        line = sorted((d for d in drains if d.size == size), key=lambda d: d.batch)
+        rate.plot([d.batch for d in line], [d.jobs_per_s for d in line], marker="o", label=f"Pool(size={size})")
+    rate.set_xscale("log", base=2)
+    rate.set_xticks(batches, [str(b) for b in batches])
+    rate.minorticks_off()
+    rate.set_ylim(0, 1.1 * max(d.jobs_per_s for d in drains))
+    rate.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    rate.set_xlabel("batch: jobs per claim call")
+    rate.set_ylabel("jobs/s")
+    rate.set_title("jobs/s", fontsize=10)
+    rate.grid(True, alpha=0.3)
+    rate.legend()
+
+    # per job: the commands, the server's other work, and the wall time the server was not working
+    order = sorted(drains, key=lambda d: (d.size, d.batch))
+    cmd = [d.command_us / d.jobs for d in order]
+    other = [max(0.0, d.cpu_us - d.command_us) / d.jobs for d in order]
+    rest = [max(0.0, d.wall_us - c - o) for d, c, o in zip(order, cmd, other)]
+    xs = list(range(len(order)))
+    split.bar(xs, cmd, color="#d62728", label="server: the commands (commandstats)")
+    split.bar(xs, other, bottom=cmd, color="#ff9896", label="server: the rest of its CPU (sockets, replies)")
+    split.bar(xs, rest, bottom=[c + o for c, o in zip(cmd, other)], color="#c7c7c7",
+              label="client and the wire (the server idle)")
+    split.set_xticks(xs, [f"{d.size}·{d.batch}" for d in order])
+    split.set_xlabel("size · batch")
+    split.set_ylabel("µs per job")
+    split.set_ylim(0, 1.45 * max(c + o + r for c, o, r in zip(cmd, other, rest)))  # room for the legend
+    split.set_title("where one job's wall time goes", fontsize=10)
+    split.grid(True, axis="y", alpha=0.3)
+    split.legend(fontsize=8)
+    wires = ", ".join(str(w) for w in sorted({d.wire for d in drains}))
+    fig.suptitle(f"draining no-op jobs through a Pool on one node (wire {wires})", fontsize=11)
     fig.tight_layout()
     return fig
 

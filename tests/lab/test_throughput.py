@@ -64,11 +64,16 @@ def test_a_sweep_runs_its_grid_in_order(native_conn, queue):
     assert len(lines) == 5 and lines[0].split()[:3] == ["size", "batch", "jobs/s"]
     assert [tuple(line.split()[:2]) for line in lines[1:]] == [("1", "1"), ("1", "8"), ("3", "1"), ("3", "8")]
     fig = throughput.plot(drains)
-    ax = fig.axes[0]
-    assert [line.get_label() for line in ax.get_lines()] == ["Pool(size=1)", "Pool(size=3)"]
-    assert [list(line.get_xdata()) for line in ax.get_lines()] == [[1, 8], [1, 8]]
-    assert list(ax.get_lines()[1].get_ydata()) == [drains[2].jobs_per_s, drains[3].jobs_per_s]
-    assert ax.get_xlabel() and ax.get_ylabel() == "jobs/s"
+    rate, split = fig.axes
+    assert [line.get_label() for line in rate.get_lines()] == ["Pool(size=1)", "Pool(size=3)"]
+    assert [list(line.get_xdata()) for line in rate.get_lines()] == [[1, 8], [1, 8]]
+    assert list(rate.get_lines()[1].get_ydata()) == [drains[2].jobs_per_s, drains[3].jobs_per_s]
+    assert rate.get_xlabel() and rate.get_ylabel() == "jobs/s"
+    # three stacked bars per drain, whose tops are each drain's wall µs per job
+    bars = [list(c) for c in split.containers]
+    assert len(bars) == 3 and all(len(b) == 4 for b in bars)
+    tops = [b.get_y() + b.get_height() for b in bars[2]]
+    assert tops == pytest.approx([max(d.wall_us, (max(d.cpu_us, d.command_us)) / d.jobs) for d in drains])
 
 
 @pytest.mark.parametrize(
