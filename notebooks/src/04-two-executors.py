@@ -491,9 +491,10 @@ if lab is not native:
 # %% [markdown]
 # With one job per claim, a dead worker strands one job; with batches of *k*, up to *k*, each for
 # up to one lease. Nothing is lost — the guarantees are per job, and the reap hands each one out
-# again with a new token — but those jobs wait. A bigger batch buys fewer round trips with longer
-# waits after a crash (and a lease that must cover the whole batch's handlers:
-# [`docs/decisions.md`](../docs/decisions.md), "the lease guard").
+# again with a new token — but those jobs wait. A bigger batch buys fewer round trips with more
+# jobs waiting after a crash. (Every lease of a batch runs from its one claim, so a consumer whose
+# batch is slow settles what it has done once half the lease has gone:
+# [`docs/decisions.md`](../docs/decisions.md), "the lease guard".)
 
 # %% [markdown]
 # ## Exercises
