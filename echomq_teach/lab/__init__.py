@@ -9,5 +9,6 @@ schedule of faults, ``crashes`` the crash-point scenarios,
 ``handlers`` the handlers whose effects the checker can count, ``races`` threads
 racing on one node, ``timeline`` the picture of a run, ``failover`` a primary
 killed under the checker, ``executor_cost`` the two executors measured side by
-side. The lab uses the queue's core and the nodes; the core never imports it.
+side, ``throughput`` where a Pool's time goes (jobs/s, round trips, the server's
+share) and a batch stranded by a killed worker. The lab uses the queue's core and the nodes; the core never imports it.
 """

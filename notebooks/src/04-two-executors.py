@@ -12,6 +12,8 @@
 # 3. Show each of the four differences with a cell of its own.
 # 4. See a ghost at the head answered alike by both.
 # 5. Meet `EMQWIRE`, and the stall sweep's exemption for a lease taken before a restart.
+# 6. Measure where a worker's time goes on your node — round trips, the server's share, batches —
+#    and what a batch costs when its worker dies.
 
 # %%
 import time
@@ -426,6 +428,104 @@ if lab is not native:
     lab.stop()
 
 # %% [markdown]
+# ## Where a worker's time goes
+#
+# The server spends a few microseconds on a claim and a few on a complete (the table above). A
+# worker pays more than that for each job: it builds the call, sends it, waits for the reply to
+# cross back, and reads the reply in Python — a **round trip** per call, on top of the server's time.
+# The kit's own batch claim, `jobs.claim_many` (`@claim_many`, natively `EMQ.CLAIM.MANY`; not on the
+# course page, which claims one job per call), hands out up to *k* jobs in one call, each with its
+# own token and its own lease. A `Pool` with `batch=k` claims that way and sends the batch's settles
+# — still one `EMQ.COMPLETE` per job, each atomic on its own — together with its next batch claim,
+# in one round trip.
+#
+# `throughput.sweep` drains 2,000 no-op jobs through a `Pool` for each pool size (`size`: handlers
+# running at once) and batch size, on a native node of your own, and reads three things beside the
+# wall time:
+#
+# - `trips/job`: the round trips the pool's consumers made, counted as they went out, per job;
+# - `cmd µs/job`, `cmd share`: the time `INFO commandstats` adds to the `EMQ.*` and `EVALSHA` calls —
+#   the transitions themselves — per job, and as a share of the wall time;
+# - `cpu share`: the server's main thread CPU (`INFO cpu`) over the wall time — the commands plus
+#   reading the sockets and writing the replies. What is left of the wall time, the node was idle,
+#   waiting for a client.
+#
+# The figures are this machine's, with whatever else it is running, on one node; run the cell
+# again and they move. The counts (trips, calls) move much less.
+
+# %% tags=["nbval-ignore-output"]
+import matplotlib.pyplot as plt
+
+from echomq_teach.lab import throughput
+
+lab = native if native.owned else start_node(native=True, provider="local")
+lab_conn = lab.connector()
+drains = throughput.sweep(lab_conn, "where-time-goes", sizes=(1, 8), batches=(1, 4, 16, 64), n=2000)
+print(throughput.report(drains))
+throughput.plot(drains)
+plt.show()
+for d in drains:
+    # a claim call per round trip at most, and every job settled by its own EMQ.COMPLETE
+    claims = d.calls.get("emq.claim.many" if d.batch > 1 else "emq.claim", 0)
+    assert d.calls["emq.complete"] == 2000 and 2000 / d.batch <= claims <= d.trips
+    assert 0 < d.command_share < 1
+by = {(d.size, d.batch): d for d in drains}
+assert by[(1, 64)].trips < by[(1, 1)].trips / 16  # one round trip per batch, not per job
+
+# %% [markdown]
+# Read the table from the top, with the right panel beside it: each bar is one drain's wall time per
+# job, split into the commands' time, the rest of the server's CPU, and the grey rest, when the node
+# was idle and the time went to the trip and to Python on the client. At batch 1 a job costs one
+# round trip. Raising the batch divides the trips by about *k* (the settles of a batch ride with
+# the next claim), and the claim calls with them; the `EMQ.COMPLETE` calls stay one per job. So the
+# wall time per job falls toward what is left per job on the client — calling the handler, building
+# its settle, reading one reply — and the server's share rises.
+#
+# `size=8` is eight consumer threads in one Python process. They share one interpreter lock, so
+# eight handlers that do nothing but queue calls take turns on one core of the client; whether eight
+# beat one on your machine is in your table (a handler that waits on a disk or a network would
+# overlap where these no-op handlers cannot).
+#
+# The call counts of one drain, straight from the server's counters:
+
+# %% tags=["nbval-ignore-output"]
+one_job, batch16 = by[(1, 1)], by[(1, 16)]
+for d in (one_job, batch16):
+    claims = d.calls.get("emq.claim.many" if d.batch > 1 else "emq.claim", 0)
+    print(f"batch {d.batch:>2}: {claims:>5} claim calls · {d.calls['emq.complete']} EMQ.COMPLETE · "
+          f"{d.trips:>5} round trips · server {d.command_us / d.jobs:.1f} µs/job in the commands")
+
+# %% [markdown]
+# ### What a batch costs
+#
+# A lease is a promise: until it lapses, no reap takes the job back. A worker that dies between its
+# batch claim and its settles leaves every job of the batch in active under its leases — up to *k*
+# of them — and nobody works them until the leases lapse and the sweep (the reap a `Pool`'s
+# Metronome runs on every tick) returns them to pending. `throughput.stranded` shows it on the
+# node: a worker process claims 8 jobs in one call and is killed (`SIGKILL`) before it settles any.
+
+# %%
+lost = throughput.stranded(lab_conn, "stranded", batch=8, lease_ms=1000)
+print("the worker ended by signal", lost.exit_signal, "· jobs its one call claimed:", len(lost.claimed))
+print("in active after its death:", len(lost.active_after_death), "· a reap right then returned:", lost.reaped_early)
+print(f"after the leases lapsed ({lost.waited_ms / 1000:.1f} s): the reap returned {len(lost.reaped)},",
+      f"all back in pending: {set(lost.claimed) <= set(lost.pending_after)}")
+assert lost.exit_signal == 9 and sorted(lost.active_after_death) == sorted(lost.claimed) and len(lost.claimed) == 8
+assert lost.reaped_early == [] and sorted(lost.reaped) == sorted(lost.claimed)
+assert set(lost.claimed) <= set(lost.pending_after)
+lab_conn.close()
+if lab is not native:
+    lab.stop()
+
+# %% [markdown]
+# With one job per claim, a dead worker strands one job; with batches of *k*, up to *k*, each for
+# up to one lease. Nothing is lost — the guarantees are per job, and the reap hands each one out
+# again with a new token — but those jobs wait. A bigger batch buys fewer round trips with more
+# jobs waiting after a crash. (Every lease of a batch runs from its one claim, so a consumer whose
+# batch is slow settles what it has done once half the lease has gone:
+# [`docs/decisions.md`](../docs/decisions.md), "the lease guard".)
+
+# %% [markdown]
 # ## Exercises
 #
 # Each check runs your function on fresh queues and says what is not yet true; after a try that did
@@ -495,6 +595,9 @@ print(exercises.check("04.3", part_ways, s_conn, n_conn))
 # - The brand fences each executor to its own node (`EMQWIRE`): the connectors check it, and the
 #   command itself refuses a missing or foreign brand. The native stall sweep exempts a lease granted
 #   before a restart.
+# - A worker's time per job is the server's few microseconds plus a round trip and the client's
+#   Python; the kit's batch claim makes one round trip per *k* jobs, and a worker that dies holding
+#   a batch strands up to *k* jobs until their leases lapse and the reap returns them.
 #
 # Next: **05-flows** — a parent, its children, and a counter.
 
