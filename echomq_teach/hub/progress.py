@@ -157,6 +157,8 @@ def configure(c: Any, state: str, public_url: str, port: int, readers: list[str]
         },
         "display": True,
         "oauth_client_allowed_scopes": [READ_SCOPE],
+        # the hub's own service: no "authorize access?" page between the instructor and the view
+        "oauth_no_confirm": True,
     })
     c.JupyterHub.custom_scopes.update({
         READ_SCOPE: {"description": "Read every student's exercise verdicts (the instructor's live view)."}

@@ -240,6 +240,31 @@ def test_restart_keeps_the_rows_and_the_page_shows_them_in_a_browser(hub):
         pg.goto(hub.url + SERVICE)
         pg.get_by_role("heading", name="Who is where").wait_for()
         text = pg.inner_text("body")
-        assert "cyd on 02.1: 4 tries" in text
-        assert "✓ solved" in text and "tried 2" in text
+        assert "eli on 03.1: 5 tries — the lock was not released" in text
+        assert "✓ solved" in text and "tried 5" in text
         pg.screenshot(path=str(ARTIFACTS / "progress-live-view.png"), full_page=True)
+
+
+def _login(browser, hub: Hub, name: str):
+    pg = browser.new_page(viewport={"width": 1100, "height": 700})
+    pg.goto(hub.url + SERVICE)  # not logged in: the service sends the browser through the hub's OAuth
+    pg.fill("input[name=username]", name)
+    pg.fill("input[name=password]", "any password: the test's dummy authenticator")
+    pg.click("input[type=submit], button[type=submit]")
+    pg.wait_for_load_state()
+    return pg
+
+
+def test_the_page_through_hub_oauth_opens_for_the_instructor_only(hub):
+    require_chromium()
+    with chromium() as browser:
+        pg = _login(browser, hub, "instructor")
+        pg.get_by_role("heading", name="Who is where").wait_for()
+        _post(hub, "ada", _verdict("04.1", True, 1))
+        pg.wait_for_timeout(6000)  # the page reloads itself: the new row appears without a click
+        assert "04.1" in pg.inner_text("table")
+        csv = pg.request.get(hub.url + SERVICE + "grid.csv")  # the page's own cookie, the CSV link
+        assert csv.status == 200 and csv.text() == _get(hub, "instructor", "grid.csv").text
+        student = _login(browser, hub, "eli")
+        resp = student.request.get(hub.url + SERVICE)
+        assert resp.status == 403 and "Who is where" not in resp.text()
