@@ -133,7 +133,7 @@ tr.rate td{{font-weight:bold}} .stuck li{{margin:.3em 0}} h2{{margin-top:1.2em}}
 <h2>Stuck ({len(stuck)})</h2><ul class="stuck">{stuck_items}</ul>
 <h2>Exercises</h2>
 <table><tr><th>student</th>{head}</tr>{''.join(body)}
-<tr class="rate"><th>solved</th>{rate_row}</tr></table>
+<tr class="rate"><th>solved / reported</th>{rate_row}</tr></table>
 </body></html>"""
 
 
