@@ -113,8 +113,8 @@ class Hub:
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     h = Hub(tmp_path_factory.mktemp("progress-hub"))
-    h.start()
     try:
+        h.start()  # inside the try: a hub that never got ready is stopped too
         h.api("POST", "/users", json={"usernames": [*STUDENTS, "instructor"]})
         h.tokens = {s: h.user_token(s) for s in STUDENTS}
         h.tokens["instructor"] = h.user_token("instructor")
