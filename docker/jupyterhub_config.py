@@ -28,6 +28,7 @@
 #   ECHOMQ_COURSE_IMAGE       the course image (default echomq-course:local)
 #   ECHOMQ_HUB_MEM_LIMIT      each student's container memory cap (default 2G); ECHOMQ_HUB_CPU_LIMIT (1.0)
 #   ECHOMQ_CHP                configurable-http-proxy (default: PATH, then build/hub-proxy)
+#   ECHOMQ_PROGRESS           0 turns the instructor's live view off; ECHOMQ_PROGRESS_PORT its port (8002)
 #   ECHOMQ_HUB_API_TOKEN      a token for the "echomq-admin" service (automation, the hub test)
 # `c` is the config object JupyterHub passes in
 # ruff: noqa: F821
@@ -88,15 +89,23 @@ c.NativeAuthenticator.check_common_password = True
 c.NativeAuthenticator.allowed_failed_logins = 5
 c.NativeAuthenticator.seconds_before_next_try = 120
 
+# -- the instructor's live view (echomq_teach/hub/progress.py): on unless ECHOMQ_PROGRESS=0 -----------------
+if os.environ.get("ECHOMQ_PROGRESS", "1") != "0":
+    from echomq_teach.hub import progress
+
+    progress.configure(
+        c, str(state), f"http://127.0.0.1:{port}", int(os.environ.get("ECHOMQ_PROGRESS_PORT", "8002")), [admin]
+    )
+
 if os.environ.get("ECHOMQ_HUB_API_TOKEN"):
-    c.JupyterHub.services = [{"name": "echomq-admin", "api_token": os.environ["ECHOMQ_HUB_API_TOKEN"]}]
-    c.JupyterHub.load_roles = [
+    c.JupyterHub.services.append({"name": "echomq-admin", "api_token": os.environ["ECHOMQ_HUB_API_TOKEN"]})
+    c.JupyterHub.load_roles.extend([
         {
             "name": "echomq-admin",
             "scopes": ["admin:users", "admin:servers", "tokens", "access:servers", "list:users"],
             "services": ["echomq-admin"],
         }
-    ]
+    ])
 
 # -- each student's server: a container of their own --------------------------------------------------------
 c.JupyterHub.spawner_class = "echomq_teach.hub.spawner.ClassroomSpawner"

@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import ids
 from ..connector import Connector
+from . import progress_report
 
 
 @dataclass
@@ -89,6 +90,7 @@ def hint(key: str) -> str:
     """The hint of exercise ``key``, once a try at it did not pass in this kernel; before that, why not."""
     if key not in _REGISTRY:
         raise KeyError(f"no exercise {key!r}; the exercises are {', '.join(sorted(_REGISTRY))}")
+    progress_report.hint_asked(key)  # the live view's "hint" mark (course/progress_report.py)
     return _REGISTRY[key].hint if key in _TRIED else NO_HINT_YET
 
 
@@ -107,6 +109,12 @@ def fresh_queue(key: str) -> str:
 
 def check(key: str, solution: Callable[..., Any], conn: Connector, *others: Connector) -> Verdict:
     """Run ``solution(conn, queue, *setup_args)`` on a fresh queue and check the node."""
+    verdict = _check(key, solution, conn, *others)
+    progress_report.report(key, verdict)  # on a hub only, in the background, silent (course/progress_report.py)
+    return verdict
+
+
+def _check(key: str, solution: Callable[..., Any], conn: Connector, *others: Connector) -> Verdict:
     ex = _REGISTRY[key]
     queue = fresh_queue(key)
     conns = (conn, *others)

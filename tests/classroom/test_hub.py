@@ -303,6 +303,7 @@ def hub() -> Iterator[Hub]:
         ECHOMQ_HUB_PORT=str(port),
         ECHOMQ_HUB_API_PORT=str(free_port()),
         ECHOMQ_PROXY_API_PORT=str(free_port()),
+        ECHOMQ_PROGRESS_PORT=str(free_port()),  # the live view (echomq_teach/hub/progress.py)
         ECHOMQ_CLASSROOM_ROSTER=str(roster),
         ECHOMQ_HUB_ADMIN_PASSWORD_FILE=str(state / "instructor.password"),
         ECHOMQ_CLASSROOM_CREDENTIALS=str(creds),

@@ -1,0 +1,270 @@
+"""The instructor's live view (echomq_teach/hub/progress.py) on a real JupyterHub, without containers.
+
+The hub runs as this user with the dummy authenticator and no spawner in use:
+the service, its OAuth/token checks and its store are the real ones, started
+and stopped by the hub. Tokens are made through the hub's API. The kit's report
+(course/progress_report.py) is sent to it exactly as a student's server would.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from browser_support import ARTIFACTS, chromium, require_chromium
+from conftest import terminate
+
+from echomq_teach.course import exercises, progress_report
+from echomq_teach.hub.progress_store import ProgressStore
+
+requests = pytest.importorskip("requests")
+pytest.importorskip("jupyterhub")
+
+ROOT = Path(__file__).resolve().parents[2]
+CHP = ROOT / "build" / "hub-proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
+SERVICE = "/services/echomq-progress/"
+START_LIMIT_S = 60  # a bound on waiting, never an assertion about speed
+STUDENTS = ["ada", "bob", "cyd", "dee", "eli"]
+
+pytestmark = [pytest.mark.hub, pytest.mark.timeout(300)]
+
+
+def _port() -> int:
+    from browser_support import free_port
+
+    return free_port()
+
+
+CONFIG = """
+import sys
+sys.path.insert(0, {root!r})
+from echomq_teach.hub import progress
+c.JupyterHub.bind_url = "http://127.0.0.1:{port}"
+c.JupyterHub.hub_bind_url = "http://127.0.0.1:{hub_port}"
+c.JupyterHub.db_url = "sqlite:///{state}/jupyterhub.sqlite"
+c.JupyterHub.cookie_secret_file = "{state}/cookie_secret"
+c.JupyterHub.pid_file = "{state}/jupyterhub.pid"
+c.ConfigurableHTTPProxy.command = [{chp!r}]
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{proxy_port}"
+c.ConfigurableHTTPProxy.pid_file = "{state}/proxy.pid"
+c.JupyterHub.cleanup_proxy = True
+c.JupyterHub.authenticator_class = "dummy"
+c.Authenticator.allow_all = True
+c.Authenticator.admin_users = {{"instructor"}}
+c.JupyterHub.services = [{{"name": "test-admin", "api_token": {token!r}}}]
+c.JupyterHub.load_roles = [{{"name": "test-admin", "scopes": ["admin:users", "tokens", "list:users"],
+                             "services": ["test-admin"]}}]
+progress.configure(c, "{state}", "http://127.0.0.1:{port}", {service_port}, ["instructor"])
+"""
+
+
+class Hub:
+    def __init__(self, tmp: Path) -> None:
+        if not CHP.exists():
+            pytest.skip("configurable-http-proxy is not installed (bash tools/install-hub.sh)")
+        self.state = tmp / "state"
+        self.state.mkdir(mode=0o700)
+        self.port = _port()
+        self.token = secrets.token_hex(16)
+        self.url = f"http://127.0.0.1:{self.port}"
+        (tmp / "config.py").write_text(CONFIG.format(
+            root=str(ROOT), port=self.port, hub_port=_port(), proxy_port=_port(), service_port=_port(),
+            state=self.state, chp=str(CHP), token=self.token))
+        self.tmp = tmp
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        log = open(self.tmp / "hub.log", "ab")  # noqa: SIM115 - kept open for the hub's life
+        self.proc = subprocess.Popen(
+            [str(Path(sys.executable).with_name("jupyterhub")), "-f", str(self.tmp / "config.py")],
+            cwd=self.tmp, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + START_LIMIT_S
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, (self.tmp / "hub.log").read_text()[-3000:]
+            try:
+                r = requests.get(self.url + SERVICE + "api/grid", timeout=2, allow_redirects=False)
+                if r.status_code in (302, 403):  # the service answers: a login redirect for nobody
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.3)
+        raise AssertionError("hub or service not up:\n" + (self.tmp / "hub.log").read_text()[-3000:])
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            terminate(self.proc)
+
+    def api(self, method: str, path: str, **kw) -> requests.Response:
+        r = requests.request(method, f"{self.url}/hub/api{path}", timeout=10,
+                             headers={"Authorization": f"token {self.token}"}, **kw)
+        r.raise_for_status()
+        return r
+
+    def user_token(self, name: str, scopes: list[str] | None = None) -> str:
+        body = {"note": "test"} | ({"scopes": scopes} if scopes else {})
+        return self.api("POST", f"/users/{name}/tokens", json=body).json()["token"]
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    h = Hub(tmp_path_factory.mktemp("progress-hub"))
+    try:
+        h.start()  # inside the try: a hub that never got ready is stopped too
+        h.api("POST", "/users", json={"usernames": [*STUDENTS, "instructor"]})
+        h.tokens = {s: h.user_token(s) for s in STUDENTS}
+        h.tokens["instructor"] = h.user_token("instructor")
+        yield h
+    finally:
+        h.stop()
+
+
+def _get(hub: Hub, who: str, path: str) -> requests.Response:
+    return requests.get(hub.url + SERVICE + path, timeout=10,
+                        headers={"Authorization": f"token {hub.tokens[who]}"}, allow_redirects=False)
+
+
+def _post(hub: Hub, who: str, body: dict) -> requests.Response:
+    return requests.post(hub.url + SERVICE + "api/verdicts", json=body, timeout=10,
+                         headers={"Authorization": f"token {hub.tokens[who]}"})
+
+
+def _rows(hub: Hub) -> list[tuple]:
+    with sqlite3.connect(hub.state / "progress.sqlite") as db:
+        return db.execute("SELECT * FROM verdicts ORDER BY id").fetchall()
+
+
+def _verdict(ex: str, solved: bool, tries: int, finding: str = "", hint: bool = False) -> dict:
+    return {"exercise": ex, "solved": solved, "tries": tries, "hint": hint, "finding": finding, "at": time.time()}
+
+
+def test_store_file_is_private_and_in_the_state_folder(hub):
+    path = hub.state / "progress.sqlite"
+    assert path.exists()
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_reports_land_under_the_tokens_owner_and_the_grid_shows_them(hub):
+    assert _post(hub, "ada", _verdict("01.1", True, 1)).status_code == 204
+    for n in (1, 2):
+        assert _post(hub, "bob", _verdict("01.1", False, n, "the job is still in wait")).status_code == 204
+    grid = _get(hub, "instructor", "api/grid")
+    assert grid.status_code == 200, grid.text
+    g = grid.json()
+    assert {"ada", "bob"} <= set(g["students"])
+    assert g["cells"]["ada\t01.1"] == "solved"
+    assert g["cells"]["bob\t01.1"] == "tried 2"
+
+
+def test_a_report_naming_another_student_is_refused_and_writes_nothing(hub):
+    before = _rows(hub)
+    r = _post(hub, "bob", _verdict("01.1", True, 3) | {"student": "ada"})
+    assert r.status_code == 400 and "student" in r.json()["error"]
+    r = _post(hub, "bob", _verdict("01.1", "yes", 3))  # a bad field: named, nothing written
+    assert r.status_code == 400 and "solved" in r.json()["error"]
+    assert _rows(hub) == before
+    r = requests.post(hub.url + SERVICE + "api/verdicts", json=_verdict("01.1", True, 1), timeout=10)
+    assert r.status_code == 403  # no token: nobody
+    assert _rows(hub) == before
+
+
+def test_a_student_gets_403_on_page_and_data(hub):
+    for path in ("", "api/grid", "grid.csv"):
+        assert _get(hub, "cyd", path).status_code == 403, path
+        assert _get(hub, "instructor", path).status_code == 200, path
+
+
+def test_csv_is_the_grid(hub):
+    g = _get(hub, "instructor", "api/grid").json()
+    lines = _get(hub, "instructor", "grid.csv").text.splitlines()
+    assert lines[0].split(",") == ["student", *g["exercises"]]
+    for line, s in zip(lines[1:], g["students"], strict=True):
+        cells = line.split(",")
+        assert cells[0] == s
+        assert cells[1:] == [g["cells"].get(f"{s}\t{e}", "not started") for e in g["exercises"]]
+
+
+def test_stuck_list_names_several_recent_failures(hub):
+    for n in (1, 2, 3, 4):
+        _post(hub, "cyd", _verdict("02.1", False, n, "no row for the claimed id", hint=n > 2))
+    stuck = _get(hub, "instructor", "api/grid").json()["stuck"]
+    assert ["cyd", "02.1", 4, "no row for the claimed id"] in stuck
+    assert not [r for r in stuck if r[0] == "bob"]  # two tries: not stuck yet
+
+
+def test_the_kits_check_reports_from_a_hub_server_and_prints_the_same(hub, conn, monkeypatch, capsys):
+    def buggy(conn, queue, *args):
+        raise ValueError("not this way")
+
+    plain = str(exercises.check("01.1", buggy, conn))
+    out_plain = capsys.readouterr()
+    before = len(_rows(hub))
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", hub.tokens["dee"])
+    monkeypatch.setenv("ECHOMQ_PROGRESS_URL", hub.url + SERVICE + "api/verdicts")
+    reported = str(exercises.check("01.1", buggy, conn))
+    assert reported == plain and capsys.readouterr() == out_plain
+    deadline = time.monotonic() + 10
+    while len(_rows(hub)) == before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    row = _rows(hub)[-1]
+    assert row[1:4] == ("dee", "01.1", 0) and "not this way" in row[6]
+    # a dead service: the same verdict, the same (empty) output, no traceback
+    monkeypatch.setenv("ECHOMQ_PROGRESS_URL", f"http://127.0.0.1:{_port()}/api/verdicts")
+    dead = str(exercises.check("01.1", buggy, conn))
+    assert dead == plain and capsys.readouterr() == out_plain
+
+
+def test_send_to_a_dead_service_answers_none_quickly_enough_to_be_bounded():
+    body = progress_report.payload("01.1", exercises.Verdict("01.1 x", False, ["f"]))
+    assert progress_report.send(f"http://127.0.0.1:{_port()}/", "t", body, timeout=1) is None
+
+
+def test_restart_keeps_the_rows_and_the_page_shows_them_in_a_browser(hub):
+    require_chromium()
+    for s, n in (("dee", 1), ("eli", 5)):
+        _post(hub, s, _verdict("03.1", s == "dee", n, "the lock was not released"))
+    grid_before = _get(hub, "instructor", "api/grid").json()
+    hub.stop()
+    hub.start()
+    grid_after = _get(hub, "instructor", "api/grid").json()
+    assert grid_after["cells"] == grid_before["cells"] and grid_after["students"] == grid_before["students"]
+    assert ProgressStore(hub.state / "progress.sqlite").rows()  # the same file, still read
+    ARTIFACTS.mkdir(exist_ok=True)
+    with chromium() as browser:
+        pg = browser.new_page(viewport={"width": 1100, "height": 700},
+                              extra_http_headers={"Authorization": f"token {hub.tokens['instructor']}"})
+        pg.goto(hub.url + SERVICE)
+        pg.get_by_role("heading", name="Who is where").wait_for()
+        text = pg.inner_text("body")
+        assert "eli on 03.1: 5 tries — the lock was not released" in text
+        assert "✓ solved" in text and "tried 5" in text
+        pg.screenshot(path=str(ARTIFACTS / "progress-live-view.png"), full_page=True)
+
+
+def _login(browser, hub: Hub, name: str):
+    pg = browser.new_page(viewport={"width": 1100, "height": 700})
+    pg.goto(hub.url + SERVICE)  # not logged in: the service sends the browser through the hub's OAuth
+    pg.fill("input[name=username]", name)
+    pg.fill("input[name=password]", "any password: the test's dummy authenticator")
+    pg.click("input[type=submit], button[type=submit]")
+    pg.wait_for_load_state()
+    return pg
+
+
+def test_the_page_through_hub_oauth_opens_for_the_instructor_only(hub):
+    require_chromium()
+    with chromium() as browser:
+        pg = _login(browser, hub, "instructor")
+        pg.get_by_role("heading", name="Who is where").wait_for()
+        _post(hub, "ada", _verdict("04.1", True, 1))
+        pg.wait_for_timeout(6000)  # the page reloads itself: the new row appears without a click
+        assert "04.1" in pg.inner_text("table")
+        csv = pg.request.get(hub.url + SERVICE + "grid.csv")  # the page's own cookie, the CSV link
+        assert csv.status == 200 and csv.text() == _get(hub, "instructor", "grid.csv").text
+        student = _login(browser, hub, "eli")
+        resp = student.request.get(hub.url + SERVICE)
+        assert resp.status == 403 and "Who is where" not in resp.text()
