@@ -56,6 +56,8 @@ class Model:
     sweep_op = "reap"
     #: "worker": a kill ends the worker process; "child": it ends the process running the handler
     kill_target = "worker"
+    #: seconds to wait after the workers stop before the final state is read (a heartbeat's TTL)
+    settle_after_stop = 0.0
 
     def __init__(self, queue: str, lease_ms: int = 1000, **params: Any) -> None:
         self.queue = queue

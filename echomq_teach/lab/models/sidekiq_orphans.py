@@ -20,6 +20,7 @@ HEARTBEAT_MS = 400
 
 class SidekiqOrphans(Model):
     name = "sidekiq_orphans"
+    settle_after_stop = HEARTBEAT_MS / 1000  # a stopped process's heartbeat lapses like a dead one's
 
     def enqueue(self, r: Any, job: str, payload: str) -> None:
         r.lpush(self.key("queue"), f"{job}|{payload}")

@@ -379,6 +379,7 @@ def _model_side(case: str, node: Any, queue: str, seed: int, w: Workload, folder
         while time.monotonic() < deadline and not run.quiet():
             time.sleep(0.05)
         run.stop()
+        time.sleep(run.model.settle_after_stop)
         history = History.read(folder)
         final = run.model.final(run.r)
         report = judge(history, final)
