@@ -47,7 +47,8 @@ from .history import History, Op
 #: how far two processes' stamps of the node's clock may disagree (one machine: well under 1 ms)
 CLOCK_SLACK_MS = 5.0
 #: the findings that make a run invalid, in the order a report lists them
-INVALID = ("lost", "settled_twice", "unexpected", "stranded", "double_handouts", "fence_violations", "unrecorded")
+INVALID = ("lost", "settled_twice", "unexpected", "stranded", "double_handouts", "fence_violations", "unrecorded",
+           "released_early")  # the last is judged by lab.models.findings (a flow case file)
 
 
 @dataclass

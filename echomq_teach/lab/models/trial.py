@@ -1,0 +1,453 @@
+"""One case's workload, run twice under the same seeded nemesis: on the model, then on this queue.
+
+``trial(case, node, seed)`` answers a ``Trial`` for each side: the checker's
+report (``findings.judge``), the history (for ``lab.timeline``) and the faults
+the nemesis applied. The model's workers are processes
+(``python -m echomq_teach.lab.models.worker``) started and stopped by PID; this
+queue's are the lab's own (``Run``). Both sides get the same jobs, the same
+handler work, the same lease, the same schedule of faults, and a supervisor
+that starts a worker again in a slot whose process died on its own (a poison
+job), as a service manager would. Every run is bounded in time.
+
+This module is the one place the case files import the fault lab's run
+harness and nemesis (``Run``, ``Nemesis``, ``Fault``) and the kit's launcher.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from ... import flows, ids, jobs
+from ...errors import BadInput
+from ...nodes.local import LocalNode, launcher
+from ..checker import Report
+from ..faults import Fault, Nemesis, Run
+from ..history import History, Recorder, ServerClock
+from . import CASES, model_for
+from .base import Model
+from .findings import judge
+
+STOP_WAIT_S = 10.0
+
+
+@dataclass
+class Workload:
+    """What both sides run: the jobs (or flows), the workers, the lease, and the nemesis's draw."""
+
+    payloads: list[str] = field(default_factory=list)
+    flows: list[tuple[str, list[str]]] = field(default_factory=list)  # (parent payload, child payloads)
+    workers: int = 3
+    lease_ms: int = 300
+    kinds: tuple[str, ...] = ("kill",)
+    count: int = 3
+    gap_s: tuple[float, float] = (0.1, 0.3)
+    freeze_s: tuple[float, float] = (0.5, 0.8)
+    must: tuple[str, ...] = ()
+    recovery: str = "reap"  # this queue's sweep
+    max_attempts: int = jobs.DEFAULT_MAX_ATTEMPTS
+    policy: str = "fail"  # this queue's flow policy for every child
+    supervise: bool = False  # start a worker again in a slot whose process died by itself
+    settle_s: float = 6.0  # how long a side may take to finish once the faults are over
+    node_config: dict[str, str] | None = None  # a node of its own (started and stopped by the trial)
+    cache: bool = False  # a cache writes keys with a TTL beside the queue (the eviction case)
+
+    def nemesis(self, seed: int) -> Nemesis:
+        return Nemesis(seed, kinds=self.kinds, count=self.count, gap_s=self.gap_s, freeze_s=self.freeze_s,
+                       must=self.must)
+
+
+def _work(ms: int, n: int) -> list[str]:
+    return [f"work {ms}"] * n
+
+
+WORKLOADS: dict[str, Workload] = {
+    "kombu_restore": Workload(_work(30, 80), workers=3, lease_ms=300, kinds=("freeze", "kill"), count=4,
+                              must=("freeze", "freeze"), freeze_s=(0.5, 0.7)),
+    "celery_acks_late": Workload(_work(30, 80), workers=3, lease_ms=300, kinds=("kill",), count=3),
+    "sidekiq_orphans": Workload(_work(30, 5) + ["poison"] + _work(30, 50), workers=3, lease_ms=300,
+                                kinds=("kill",), count=3, recovery="stalled", supervise=True),
+    "bull_stall_scan": Workload(_work(5, 200), workers=4, lease_ms=1000, kinds=("freeze",), count=3,
+                                gap_s=(0.05, 0.2), freeze_s=(0.05, 0.15)),
+    "bullmq_flow_release": Workload(flows=[("work 5", ["fail", "work 150", "work 150"])] * 4, workers=4,
+                                    lease_ms=1000, kinds=("freeze",), count=2, gap_s=(0.05, 0.1),
+                                    freeze_s=(0.05, 0.1), max_attempts=1, policy="ignore"),
+    "bullmq_evicted_locks": Workload(_work(1500, 4), workers=5, lease_ms=5000, kinds=("freeze",), count=1,
+                                     gap_s=(0.2, 0.4), freeze_s=(0.05, 0.1), recovery="stalled", settle_s=5.0,
+                                     node_config={"maxmemory-policy": "volatile-lru"}, cache=True),
+}
+
+
+@dataclass
+class Trial:
+    """One side of a case file: its verdict, its history, the faults applied."""
+
+    case: str
+    side: str  # "model" or "queue"
+    seed: int
+    report: Report
+    history: History
+    faults: list[Fault]
+    seconds: float
+
+    @property
+    def valid(self) -> bool:
+        return self.report.valid
+
+    def timeline(self, **kwargs: Any) -> Any:
+        from ..timeline import draw
+
+        title = f"{self.case} — {'the model' if self.side == 'model' else 'this queue'} (seed {self.seed})"
+        return draw(self.history, self.report, title=kwargs.pop("title", title), **kwargs)
+
+    def __str__(self) -> str:
+        faults = ", ".join(str(f) for f in self.faults) or "none"
+        return (f"{self.case} on {'the model' if self.side == 'model' else 'this queue'} (seed {self.seed}, "
+                f"{self.seconds:.1f} s; faults: {faults})\n{self.report.summary()}")
+
+
+# -- the model's side -------------------------------------------------------------------------------------
+class _Proc:
+    """One model worker process, known by its PID."""
+
+    def __init__(self, run: ModelRun, name: str) -> None:
+        self.name = name
+        self.folder = run.folder
+        cmd = [sys.executable, "-m", "echomq_teach.lab.models.worker", run.case, run.queue, "--name", name,
+               "--history", str(run.folder), "--lease-ms", str(run.workload.lease_ms),
+               "--timeout", str(run.timeout)]
+        env = dict(os.environ, ECHOMQ_ADDRESS=json.dumps(run.address), PYTHONUNBUFFERED="1")
+        with open(run.folder / f"{name}.log", "ab") as log:
+            self.proc = launcher.popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        path = self.folder / f"{self.name}.jsonl"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.alive:
+            if path.exists() and '"op":"start"' in path.read_text():
+                return
+            time.sleep(0.02)
+        if self.alive:
+            raise RuntimeError(f"model worker {self.name} did not start")
+
+    def child(self) -> int | None:
+        """The pool child running a task now (a celery-like model writes its PID), checked to be ours."""
+        try:
+            pid = int((self.folder / f"{self.name}.child").read_text())
+            status = Path(f"/proc/{pid}/status").read_text()
+        except (OSError, ValueError):
+            return None
+        ppid = next((int(ln.split()[1]) for ln in status.splitlines() if ln.startswith("PPid:")), None)
+        return pid if ppid == self.pid else None
+
+    def signal(self, sig: int) -> None:
+        if self.alive:
+            self.proc.send_signal(sig)
+
+    def stop(self) -> None:
+        if not self.alive:
+            return
+        self.signal(signal.SIGCONT)
+        self.signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=STOP_WAIT_S)
+
+
+class ModelRun:
+    """The model's workers under a nemesis (what ``Nemesis.run`` asks of a run), and its metronome."""
+
+    def __init__(self, case: str, node: Any, queue: str, workload: Workload, folder: Path,
+                 timeout: float = 60.0) -> None:
+        self.case, self.node, self.queue, self.workload, self.folder = case, node, queue, workload, folder
+        self.address = dict(node.address)
+        self.timeout = timeout
+        self.size = workload.workers
+        self.model: Model = model_for(case, queue, workload.lease_ms)
+        self.r = node.client()
+        clock = ServerClock(SimpleNamespace(client=self.r))
+        self.producer = Recorder(folder, "producer", clock)
+        self.nemesis = Recorder(folder, "nemesis", clock)
+        self._clock = clock
+        self.slots: list[_Proc | None] = [None] * self.size
+        self.all: list[_Proc] = []
+        self._gen = [0] * self.size
+        self.lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def produce(self) -> None:
+        w = self.workload
+        for payload in w.payloads:
+            job = ids.mint()
+            self.producer.call("enqueue", lambda job=job, payload=payload: self.model.enqueue(self.r, job, payload),
+                               job=job)
+        for parent, children in w.flows:
+            pid, kids = ids.mint(), [(ids.mint(), c) for c in children]
+            sent = [self.producer._open("enqueue", job=pid)]
+            sent += [self.producer._open("enqueue", job=k, parent=pid) for k, _ in kids]
+            self.model.enqueue_flow(self.r, (pid, parent), kids)
+            for n in sent:
+                self.producer._close(n, "answer", reply="ok")
+
+    def spawn(self, slot: int) -> _Proc:
+        g = self._gen[slot]
+        self._gen[slot] += 1
+        p = _Proc(self, f"w{slot}" + ("" if g == 0 else chr(ord("a") + g % 26) * (1 + g // 26)))
+        self.slots[slot] = p
+        self.all.append(p)
+        return p
+
+    def start(self) -> None:
+        procs = [self.spawn(i) for i in range(self.size)]
+        for p in procs:
+            p.wait_ready()
+        self._threads = [threading.Thread(target=self._tick, daemon=True)]
+        if self.workload.supervise:
+            self._threads.append(threading.Thread(target=self._supervise, daemon=True))
+        for t in self._threads:
+            t.start()
+
+    def _tick(self) -> None:
+        r = self.node.client()
+        rec = Recorder(self.folder, "metronome", self._clock)
+        try:
+            while not self._stop.wait(0.05):
+                if type(self.model).sweep is not Model.sweep:
+                    rec.call(self.model.sweep_op, lambda: _sweep_reply(self.model, r))
+        finally:
+            rec.close()
+            r.close()
+
+    def _supervise(self) -> None:
+        while not self._stop.wait(0.1):
+            with self.lock:
+                for i, p in enumerate(self.slots):
+                    if p is not None and not p.alive and not self._stop.is_set():
+                        self.spawn(i)
+
+    # -- what Nemesis.run calls --------------------------------------------------------------------
+    def apply(self, fault: Fault) -> None:
+        with self.lock:
+            p = self.slots[fault.slot or 0]
+            assert p is not None
+            if fault.kind == "kill":
+                child = p.child() if self.model.kill_target == "child" else None
+                self.nemesis.note("kill", worker=p.name, pid=child or p.pid, child=child is not None)
+                if child is not None:
+                    os.kill(child, signal.SIGKILL)  # the pool child: its parent lives on
+                else:
+                    p.signal(signal.SIGKILL)
+                    p.proc.wait(timeout=STOP_WAIT_S)
+                    self.spawn(fault.slot or 0)
+            elif fault.kind == "freeze":
+                self.nemesis.note("freeze", worker=p.name, pid=p.pid)
+                p.signal(signal.SIGSTOP)
+            else:
+                raise BadInput(f"the case files use kill and freeze, not {fault.kind!r}")
+
+    def thaw(self, slot: int) -> None:
+        with self.lock:
+            p = self.slots[slot]
+            if p is not None:
+                self.nemesis.note("thaw", worker=p.name, pid=p.pid)
+                p.signal(signal.SIGCONT)
+
+    def quiet(self) -> bool:
+        f = self.model.final(self.r)
+        return not (f.sets["pending"] or f.sets["active"])
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self.lock:
+            for p in self.all:
+                p.stop()
+        for t in self._threads:
+            t.join(timeout=STOP_WAIT_S)
+
+    def close(self) -> None:
+        self.stop()
+        self.producer.close()
+        self.nemesis.close()
+        self.r.close()
+
+
+def _sweep_reply(model: Model, r: Any) -> Any:
+    got = model.sweep(r)
+    return {"requeued": got, "dead": []} if model.sweep_op == "stalled" else got
+
+
+# -- the eviction case's node and cache -----------------------------------------------------------------
+class _Cache:
+    """An application's cache on the same node: 2 KB values with a TTL, written at a steady rate."""
+
+    def __init__(self, node: Any, rate_per_s: int = 1000) -> None:
+        self.r = node.client()
+        self.rate = rate_per_s
+        self._stop = threading.Event()
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self) -> None:
+        value, i = "x" * 2048, 0
+        while not self._stop.wait(0.05):
+            p = self.r.pipeline(transaction=False)
+            for _ in range(self.rate // 20):
+                p.set(f"cache:{i}", value, ex=600)
+                i += 1
+            try:
+                p.execute()
+            except Exception:  # noqa: BLE001 - a full node refuses a write now and then: the cache goes on
+                pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.t.join(timeout=STOP_WAIT_S)
+        self.r.close()
+
+
+def _own_node(config: dict[str, str]) -> LocalNode:
+    """A node for this case alone: the given policy, and a memory cap 2 MB above what it holds empty."""
+    node = LocalNode(extra_config=config)
+    c = node.client()
+    try:
+        used = int(c.info("memory")["used_memory"])
+        c.config_set("maxmemory", str(used + 2 * 1024 * 1024))
+    finally:
+        c.close()
+    return node
+
+
+# -- one trial ---------------------------------------------------------------------------------------------
+def trial(case: str, node: Any, seed: int, side: str = "model", *, queue: str | None = None) -> Trial:
+    """Run ``case``'s workload on ``side`` ("model" or "queue") under ``Nemesis(seed)``; judge it."""
+    if case not in CASES:
+        raise BadInput(f"unknown case {case!r}: the cases are {CASES}")
+    if side not in ("model", "queue"):
+        raise BadInput(f"side must be 'model' or 'queue', got {side!r}")
+    w = WORKLOADS[case]
+    own = _own_node(w.node_config) if w.node_config else None
+    target = own or node
+    queue = queue or f"case-{case.replace('_', '-')}-{side}-{seed}"
+    folder = Path(tempfile.mkdtemp(prefix="echomq-case-"))
+    cache = None
+    t0 = time.monotonic()
+    try:
+        if w.cache:
+            cache = _Cache(target)
+            time.sleep(1.5)  # the cache fills the node before the jobs come
+        if side == "model":
+            return _model_side(case, target, queue, seed, w, folder, t0)
+        return _queue_side(case, target, queue, seed, w, folder, t0)
+    finally:
+        if cache is not None:
+            cache.stop()
+        if own is not None:
+            own.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _model_side(case: str, node: Any, queue: str, seed: int, w: Workload, folder: Path, t0: float) -> Trial:
+    run = ModelRun(case, node, queue, w, folder)
+    try:
+        run.model.drop(run.r)
+        run.produce()
+        run.start()
+        faults = w.nemesis(seed).run(run, deadline_s=20)
+        deadline = time.monotonic() + w.settle_s
+        while time.monotonic() < deadline and not run.quiet():
+            time.sleep(0.05)
+        run.stop()
+        time.sleep(run.model.settle_after_stop)
+        history = History.read(folder)
+        final = run.model.final(run.r)
+        report = judge(history, final)
+        run.model.drop(run.r)
+        return Trial(case, "model", seed, report, history, faults, time.monotonic() - t0)
+    finally:
+        run.close()
+
+
+class _Supervised:
+    """This queue's ``Run`` as the nemesis sees it, with faults and the supervisor taking turns."""
+
+    def __init__(self, run: Run, lock: threading.Lock) -> None:
+        self.run, self.lock = run, lock
+        self.size, self.nemesis = run.size, run.nemesis
+
+    def apply(self, fault: Fault) -> None:
+        with self.lock:
+            self.run.apply(fault)
+
+    def thaw(self, slot: int) -> None:
+        with self.lock:
+            self.run.thaw(slot)
+
+
+def _queue_side(case: str, node: Any, queue: str, seed: int, w: Workload, folder: Path, t0: float) -> Trial:
+    lock, done = threading.Lock(), threading.Event()
+    with Run(node, queue, workers=w.workers, handler="echomq_teach.lab.models.base:case_handler",
+             lease_ms=w.lease_ms, max_attempts=w.max_attempts, recovery=w.recovery, tick_ms=50,
+             folder=folder, timeout=60) as run:
+        jobs.drop(run.conn, queue)
+        if w.payloads:
+            run.produce(len(w.payloads), payload=lambda i: w.payloads[i])
+        for parent, children in w.flows:
+            pid, kids = ids.mint(), [(ids.mint(), c) for c in children]
+            sent = [run.producer._open("enqueue", job=pid)]
+            sent += [run.producer._open("enqueue", job=k, parent=pid) for k, _ in kids]
+            flows.add(run.conn, queue, (pid, parent), kids, w.policy)
+            for n in sent:
+                run.producer._close(n, "answer", reply="ok")
+        run.start()
+
+        def supervise() -> None:
+            while not done.wait(0.1):
+                with lock:
+                    if any(p is not None and not p.alive and not p.frozen for p in run.slots):
+                        run.start()
+
+        sup = threading.Thread(target=supervise, daemon=True)
+        if w.supervise:
+            sup.start()
+        try:
+            faults = w.nemesis(seed).run(_Supervised(run, lock), deadline_s=20)
+            run.wait_drained(w.settle_s)
+        finally:
+            done.set()
+            if sup.is_alive():
+                sup.join(timeout=STOP_WAIT_S)
+        run.stop()
+        report = judge(run.history(), run.final_state(), recorded=run.record)
+        history = run.history()
+        jobs.drop(run.conn, queue)
+    return Trial(case, "queue", seed, report, history, faults, time.monotonic() - t0)
+
+
+def both(case: str, node: Any, seed: int) -> tuple[Trial, Trial]:
+    """The case's workload on the model, then on this queue, under the same ``Nemesis(seed)``."""
+    return trial(case, node, seed, "model"), trial(case, node, seed, "queue")
+
+
+__all__ = ["WORKLOADS", "Trial", "Workload", "both", "trial"]
