@@ -378,7 +378,8 @@ INVARIANTS: dict[str, Callable[[Facts], list[Finding]]] = {
     "fence_violations": fence_violations,
     "unrecorded": unrecorded,
 }
-assert tuple(INVARIANTS) == INVALID
+# the checker's own invariants come first; the rest are judged beside it (lab.models.findings)
+assert tuple(INVARIANTS) == INVALID[: len(INVARIANTS)]
 
 
 def _resting(f: Facts, job: str) -> str:

@@ -424,10 +424,11 @@ def _breaks(kind: str) -> tuple[History, FinalState, str]:
 
 
 def test_every_invariant_has_its_function_in_the_reports_order():
-    assert tuple(INVARIANTS) == INVALID
+    # the checker's seven first, in the report's order; after them, what lab.models judges beside it
+    assert INVALID[: len(INVARIANTS)] == tuple(INVARIANTS) and set(INVALID) - set(INVARIANTS) == {"released_early"}
 
 
-@pytest.mark.parametrize("kind", INVALID)
+@pytest.mark.parametrize("kind", list(INVARIANTS))
 def test_each_invariant_finds_its_own_break_and_nothing_in_a_clean_run(kind):
     s, stream = clean()
     assert INVARIANTS[kind](Facts.of(s.history(), final(stream))) == []

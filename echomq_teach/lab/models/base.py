@@ -19,7 +19,8 @@ import signal
 import time
 from typing import Any
 
-from ..checker import FinalState, Settle
+from ...completions import Settle, StreamId
+from ..checker import FinalState
 
 #: how long a job of a case workload works, unless its payload says otherwise
 WORK_MS = 5
@@ -80,8 +81,9 @@ class Model:
         out = []
         for sid, f in r.xrange(self.key("endings")):
             tok = f.get("attempts", "")
-            out.append(Settle(f.get("id", ""), f.get("outcome", ""), int(tok) if tok.isdigit() else None,
-                              float(sid.split("-")[0]), "stream"))
+            # an ending the model wrote without a token keeps none (the checker reads it as unknown)
+            out.append(Settle(StreamId.parse(sid), f.get("id", ""), f.get("outcome", ""),
+                              int(tok) if tok.isdigit() else None))  # type: ignore[arg-type]
         return out
 
     def drop(self, r: Any) -> None:

@@ -26,8 +26,9 @@ def released_early(history: History, final: FinalState) -> list[Finding]:
             parents[o.extra["parent"]].append(o.job)
     endings: dict[str, float] = {}
     for s in final.stream:
-        if s.at is not None and (s.outcome == COMPLETED or s.outcome in DEATHS):
-            endings[s.job] = min(endings.get(s.job, s.at), s.at)
+        if s.outcome == COMPLETED or s.outcome in DEATHS:
+            at = float(s.settled_ms)
+            endings[s.job_id] = min(endings.get(s.job_id, at), at)
     out = []
     for c in history.calls("claim"):
         if not (c.ok and c.job in parents):

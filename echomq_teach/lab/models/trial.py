@@ -31,10 +31,12 @@ from typing import Any
 
 from ... import flows, ids, jobs
 from ...errors import BadInput
-from ...nodes.local import LocalNode, launcher
+from ...nodes.local import LocalNode
+from ...nodes.process import launcher
 from ..checker import Report
-from ..faults import Fault, Nemesis, Run
 from ..history import History, Recorder, ServerClock
+from ..nemesis import Nemesis
+from ..run import Fault, Run
 from . import CASES, model_for
 from .base import Model
 from .findings import judge
