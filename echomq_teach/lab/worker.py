@@ -78,7 +78,7 @@ class Worker:
         self.conn, self.queue, self.rec, self.handler, self.args = conn, queue, rec, handler, args
         self.claims = 0
         self.stopping = False
-        self.ctx = Context(conn, queue, rec.worker, args.work_ms)
+        self.ctx = Context(conn, queue, rec.worker, args.work_ms, rec=rec)
         self._arm_settle = False
         if args.crash_at == "settle-sent":
             self._hook_settle()
