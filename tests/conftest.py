@@ -6,6 +6,7 @@ import itertools
 import os
 import re
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -179,3 +180,23 @@ def pytest_sessionfinish(session, exitstatus):
             container.sweep()
         except Exception:  # noqa: BLE001 - no engine (any more): nothing to sweep
             pass
+
+
+@pytest.fixture(autouse=True)
+def predictions_folder(request, monkeypatch):
+    """A course test keeps committed predictions in a fresh folder of its own, never the learner's.
+
+    (Here, not in tests/course/conftest.py: a second conftest module would shadow this one for the
+    tests that import helpers from it.)
+    """
+    if "course" not in request.path.parts:
+        return None
+    from echomq_teach.course import predictions
+
+    folder = request.getfixturevalue("tmp_path") / "predictions"
+    monkeypatch.setenv(predictions.PREDICTIONS_ENV, str(folder))
+    return folder
+
+
+# outside the course tests too, nothing the suite runs keeps a prediction in the learner's own folder
+os.environ.setdefault("ECHOMQ_PREDICTIONS", tempfile.mkdtemp(prefix="echomq-predictions-"))

@@ -15,6 +15,7 @@ does both for the test session).
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +29,13 @@ from skip_check import pytest_addoption, pytest_configure  # noqa: F401 - the un
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 import nbformat  # noqa: E402 - after the line above
+
+# a kernel of this session that commits a prediction keeps it in a folder of the session's own, never in
+# the learner's Jupyter data folder (echomq_teach.course.predictions; the kernels inherit this environment)
+if "ECHOMQ_PREDICTIONS" not in os.environ:
+    import tempfile
+
+    os.environ["ECHOMQ_PREDICTIONS"] = tempfile.mkdtemp(prefix="echomq-predictions-")
 
 
 def recorded_seconds(path: Path) -> float:

@@ -19,7 +19,9 @@ id, and the notebook's metadata; every code cell must have run (stored outputs).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -84,6 +86,8 @@ def differences(src: Path, stored: nbformat.NotebookNode) -> list[str]:
 
 
 def main() -> int:
+    # a build's kernels keep any committed prediction in a folder of their own, never the learner's
+    os.environ.setdefault("ECHOMQ_PREDICTIONS", tempfile.mkdtemp(prefix="echomq-predictions-"))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("prefixes", nargs="*", help="build only notebooks whose names start with these")
     ap.add_argument("--check", action="store_true", help="confirm each notebook's cells match its source")

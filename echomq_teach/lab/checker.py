@@ -11,8 +11,9 @@ the completions stream a recording consumer fills), and says, job by job:
 * **double hand-outs** — a job claimed again with nothing between the two
   claims that could have put it back (a reap, a stall sweep, a promote, a
   reprocess): two workers holding one lease;
-* **fence violations** — a settle accepted for a claim that a later claim of
-  the same job had already replaced: the token fence failed;
+* **fence violations** — a settle (or a lease extension, ``extend``) accepted for
+  a claim that a later claim of the same job had already replaced: the token
+  fence failed;
 * **unrecorded** — (``recorded=True``) an ending the completions stream does not
   hold: a settle the node acknowledged, a burial a stall sweep answered, or a
   job the final dead set holds (a parent failed by its child lands there too)
@@ -487,10 +488,10 @@ def _fence(calls: list[Op], claims: dict[str, list[Op]], endings: dict[str, list
     streamed = {(e.job, e.token, e.outcome) for es in endings.values() for e in es if e.source == "stream"}
     out = []
     for o in calls:
-        if o.op not in ("complete", "retry") or not o.job or o.token is None:
+        if o.op not in ("complete", "retry", "extend") or not o.job or o.token is None:
             continue
         accepted = o.ok and o.reply in ("ok", "scheduled", "dead")
-        if not accepted and o.indeterminate:
+        if not accepted and o.indeterminate and o.op != "extend":
             # the answer was lost: the stream says whether it took effect (completions and deaths only)
             accepted = (o.job, o.token, "completed" if o.op == "complete" else "dead") in streamed
         if not accepted:
@@ -498,8 +499,8 @@ def _fence(calls: list[Op], claims: dict[str, list[Op]], endings: dict[str, list
         mine = [c for c in claims.get(o.job, []) if c.worker == o.worker and c.token == o.token
                 and (c.answered or 0) <= o.sent]
         if not mine:
-            out.append(Finding("fence_violations", o.job, f"{o.worker}'s settle with token {o.token} was "
-                                      "accepted, but that worker never claimed the job with that token", [o]))
+            out.append(Finding("fence_violations", o.job, f"{o.worker}'s {_what(o)} with token {o.token} "
+                               "was accepted, but that worker never claimed the job with that token", [o]))
             continue
         x = mine[-1]
         newer = [c for c in claims.get(o.job, []) if c is not x and c.sent > (x.answered or x.sent)
@@ -508,7 +509,7 @@ def _fence(calls: list[Op], claims: dict[str, list[Op]], endings: dict[str, list
             y = newer[0]
             out.append(Finding(
                 "fence_violations", o.job,
-                f"{o.worker}'s settle with token {o.token} was accepted after {y.worker} had claimed the job "
+                f"{o.worker}'s {_what(o)} with token {o.token} was accepted after {y.worker} had claimed the job "
                 f"again (token {y.token}): the fence should have answered stale",
                 sorted({*by_job[o.job], o, x, y}, key=lambda op: op.sent)))
     return out
@@ -516,3 +517,7 @@ def _fence(calls: list[Op], claims: dict[str, list[Op]], endings: dict[str, list
 
 def _outcomes(es: list[Ending]) -> str:
     return ", ".join(f"{e.outcome}{f' (token {e.token})' if e.token is not None else ''}" for e in es)
+
+
+def _what(o: Op) -> str:
+    return "lease extension" if o.op == "extend" else "settle"

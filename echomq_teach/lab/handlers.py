@@ -47,6 +47,8 @@ class Context:
     work_ms: int = 0
     #: called halfway through ``work()``: the worker's "inside the handler" crash point
     midway: Any = field(default=None, repr=False)
+    #: the worker's history (``history.Recorder``): a renewal the handler makes is recorded there
+    rec: Any = field(default=None, repr=False)
 
     def work(self) -> None:
         """Do the job's work: sleep ``work_ms``, passing the handler's crash point halfway."""
@@ -55,6 +57,22 @@ class Context:
         if self.midway is not None:
             self.midway()
         time.sleep(half)
+
+    def extend(self, job: Claimed, sha: str, lease_ms: int) -> bool:
+        """Renew ``job``'s lease by the loaded script ``sha``; True when the node says it renewed.
+
+        The script takes KEYS ``[active, row]`` and ARGV ``[id, token, lease_ms]`` and answers 1
+        (renewed) or 0 (the caller no longer holds the job). The call is recorded as ``extend``
+        with the caller's token, so the checker can hold a renewal to the fence as it holds a settle.
+        """
+        keys = (queue_key(self.queue, "active"), job_key(self.queue, job.id))
+
+        def call() -> str:
+            reply = self.conn.call("EVALSHA", sha, 2, *keys, job.id, job.attempts, lease_ms)
+            return "ok" if reply == 1 else "stale" if reply == 0 else f"not 1 or 0: {reply!r}"
+
+        answer = call() if self.rec is None else self.rec.call("extend", call, job=job.id, token=job.attempts)
+        return answer == "ok"
 
     def effect(self, job: Claimed) -> int:
         """A side effect made on every run (RPUSH): answers how many times this queue's effects ran."""
@@ -118,6 +136,19 @@ def careless_charge(job: Claimed, ctx: Context) -> str:
     if job.payload.endswith("!") and job.attempts == 1:
         raise RuntimeError("the payment provider timed out (after it took the money)")
     return f"charged {job.id}"
+def renewing(job: Claimed, ctx: Context, sha: str, lease_ms: int, every_ms: int) -> str | Error:
+    """Work ``work_ms`` in slices of ``every_ms``, renewing the lease (``ctx.extend``) after each slice.
+
+    A handler that outlives its lease keeps it this way; a refused renewal means another
+    worker may hold the job now, so it stops working at once and answers an error.
+    """
+    for _ in range(max(1, ctx.work_ms // every_ms)):
+        time.sleep(every_ms / 1000)
+        if not ctx.extend(job, sha, lease_ms):
+            return Error("the lease was lost: a renewal was refused")
+    return f"done {job.payload}"
+
+
 def stalls(job: Claimed, ctx: Context) -> str:
     """Work, then complete with the stalls the job's row has counted so far: ``"stalled N"``.
 

@@ -153,7 +153,7 @@ class Worker:
         self.conn, self.queue, self.rec, self.handler, self.options = conn, queue, rec, handler, options
         self.claims = 0
         self.stopping = False
-        self.ctx = Context(conn, queue, rec.worker, options.work_ms)
+        self.ctx = Context(conn, queue, rec.worker, options.work_ms, rec=rec)
         self._arm_settle = False
         if options.crash_at == "settle-sent":
             self._hook_settle()

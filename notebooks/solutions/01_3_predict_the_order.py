@@ -1,4 +1,4 @@
-def predict_the_order(conn, queue, labels):
+def predict_the_order(labels):
     # ZPOPMIN with every score 0 takes the smallest member, compared byte by byte.
     # "A-rush" < "JOB…" (A before J); the producer whose clock is 5 s behind minted the smallest
     # JOB id although it enqueued last; the reaped job went back with its old, early id;

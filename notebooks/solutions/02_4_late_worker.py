@@ -1,7 +1,7 @@
 from echomq_teach import jobs
 
 
-def late_worker(conn, queue):
+def late_worker():
     # @complete compares the token with attempts AND wants state active; it never reads the clock.
     return {
         "lease lapsed, no sweep yet: the first worker completes": jobs.OK,

@@ -1,4 +1,4 @@
-def part_ways(s_conn, n_conn, queue):
+def part_ways():
     # (scripted @claim2 sent raw, native EMQ.CLAIM)
     return {
         "a raw call on a paused queue": ("claimed", "empty"),  # only the command reads the flag

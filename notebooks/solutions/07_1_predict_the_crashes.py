@@ -1,4 +1,4 @@
-def predict_the_crashes(conn, queue):
+def predict_the_crashes():
     # charge_first charges, then works. Killed right after its claim: nothing ran, nothing charged; the
     # healthy worker runs it once. Killed inside the work or after the handler: the charge was made and
     # the job runs again elsewhere, charging again. Killed after the settle reached the node: settled,

@@ -386,9 +386,12 @@ print(exercises.check("01.2", happy_path, conn))
 #
 # **Predict, do not claim**: return the labels in the order the next six claims will hand the jobs
 # out. The check then claims them and compares. *Solution: `solutions/01_3_predict_the_order.py`.*
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell.
 
 # %%
-def predict_the_order(conn, queue, labels):
+def predict_the_order(labels):
     # your prediction here: a list of the six labels, first claimed first
     raise NotImplementedError
 

@@ -156,6 +156,36 @@ assert t0 <= deadline - 30_000 <= t1
 # ([ledger](../docs/guarantees.md#server-clock)).
 
 # %% [markdown]
+# ### 02.4 · Late, but not too late (predict before you read on)
+#
+# A lease has a deadline on the server's clock. What happens to a worker that comes back after it?
+# Before the next sections show it, **predict** four completions, each `"ok"` or `"stale"`
+# (`jobs.OK`, `jobs.STALE`). In each, a worker claimed a job with a 30 ms lease and came back after
+# 50 ms to complete it:
+#
+# 1. `"lease lapsed, no sweep yet: the first worker completes"`
+# 2. `"lease lapsed, a reap ran: the first worker completes"`
+# 3. `"reaped and claimed again: the first worker completes"`
+# 4. `"reaped and claimed again: the second worker completes"`
+#
+# Return a dict from those four strings to your predictions; the check runs each on the node.
+# *Solution: `solutions/02_4_late_worker.py`.*
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell.
+
+# %%
+from echomq_teach.course import exercises  # noqa: E402
+
+
+def late_worker():
+    # your predictions here
+    raise NotImplementedError
+
+
+print(exercises.check("02.4", late_worker, conn))
+
+# %% [markdown]
 # ## Attempts is the fencing token
 #
 # A claim answers the new `attempts`. Suppose the worker stalls past its lease, a sweep returns the
@@ -228,6 +258,35 @@ lapsed = snapshots.snapshot(conn, Q5).relative("active", late_job) < 0
 late_ok = jobs.complete(conn, Q5, late_job, late_claim.attempts)
 print("lease lapsed:", lapsed, "· no sweep ran · the late completion:", late_ok)
 assert lapsed and late_ok == jobs.OK
+
+# %% [markdown]
+# ### 02.6 · Build: renew the lease, only while it is yours
+#
+# A handler that works longer than its lease loses its job to a sweep, and runs twice. The usual
+# cure is a **lease extension**: every so often the handler asks the node to push its deadline on.
+# The queue has no such call; you write it, as a Lua script. It takes
+#
+# - `KEYS[1]`, the queue's active set, and `KEYS[2]`, the job's row;
+# - `ARGV[1]`, the job's id, `ARGV[2]`, the caller's token (the attempts its claim answered), and
+#   `ARGV[3]`, the new lease in milliseconds, counted from the server's clock now;
+#
+# and answers `1` when it renewed the lease, `0` when the caller no longer holds the job (and then
+# writes nothing). Return your script's source as a string.
+#
+# The check is a judge: it starts a node of its own (not this notebook's), loads your script, and
+# runs three worker processes whose handlers work 1 s on a 500 ms lease, renewing every 100 ms, while
+# a seeded nemesis freezes and kills them, on three seeds it draws. It passes only when, on every
+# seed, the checker finds the run valid **and** your renewal kept the lease of every handler no fault
+# touched. A Lua error comes back as a finding naming its line. About five seconds a check.
+# *Solution: `solutions/02_6_renew_the_lease.py`.*
+
+# %%
+def renew_the_lease():
+    # return your Lua script's source, a str
+    raise NotImplementedError
+
+
+print(exercises.check("02.6", renew_the_lease))
 
 # %% [markdown]
 # ## The ghost guard
@@ -369,28 +428,6 @@ def feed_the_ghost(conn, queue):
 
 
 print(exercises.check("02.3", feed_the_ghost, conn))
-
-# %% [markdown]
-# ### 02.4 · Late, but not too late
-#
-# **Predict** four completions, each `"ok"` or `"stale"` (`jobs.OK`, `jobs.STALE`). In each, a worker
-# claimed a job with a 30 ms lease and came back after 50 ms to complete it:
-#
-# 1. `"lease lapsed, no sweep yet: the first worker completes"`
-# 2. `"lease lapsed, a reap ran: the first worker completes"`
-# 3. `"reaped and claimed again: the first worker completes"`
-# 4. `"reaped and claimed again: the second worker completes"`
-#
-# Return a dict from those four strings to your predictions; the check runs each on the node.
-# *Solution: `solutions/02_4_late_worker.py`.*
-
-# %%
-def late_worker(conn, queue):
-    # your predictions here
-    raise NotImplementedError
-
-
-print(exercises.check("02.4", late_worker, conn))
 
 # %% [markdown]
 # ### 02.5 · Empty, yet not empty

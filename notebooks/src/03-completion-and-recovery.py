@@ -557,9 +557,12 @@ print(exercises.check("03.2", recover, conn))
 # (`"pending"`, `"active"`, `"dead"` or `"nowhere"`), and what is its `stalled` count at the end?
 # Return `{"where after each round": [...], "stalled count at the end": n}`.
 # *Solution: `solutions/03_3_predict_the_sweep.py`.*
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell.
 
 # %%
-def predict_the_sweep(conn, queue, job_id):
+def predict_the_sweep():
     # your prediction here
     raise NotImplementedError
 

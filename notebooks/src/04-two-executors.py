@@ -91,6 +91,35 @@ assert s_snap.where(same_id) == n_snap.where(same_id) == ["active"]
 assert {k: v for k, v in n_row.items() if k != "lease_epoch"} == s_row and extra == ["lease_epoch"]
 
 # %% [markdown]
+# ### 04.3 · Where the two part ways (predict before you read on)
+#
+# Before the four differences are shown, **predict**, for each executor, what a *raw* claim
+# answers — `@claim2` sent by `EVALSHA` on the scripted node, `EMQ.CLAIM` on the native one,
+# neither through the kit's `claim/3` — as `"claimed"`, `"empty"` or `"error"`:
+#
+# 1. `"a raw call on a paused queue"` (one job pending);
+# 2. `"a ghost at the head, a real job behind it"`;
+# 3. `"a lease of 'soon'"` (one job pending);
+#
+# and 4. `"after the lease of 'soon', where the job is"`: `"pending"`, `"active"` or `"nowhere"`.
+# Return a dict from those four strings to pairs `(scripted, native)`; the check runs each on both
+# nodes. *Solution: `solutions/04_3_part_ways.py`.*
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell.
+
+# %%
+from echomq_teach.course import exercises  # noqa: E402
+
+
+def part_ways():
+    # your predictions here
+    raise NotImplementedError
+
+
+print(exercises.check("04.3", part_ways, s_conn, n_conn))
+
+# %% [markdown]
 # ## The four differences
 #
 # When nothing goes wrong, both executors answer alike and leave the node in the same state. They
@@ -561,29 +590,6 @@ def read_brands(s_conn, n_conn, queue):
 
 
 print(exercises.check("04.2", read_brands, s_conn, n_conn))
-
-# %% [markdown]
-# ### 04.3 · Where the two part ways
-#
-# **Predict**, for each executor, what a *raw* claim answers — `@claim2` sent by `EVALSHA` on the
-# scripted node, `EMQ.CLAIM` on the native one, neither through the kit's `claim/3` — as `"claimed"`,
-# `"empty"` or `"error"`:
-#
-# 1. `"a raw call on a paused queue"` (one job pending);
-# 2. `"a ghost at the head, a real job behind it"`;
-# 3. `"a lease of 'soon'"` (one job pending);
-#
-# and 4. `"after the lease of 'soon', where the job is"`: `"pending"`, `"active"` or `"nowhere"`.
-# Return a dict from those four strings to pairs `(scripted, native)`; the check runs each on both
-# nodes. *Solution: `solutions/04_3_part_ways.py`.*
-
-# %%
-def part_ways(s_conn, n_conn, queue):
-    # your predictions here
-    raise NotImplementedError
-
-
-print(exercises.check("04.3", part_ways, s_conn, n_conn))
 
 # %% [markdown]
 # ## Recap

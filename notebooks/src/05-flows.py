@@ -436,9 +436,12 @@ print(exercises.check("05.3", never_releases, conn))
 #
 # Return `{"dependencies after each step": [...five numbers...], "the parent's state at the end": …}`.
 # *Solution: `solutions/05_4_predict_the_counter.py`.*
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell.
 
 # %%
-def predict_the_counter(conn, queue, parent_id):
+def predict_the_counter():
     # your prediction here
     raise NotImplementedError
 

@@ -485,9 +485,12 @@ print(source.getsource(handlers.charge_first))
 # `{"claimed": {"handler runs": n, "charges": n}, "handler": {…}, "handled": {…}, "settle-sent": {…}}`.
 # The check runs the four crashes for real and compares.
 # *Solution: `solutions/07_1_predict_the_crashes.py`.*
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell.
 
 # %%
-def predict_the_crashes(conn, queue):
+def predict_the_crashes():
     # your prediction here
     raise NotImplementedError
 

@@ -465,9 +465,12 @@ plt.show()
 #
 # Stuck after a try? `exercises.hint("08.1")`. The reference solution is in
 # `notebooks/solutions/08_1_predict_the_crash.py`.
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell.
 
 # %%
-def predict_the_crash(conn, queue, floor_path):
+def predict_the_crash():
     # return {"floor": ..., "stream": ..., "floor_after": ...}
     raise NotImplementedError
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from echomq_teach.course import exercises
+from echomq_teach.course import exercises, registry
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
@@ -56,7 +56,7 @@ CELLS = _exercise_cells()
 
 def _solution_lines(key: str) -> list[str]:
     """The lines of a solution's body that carry its answer: code, not imports, signatures or comments."""
-    name = exercises._REGISTRY[key].solution
+    name = registry.REGISTRY[key].solution
     lines = []
     for line in (SOLUTIONS / name).read_text(encoding="utf-8").splitlines():
         s = line.split("#")[0].strip()
@@ -74,7 +74,7 @@ def test_every_exercise_of_the_course_is_in_a_notebook():
 
 @pytest.mark.parametrize(("notebook", "key", "stored", "source"), CELLS, ids=[f"{c[1]}" for c in CELLS])
 def test_an_unsolved_exercise_shows_no_answer(notebook, key, stored, source):
-    ex = exercises._REGISTRY[key]
+    ex = registry.REGISTRY[key]
     assert f"✗ {key}" in stored and "not yet" in stored, f"{notebook}: {key}'s stored output is not a 'not yet'"
     assert "Hint:" not in stored and ex.hint not in stored
     code = _solution_lines(key)
@@ -85,7 +85,7 @@ def test_an_unsolved_exercise_shows_no_answer(notebook, key, stored, source):
 
 @pytest.mark.parametrize(("notebook", "key", "stored", "source"), CELLS, ids=[f"{c[1]}" for c in CELLS])
 def test_an_exercise_names_its_solution(notebook, key, stored, source):
-    name = exercises._REGISTRY[key].solution
+    name = registry.REGISTRY[key].solution
     assert name and (SOLUTIONS / name).is_file()
     assert f"solutions/{name}" in source, f"{notebook}: {key} does not say where its solution is"
 
@@ -93,7 +93,7 @@ def test_an_exercise_names_its_solution(notebook, key, stored, source):
 def test_the_check_catches_a_leak():
     key, lines = "03.4", _solution_lines("03.4")
     leaked = "✗ 03.4 …: not yet.\n" + lines[0]
-    assert any(line in leaked for line in lines) and exercises._REGISTRY[key].hint not in leaked
+    assert any(line in leaked for line in lines) and registry.REGISTRY[key].hint not in leaked
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
@@ -111,3 +111,57 @@ def test_every_stored_widget_says_what_it_shows(path):
             assert "no points yet" not in plain and "not run yet" not in plain, f"{path.name}: {plain!r}"
             assert "step 0 of" not in plain, f"{path.name}: a stepper stored before its first step"
             assert "no flow landed yet" not in plain, f"{path.name}: a composer stored before a run"
+
+
+# -- issue 20: no stored output above a prediction shows its answer -----------------------------------------
+#: what a demo cell prints that answers a prediction: none of it may be stored above that prediction
+TELLS = {
+    "02.4": ("the first worker's late completion:", "the late completion:"),
+    "04.3": ("raw EMQ.CLAIM on a paused queue", "script error:", "native refusal:", "first claim:"),
+}
+
+
+def _above_predictions() -> list[tuple[str, str, str]]:
+    """(notebook, key, every stored output above the prediction's check cell)."""
+    found = []
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            for key in CHECK.findall(cell.source) if cell.cell_type == "code" else []:
+                if registry.REGISTRY[key].kind == "predict":
+                    above = "\n".join(_text(c.outputs) for c in nb.cells[:i] if c.cell_type == "code")
+                    found.append((path.name, key, above))
+    return found
+
+
+def _answer_tells(key: str) -> list[str]:
+    """The reference answer's values as a check or a print shows them (the short words are not tells)."""
+    import importlib.util
+    import inspect
+
+    path = SOLUTIONS / registry.REGISTRY[key].solution
+    spec = importlib.util.spec_from_file_location(f"tells_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (fn,) = [f for _, f in inspect.getmembers(module, inspect.isfunction) if f.__module__ == module.__name__]
+    answer = fn(*[None] * len(inspect.signature(fn).parameters))
+    values = list(answer.values()) if isinstance(answer, dict) else [answer]
+    return [repr(v) for v in values if isinstance(v, (list, tuple, dict))]
+
+
+ABOVE = _above_predictions()
+
+
+def test_every_prediction_is_looked_at():
+    assert {k for _, k, _ in ABOVE} == {k for k, e in registry.REGISTRY.items() if e.kind == "predict"}
+
+
+@pytest.mark.parametrize(("notebook", "key", "above"), ABOVE, ids=[a[1] for a in ABOVE])
+def test_no_stored_output_above_a_prediction_shows_its_answer(notebook, key, above):
+    shown = [t for t in (*TELLS.get(key, ()), *_answer_tells(key)) if t in above]
+    assert shown == [], f"{notebook}: the outputs above {key} show {shown}"
+
+
+def test_the_tells_catch_a_leak():
+    assert "raw EMQ.CLAIM on a paused queue" in TELLS["04.3"]
+    assert "['pending', 'pending', 'dead']" in _answer_tells("03.3")

@@ -136,6 +136,24 @@ def test_a_fence_violation_is_reported():
     assert "fence_violations: Z" in r.summary()
 
 
+def test_a_zombies_lease_extension_is_a_fence_violation():
+    # issue 20 (02.6): a renewal is held to the fence as a settle is; a refused one ("stale") is fine
+    s, stream = clean()
+    s.enqueue("X")
+    s.claim("w1", "X", 1)
+    s.call("w1", "extend", job="X", token=1, reply="ok")  # its own lease, while it holds it: fine
+    s.reap("X")
+    s.claim("w2", "X", 2)
+    s.call("w1", "extend", job="X", token=1, reply="stale")  # refused: fine
+    s.complete("w2", "X", 2)
+    ok = check(s.history(), final(stream + [("X", "completed", 2)]))
+    assert ok.valid, ok.summary()
+    s.call("w1", "extend", job="X", token=1, reply="ok")  # accepted after w2's claim: the zombie renewed it
+    r = check(s.history(), final(stream + [("X", "completed", 2)]))
+    [f] = r.fence_violations
+    assert f.job == "X" and "w1's lease extension with token 1" in f.detail and "w2" in f.detail
+
+
 def test_a_settle_by_a_worker_that_never_claimed_is_a_fence_violation():
     s, stream = clean()
     s.enqueue("Y")

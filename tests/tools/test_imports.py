@@ -24,24 +24,17 @@ ROOMS = ("nodes", "lab", "course", "floor", "classroom", "hub")
 #: the one import from the core into a room: the package re-exports the course's entry point, start_node
 ENTRY_POINT = ("echomq_teach", "echomq_teach.nodes.providers")
 
-_CHECKS = ("claim_and_lease", "common", "completion_and_recovery", "flows", "lifecycle", "two_executors",
-           "when_things_fail")
 # (importer, imported module, name): a private name still imported across modules
 ALLOWED_PRIVATE: set[tuple[str, str, str]] = {
     # the child-process piece (nodes/process.py, another branch) replaces these
     ("echomq_teach.nodes.container", "echomq_teach.nodes.local", "_alive"),
     ("echomq_teach.nodes.container", "echomq_teach.nodes.local", "_live"),
     ("tests.nodes.test_cluster", "echomq_teach.nodes.local", "_alive"),
-    # the exercise registry (issue 20, another branch) gives the checks a public findings type
-    *{(f"echomq_teach.course.checks.{m}", "echomq_teach.course.exercises", "_Findings") for m in _CHECKS},
 }
 # rooms that still import each other in a circle: (room, room) edges allowed to close one
 ALLOWED_ROOM_EDGES: set[tuple[str, str]] = set()
-# module circles still there: exercises registers the checks, the checks import exercises (issue 20's registry)
-ALLOWED_CIRCLES: list[list[str]] = [
-    sorted(["echomq_teach.course.exercises", "echomq_teach.course.checks",
-            *(f"echomq_teach.course.checks.{m}" for m in _CHECKS)]),
-]
+# module circles still there (none: the exercise registry untied the last one)
+ALLOWED_CIRCLES: list[list[str]] = []
 
 
 def module_files() -> dict[str, Path]:

@@ -7,8 +7,7 @@ from typing import Any
 
 from ... import jobs, snapshots, stalled
 from ...connector import Connector
-from ..exercises import _Findings, exercise, setup_for
-from .common import compare_predictions
+from ..registry import Findings, exercise, keyed_dict, prediction, setup_for
 
 
 @exercise(
@@ -17,8 +16,9 @@ from .common import compare_predictions
     "Hint: the cap counts claims. Between the two failures the job sits on schedule until its run-at; "
     "only a promote after that brings it back to be claimed again.",
     solution="03_1_into_the_morgue.py",
+    kind="build",
 )
-def _v031(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _v031(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     (job_id,) = args
     s = snapshots.snapshot(conn, queue)
     where = s.where(job_id) or "no set"
@@ -40,8 +40,9 @@ def _s031(conn: Connector, queue: str) -> tuple[Any, ...]:
     "Hint: nothing moves a lapsed lease but a client's sweep; after it, the job is claimable again, and the "
     "old token is no longer the one the fence wants.",
     solution="03_2_recover.py",
+    kind="repair",
 )
-def _v032(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _v032(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     job_id, old_token = args
     s = snapshots.snapshot(conn, queue)
     f.expect(not s.where(job_id), f"{job_id} should be settled; it is still in {s.where(job_id)}.")
@@ -63,14 +64,15 @@ ROUNDS = 3
 MAX_STALLED = 2
 
 
-@exercise(
+@prediction(
     "03.3",
     "Predict the counted sweep",
     "Hint: each sweep adds one to the row's stalled count for a lapsed lease; the job is buried only when "
     "the count goes OVER max_stalled. A buried job is in no pending set, so the next round's claim finds nothing.",
     solution="03_3_predict_the_sweep.py",
+    shape=keyed_dict(("where after each round", "stalled count at the end")),
 )
-def _v033(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _r033(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     (job_id,) = args
     where_after: list[str] = []
     for _ in range(ROUNDS):
@@ -79,8 +81,7 @@ def _v033(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _F
         stalled.check(conn, queue, max_stalled=MAX_STALLED)
         where_after.append("/".join(snapshots.snapshot(conn, queue).where(job_id)) or "nowhere")
     row = snapshots.snapshot(conn, queue).rows.get(job_id, {})
-    seen = {"where after each round": where_after, "stalled count at the end": int(row.get("stalled", 0))}
-    compare_predictions(f, result, seen)
+    return {"where after each round": where_after, "stalled count at the end": int(row.get("stalled", 0))}
 
 
 @setup_for("03.3")
@@ -98,8 +99,9 @@ _STUCK: dict[str, dict[str, str]] = {}
     "Hint: look at which set each id is in and at its score against server now (snapshots.snapshot(conn, "
     "queue).render()). One set is emptied of due members by promote/3, the other of lapsed leases by reap/2.",
     solution="03_4_unstick.py",
+    kind="repair",
 )
-def _v034(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _v034(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     (stuck,) = args
     truth = _STUCK.pop(queue)
     s = snapshots.snapshot(conn, queue)

@@ -7,8 +7,7 @@ from typing import Any
 
 from ... import flows, jobs, snapshots
 from ...connector import Connector
-from ..exercises import _Findings, exercise, setup_for
-from .common import compare_predictions
+from ..registry import Findings, exercise, keyed_dict, prediction, setup_for
 
 
 @exercise(
@@ -16,8 +15,9 @@ from .common import compare_predictions
     "Land a flow of four",
     "Hint: flows.add takes the parent's payload and a list of the children's payloads; it answers a Flow.",
     solution="05_1_land_four.py",
+    kind="build",
 )
-def _v051(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _v051(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     s = snapshots.snapshot(conn, queue)
     held = [i for i, r in s.rows.items() if r.get("state") == "awaiting_children"]
     if not f.expect(len(held) == 1, f"one parent should be held (awaiting_children); found {len(held)}."):
@@ -36,8 +36,9 @@ def _v051(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _F
     "Hint: the children come out of pending before the parent, which is in no set until the last one "
     "completes; each completion must carry a result for :processed to hold it.",
     solution="05_2_release_the_parent.py",
+    kind="build",
 )
-def _v052(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _v052(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     (parent,) = args
     s = snapshots.snapshot(conn, queue)
     f.expect(flows.dependencies(conn, queue, parent) == 0, "every child should be done: :dependencies = 0.")
@@ -62,8 +63,9 @@ _HOLDER: dict[str, str] = {}
     "Hint: read the counter (flows.dependencies) and then every child's row: which one is neither completed "
     "nor pending? Its parent_policy says what its death did to the parent, and what would undo it.",
     solution="05_3_never_releases.py",
+    kind="diagnose",
 )
-def _v053(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _v053(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     (parent,) = args
     holder = _HOLDER.pop(queue)
     s = snapshots.snapshot(conn, queue)
@@ -99,14 +101,15 @@ STEPS = (
 )
 
 
-@exercise(
+@prediction(
     "05.4",
     "Predict the counter",
     "Hint: the DECR sits inside the branch that runs only when this completion took the child out of active, "
     "and only after the token fence passed. Under ignore, a death counts as done.",
     solution="05_4_predict_the_counter.py",
+    shape=keyed_dict(("dependencies after each step", "the parent's state at the end")),
 )
-def _v054(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _r054(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     (parent,) = args
     counter: list[int] = []
     a = jobs.claim(conn, queue, 30_000)
@@ -125,9 +128,8 @@ def _v054(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _F
     c = jobs.claim(conn, queue, 30_000)
     jobs.retry(conn, queue, c.id, c.attempts, "c broke", max_attempts=1)
     counter.append(flows.dependencies(conn, queue, parent))
-    seen = {"dependencies after each step": counter, "the parent's state at the end": snapshots.snapshot(
-        conn, queue).state(parent)}
-    compare_predictions(f, result, seen)
+    return {"dependencies after each step": counter,
+            "the parent's state at the end": snapshots.snapshot(conn, queue).state(parent)}
 
 
 @setup_for("05.4")

@@ -7,7 +7,7 @@ from typing import Any
 
 from ... import flows, ids, jobs, snapshots, stalled
 from ...connector import Connector
-from ..exercises import _Findings, exercise, setup_for
+from ..registry import Findings, exercise, prediction, setup_for
 
 # 01.4: the transitions a learner may name, as the table in notebook 01 names them
 TRANSITIONS = ("enqueue", "claim", "retry", "retry at the cap", "reap", "promote", "stall sweep", "flow land")
@@ -20,8 +20,9 @@ _TRUTH: dict[str, dict[str, str]] = {}
     "Fill the queue",
     "Hint: one jobs.enqueue(conn, queue, payload) per payload, in the order you want them claimed.",
     solution="01_1_fill_the_queue.py",
+    kind="build",
 )
-def _v011(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _v011(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     s = snapshots.snapshot(conn, queue)
     if not f.expect(len(s.pending) == 3, f"pending should hold 3 ids; it holds {len(s.pending)}."):
         return
@@ -36,8 +37,9 @@ def _v011(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _F
     "Walk the happy path",
     "Hint: a claim answers the token (its attempts); the completion must hand that same number back.",
     solution="01_2_happy_path.py",
+    kind="build",
 )
-def _v012(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _v012(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     (job_id,) = args
     s = snapshots.snapshot(conn, queue)
     f.expect(not s.where(job_id), f"{job_id} should have left every set; it is in {s.where(job_id)}.")
@@ -51,32 +53,29 @@ def _s012(conn: Connector, queue: str) -> tuple[Any, ...]:
 
 
 # -- 01.3 · predict the order ---------------------------------------------------------------------------
-@exercise(
+def _order_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
+    (labels,) = args
+    if isinstance(answer, list) and sorted(answer) == sorted(labels):
+        return None
+    return f"return a list of the {len(labels)} labels, each once, in the order the claims will hand them out."
+
+
+@prediction(
     "01.3",
     "Predict the claim order",
     "Hint: ZPOPMIN with every score 0 compares the members byte by byte. Write each id down and compare "
     "them as strings: 'A' < 'J' < 'z', and a reap or a promote puts an id back with its old bytes.",
     solution="01_3_predict_the_order.py",
+    shape=_order_shape,
+    given=lambda args: args,  # the labels: what each job is, never its id
 )
-def _v013(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _r013(conn: Connector, queue: str, args: tuple[Any, ...]) -> list[str]:
     (labels,) = args
-    s = snapshots.snapshot(conn, queue)
-    if not f.expect(
-        sorted(s.pending) == sorted(labels.values()),
-        "predict without claiming: every job should still be pending when your function returns.",
-    ):
-        return
-    if not f.expect(
-        isinstance(result, list) and sorted(result) == sorted(labels),
-        f"return a list of the {len(labels)} labels, each once, in the order the claims will hand them out.",
-    ):
-        return
-    # the run: claim everything, oldest-by-bytes first, and put the ids back the way they were
+    # the run: claim everything, smallest id by bytes first
     order = []
     while (c := jobs.claim(conn, queue, 30_000)) is not None:
         order.append(next(label for label, i in labels.items() if i == c.id))
-    wrong = [n for n, (a, b) in enumerate(zip(result, order), 1) if a != b]
-    f.expect(not wrong, f"claims {wrong} were not what you predicted; the run handed out: {order}.")
+    return order
 
 
 @setup_for("01.3")
@@ -108,8 +107,9 @@ def _s013(conn: Connector, queue: str) -> tuple[Any, ...]:
     "Hint: read each row, not only its set: attempts (0 means never claimed), last_error (a retry wrote it), "
     "stalled (the counted sweep wrote it), parent (a flow child), and the state awaiting_children.",
     solution="01_4_which_transition.py",
+    kind="diagnose",
 )
-def _v014(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _v014(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     (job_ids,) = args
     truth = _TRUTH.pop(queue)
     if not f.expect(

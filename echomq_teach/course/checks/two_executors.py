@@ -6,8 +6,7 @@ from typing import Any
 
 from ... import ids, jobs, keyspace, scripts, snapshots
 from ...connector import Connector
-from ..exercises import _Findings, exercise, setup_for
-from .common import compare_predictions
+from ..registry import Findings, exercise, keyed_dict, prediction, setup_for
 
 
 @exercise(
@@ -15,8 +14,9 @@ from .common import compare_predictions
     "Same claim, two executors",
     "Hint: the kit's claim/3 picks the executor from the connector's wire: call it once per connector.",
     solution="04_1_claim_both.py",
+    kind="build",
 )
-def _v041(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _v041(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     s_conn, n_conn = conns
     (job_id,) = args
     if not f.expect(
@@ -49,8 +49,9 @@ def _s041(conns: Any, queue: str) -> tuple[Any, ...]:
     "Read the brands",
     "Hint: the brand is one string key, keyspace.VERSION_KEY; a connector sends any command with conn.call.",
     solution="04_2_read_brands.py",
+    kind="diagnose",
 )
-def _v042(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _v042(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     s_conn, n_conn = conns
     want = {"scripted": "echomq:4.0.0", "native": "echomq:6.0.0"}
     f.expect(result == want, f"expected {want}; got {result!r}.")
@@ -84,14 +85,15 @@ def _raw_claim(conn: Connector, queue: str, lease: object) -> str:
     return "claimed" if reply else "empty"
 
 
-@exercise(
+@prediction(
     "04.3",
     "Where the two part ways",
     "Hint: the pause flag is read by claim/3 and by EMQ.CLAIM, never by the @claim2 script; a script that "
     "fails after its first write keeps what it wrote, while the command checks everything before it writes.",
     solution="04_3_part_ways.py",
+    shape=keyed_dict((*PARTS, WHERE)),
 )
-def _v043(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _r043(conns: Any, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     seen: dict[str, Any] = {part: () for part in PARTS}
     where: list[str] = []
     for n, conn in enumerate(conns):
@@ -112,9 +114,7 @@ def _v043(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: _Findin
         for part, kind in zip(PARTS, (paused, ghost, soon)):
             seen[part] += (kind,)
     seen[WHERE] = tuple(where)
-    if isinstance(result, dict):
-        result = {k: tuple(v) if isinstance(v, list) else v for k, v in result.items()}
-    compare_predictions(f, result, seen, what="(scripted, native) prediction")
+    return seen
 
 
 @setup_for("04.3")

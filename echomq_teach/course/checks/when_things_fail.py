@@ -8,12 +8,8 @@ from typing import Any
 from ...connector import Connector
 from ...errors import BadInput
 from ...lab import handlers
-from ...lab.crashes import crash_points
-from ...lab.nemesis import Nemesis
-from ...lab.run import Run
-from ...lab.worker import CRASH_POINTS
-from ..exercises import _Findings, exercise
-from .common import compare_predictions
+from ..judge import CRASH_POINTS, Nemesis, Run, crash_points
+from ..registry import Findings, exercise, prediction
 
 
 def _node(conn: Connector) -> Any:
@@ -23,23 +19,25 @@ def _node(conn: Connector) -> Any:
 
 
 # -- 07.1 · predict the crash points ---------------------------------------------------------------------
-@exercise(
+def _crash_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
+    ok = isinstance(answer, Mapping) and set(answer) == set(CRASH_POINTS) and all(
+        isinstance(v, Mapping) and set(v) == {"handler runs", "charges"} for v in answer.values())
+    return None if ok else (f"return a dict from each crash point {list(CRASH_POINTS)} to "
+                            '{"handler runs": n, "charges": n}; got ' + repr(answer))
+
+
+@prediction(
     "07.1",
     "Predict the crash points",
     "Hint: charge_first charges before its work. A crash that comes after the charge and before the "
     "settle leaves a charged job whose settle never happened: it runs again, and charges again. A crash "
     "before the handler starts charges nothing; a settle that reached the node is not run again.",
     solution="07_1_predict_the_crashes.py",
+    shape=_crash_shape,
 )
-def _v071(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
-    shape_ok = isinstance(result, Mapping) and set(result) == set(CRASH_POINTS) and all(
-        isinstance(v, Mapping) and set(v) == {"handler runs", "charges"} for v in result.values())
-    if not f.expect(shape_ok, f"return a dict from each crash point {list(CRASH_POINTS)} to "
-                    '{"handler runs": n, "charges": n}; got ' + repr(result)):
-        return
+def _r071(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     outcomes = crash_points(_node(conn), queue, handler="echomq_teach.lab.handlers:charge_first")
-    seen = {o.point: {"handler runs": o.runs, "charges": o.charges} for o in outcomes}
-    compare_predictions(f, result, seen)
+    return {o.point: {"handler runs": o.runs, "charges": o.charges} for o in outcomes}
 
 
 # -- 07.2 · the capstone: pass the nemesis ----------------------------------------------------------------
@@ -73,8 +71,9 @@ def capstone(conn: Connector, queue: str, lease_ms: int, max_attempts: int, hand
     "attempt. And a handler that runs twice must not charge twice: key the charge by the job "
     "(ctx.effect_once(job)).",
     solution="07_2_pass_the_nemesis.py",
+    kind="build",
 )
-def _v072(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: _Findings) -> None:
+def _v072(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     keys = {"lease_ms", "max_attempts", "handler"}
     if not f.expect(isinstance(result, Mapping) and set(result) == keys,
                     f"return a dict with exactly the keys {sorted(keys)}; got {result!r}."):

@@ -1,0 +1,106 @@
+"""Notebook 08 · the durable floor: predict a driver's crash; find what an operator's trim lost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...connector import Connector
+from ..registry import Findings, exercise, prediction, setup_for
+
+
+# -- 08 · the durable floor ------------------------------------------------------------------------
+# Hints on request only (``exercises.hint("08.1")``): a printed hint would be the answer.
+def _floor_path(queue: str) -> str:
+    """A floor file in a folder of its own, removed when the kernel exits."""
+    import atexit
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    folder = tempfile.mkdtemp(prefix=f"{queue}-")
+    atexit.register(shutil.rmtree, folder, True)
+    return str(Path(folder) / "floor.sqlite3")
+
+
+_CRASH_KEYS = ("floor", "stream", "floor_after")
+
+
+def _crash_keys_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
+    if not isinstance(answer, dict) or set(answer) != set(_CRASH_KEYS):
+        return f"return a dict with exactly the keys {list(_CRASH_KEYS)}; got {answer!r}."
+    bad = [k for k in _CRASH_KEYS if isinstance(answer[k], bool) or not isinstance(answer[k], int)]
+    return f"each prediction is a whole number; {bad} are not." if bad else None
+
+
+@prediction(
+    "08.1",
+    "Predict the crash",
+    "Hint: each fold reads 10 entries, commits them, then trims them. The crash lands between the third "
+    "commit and its trim. The next driver trims to its cursor first, then reads only after it.",
+    solution="08_1_predict_the_crash.py",
+    shape=_crash_keys_shape,
+)
+def _r081(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, int]:
+    from ... import floor
+    from ...floor.process import DriverProcess
+    from ...floor.workload import stream_len
+
+    (path,) = args
+    # the real run: a driver process halted after its third commit, killed, then a second driver
+    first = DriverProcess(conn.address, queue, path, "--slice", "10", "--lease-ms", "1000", "--halt-at", "commit:3")
+    try:
+        first.wait_for("halted at commit of fold 3")
+        first.kill()
+    finally:
+        first.stop()
+    with floor.open_floor(path, readonly=True) as fl:
+        seen = {"floor": fl.count(), "stream": stream_len(conn, queue)}
+    second = DriverProcess(conn.address, queue, path, "--slice", "10", "--wait-s", "10")
+    second.finish()
+    with floor.open_floor(path, readonly=True) as fl:
+        seen["floor_after"] = fl.count()
+    return seen
+
+
+@setup_for("08.1")
+def _s081(conn: Connector, queue: str) -> tuple[Any, ...]:
+    from ...floor.workload import settle_jobs
+
+    settle_jobs(conn, queue, 35)
+    return (_floor_path(queue),)
+
+
+@exercise(
+    "08.2",
+    "Find what was lost",
+    "Hint: every settle that was not lost is on the floor (floor.open_floor(path).settles(stream)) or still in "
+    "the stream (XRANGE); an id in neither was trimmed before any driver folded it.",
+    solution="08_2_find_the_lost.py",
+    kind="diagnose",
+)
+def _v082(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+    _path, settled = args
+    lost = set(settled[10:15])  # folded 10, then an operator's XTRIM MAXLEN 5 took the next 5 unarchived
+    if not f.expect(
+        isinstance(result, (set, frozenset)) and all(isinstance(x, str) for x in result),
+        f"return the lost job ids as a set of str; got {type(result).__name__}.",
+    ):
+        f.expect(False, "read both places a settle can be: the floor, and the stream.")
+        return
+    wrongly = result - lost
+    f.expect(not wrongly, f"{len(wrongly)} of the ids you named were not lost: they are on the floor or in the stream.")
+    f.expect(lost <= result, f"{len(lost - result)} lost ids are missing from your answer.")
+
+
+@setup_for("08.2")
+def _s082(conn: Connector, queue: str) -> tuple[Any, ...]:
+    from ... import floor
+    from ...floor.driver import completions_stream
+    from ...floor.workload import settle_jobs
+
+    settled = settle_jobs(conn, queue, 20)
+    path = _floor_path(queue)
+    with floor.open_floor(path) as fl, floor.Driver(conn, queue, fl, slice_size=10) as driver:
+        driver.fold()  # one slice of ten folded and trimmed; ten settles still only in the stream
+    conn.call("XTRIM", completions_stream(queue), "MAXLEN", 5)  # an operator trims "to save memory"
+    return path, settled

@@ -1,0 +1,243 @@
+"""The exercise registry: what an exercise is, the list of them, and what this kernel did with them.
+
+Both the learner's module (``exercises``) and the per-notebook checks
+(``checks/``) import this one; it imports neither, so there is no import
+circle. Each exercise declares its kind and belongs to the notebook its key
+names (``"02.4"`` → ``02-claim-and-lease``):
+
+* **predict** — answer from knowledge what a run will do; the first answer is
+  committed (``predictions``), then the run is shown beside it;
+* **diagnose** — read a real node's state and say what is wrong, or why;
+* **repair** — put a broken queue right with the kit's own calls;
+* **build** — write a mechanism (a script, a handler, settings) that the check
+  runs; a build judged by the checker faces a seeded nemesis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from ..connector import Connector
+from ..errors import BadInput
+
+KINDS = ("predict", "diagnose", "repair", "build")
+#: the notebook each exercise key's first two digits name
+NOTEBOOKS = {
+    "01": "01-lifecycle",
+    "02": "02-claim-and-lease",
+    "03": "03-completion-and-recovery",
+    "04": "04-two-executors",
+    "05": "05-flows",
+    "06": "06-workshop",
+    "07": "07-when-things-fail",
+    "08": "08-the-durable-floor",
+    "09": "09-cluster",
+}
+
+
+@dataclass
+class Verdict:
+    """The outcome of one check: solved or not, and why."""
+
+    exercise: str
+    ok: bool
+    findings: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        head = f"✓ {self.exercise}: solved." if self.ok else f"✗ {self.exercise}: not yet."
+        return "\n".join([head] + [f"  • {f}" for f in self.findings])
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+class Findings:
+    """What a check found not yet true, in the order it found it."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def expect(self, cond: bool, message: str) -> bool:
+        """Keep ``message`` when ``cond`` is false; answers ``cond``."""
+        if not cond:
+            self.items.append(message)
+        return cond
+
+
+Setup = Callable[[Any, str], tuple[Any, ...]]
+Verify = Callable[[Any, str, Any, tuple[Any, ...], Findings], None]
+
+
+@dataclass
+class Exercise:
+    key: str
+    title: str
+    kind: str
+    #: setup(conn, queue) prepares the queue and answers the arguments the check needs
+    setup: Setup
+    verify: Verify | None
+    hint: str
+    #: the reference solution's file name in ``notebooks/solutions/``
+    solution: str = ""
+    # -- a prediction: run(conn, queue, args) → what the run gave; shape(answer, args) → what is wrong, or None
+    run: Callable[[Any, str, tuple[Any, ...]], Any] | None = None
+    shape: Callable[[Any, tuple[Any, ...]], str | None] | None = None
+    #: which of the setup's arguments the learner's function is handed (a prediction is handed no connection)
+    given: Callable[[tuple[Any, ...]], tuple[Any, ...]] = lambda args: ()
+    #: what a committed prediction is told after its run (the hint, as an explanation, when not given)
+    explain: str = ""
+    # -- a build judged without the learner's node: judge(answer, findings) runs it on a node of its own
+    judge: Callable[[Any, Findings], None] | None = None
+
+    @property
+    def notebook(self) -> str:
+        return NOTEBOOKS[self.key[:2]]
+
+    def explanation(self) -> str:
+        return self.explain or self.hint.removeprefix("Hint: ")
+
+    def hints(self) -> list[str]:
+        """What a failed check adds to its findings: where the hint is, never the hint itself."""
+        return [f'stuck? exercises.hint("{self.key}") gives a hint now that you have tried.']
+
+
+#: every exercise by key (the check modules fill it as they are imported)
+REGISTRY: dict[str, Exercise] = {}
+# what this kernel did: a passing check, a try that did not pass (its hint may be asked for), a hint given
+SOLVED: set[str] = set()
+TRIED: set[str] = set()
+HINTED: set[str] = set()
+
+
+def _register(ex: Exercise) -> None:
+    if ex.kind not in KINDS:
+        raise BadInput(f"exercise {ex.key}: kind must be one of {KINDS}, got {ex.kind!r}")
+    if ex.key[:2] not in NOTEBOOKS or ex.key[2:3] != ".":
+        raise BadInput(f"exercise key {ex.key!r} names no notebook (NN.M, NN one of {sorted(NOTEBOOKS)})")
+    REGISTRY[ex.key] = ex
+
+
+def _no_setup(conn: Any, queue: str) -> tuple[Any, ...]:
+    return ()
+
+
+def exercise(
+    key: str, title: str, hint: str, *, kind: str, solution: str = "", hint_on_request: bool = True
+) -> Callable[..., Any]:
+    """Register a verify function of a diagnose, repair or build exercise; ``@setup_for`` adds its setup.
+
+    Every hint is on request (``hint_on_request`` stays for callers that passed it).
+    """
+
+    def wrap(verify: Verify) -> Verify:
+        _register(Exercise(key, title, kind, _no_setup, verify, hint, solution))
+        return verify
+
+    return wrap
+
+
+def prediction(
+    key: str, title: str, hint: str, *, solution: str,
+    shape: Callable[[Any, tuple[Any, ...]], str | None],
+    given: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None = None,
+    explain: str = "",
+) -> Callable[..., Any]:
+    """Register the run of a prediction: ``run(conn, queue, args)`` answers what really happens.
+
+    The learner's function is handed ``given(args)`` (nothing, by default: never a
+    connection); ``shape`` says what is wrong with an answer's form before it is kept.
+    """
+
+    def wrap(run: Callable[[Any, str, tuple[Any, ...]], Any]) -> Callable[..., Any]:
+        _register(Exercise(key, title, "predict", _no_setup, None, hint, solution, run=run, shape=shape,
+                           given=given or (lambda args: ()), explain=explain))
+        return run
+
+    return wrap
+
+
+def judged(key: str, title: str, hint: str, *, solution: str) -> Callable[..., Any]:
+    """Register a build whose check starts its own node: ``judge(answer, findings)``."""
+
+    def wrap(judge: Callable[[Any, Findings], None]) -> Callable[..., Any]:
+        _register(Exercise(key, title, "build", _no_setup, None, hint, solution, judge=judge))
+        return judge
+
+    return wrap
+
+
+def setup_for(key: str) -> Callable[..., Any]:
+    def wrap(fn: Callable[[Connector, str], tuple[Any, ...]]) -> Callable[..., Any]:
+        REGISTRY[key].setup = fn
+        return fn
+
+    return wrap
+
+
+def keyed_dict(keys: tuple[str, ...] | list[str]) -> Callable[[Any, tuple[Any, ...]], str | None]:
+    """A shape: a dict with exactly ``keys``."""
+
+    def shape(answer: Any, args: tuple[Any, ...]) -> str | None:
+        if isinstance(answer, dict) and set(answer) == set(keys):
+            return None
+        return f"return a dict with exactly the keys {sorted(keys)}; got {answer!r}."
+
+    return shape
+
+
+class Entry(NamedTuple):
+    """One line of the catalog."""
+
+    key: str
+    notebook: str
+    kind: str
+    title: str
+
+
+class Catalog(list[Entry]):
+    """Every exercise of the course, by key; shown as a table."""
+
+    def __repr__(self) -> str:
+        lines = [f"{'':5} {'notebook':<27} {'kind':<9} title"]
+        lines += [f"{e.key:<5} {e.notebook:<27} {e.kind:<9} {e.title}" for e in self]
+        return "\n".join(lines)
+
+    __str__ = __repr__
+
+
+def catalog() -> Catalog:
+    """Every exercise: its key, its notebook, its kind (predict, diagnose, repair, build) and its title."""
+    return Catalog(Entry(k, e.notebook, e.kind, e.title) for k, e in sorted(REGISTRY.items()))
+
+
+@dataclass
+class Progress:
+    """What this kernel did with the exercises: solved, tried without solving, hints asked for."""
+
+    solved: list[str]
+    tried: list[str]
+    hinted: list[str]
+
+    def __repr__(self) -> str:
+        if not (self.solved or self.tried or self.hinted):
+            return "no exercise checked in this kernel yet: exercises.catalog() lists them."
+        lines = []
+        for k in sorted(set(self.solved) | set(self.tried) | set(self.hinted)):
+            e = REGISTRY[k]
+            state = "solved" if k in self.solved else "tried, not yet solved"
+            hint = " · hint asked" if k in self.hinted else ""
+            lines.append(f"{k:<5} {e.kind:<9} {e.title}: {state}{hint}")
+        lines.append(f"{len(self.solved)} of {len(REGISTRY)} solved in this kernel")
+        return "\n".join(lines)
+
+    __str__ = __repr__
+
+
+def progress() -> Progress:
+    """What this kernel solved, tried and asked hints for (a restart starts it again; predictions stay kept)."""
+    return Progress(sorted(SOLVED), sorted(TRIED - SOLVED), sorted(HINTED))
