@@ -519,8 +519,59 @@ class Consumer:
         self._stop.set()
 
 
-class Metronome:
+class Ticker:
+    """A loop on a thread of its own: ``tick()`` at once, then every ``interval_ms`` until ``stop()``.
+
+    The Metronome and the Pump (``echomq_teach.pump``) are tickers. A lost link
+    ends the loop (``lost_link="raise"``) or is counted in ``lost_links`` and the
+    next tick comes as usual (``"retry"``); the exception a loop ends on is kept in
+    ``errors`` as ``"<who>: ResponseError: …"`` (at most one), not lost with the thread.
+    """
+
+    #: how ``errors`` names this ticker
+    who = "ticker"
+
+    def __init__(self, interval_ms: int, lost_link: str) -> None:
+        positive_int("interval_ms", interval_ms)
+        self.lost_link = _check_lost_link(lost_link)
+        self.interval_ms = interval_ms
+        self.lost_links = 0
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def tick(self) -> object:
+        raise NotImplementedError
+
+    def start_thread(self, name: str) -> None:
+        self._thread = threading.Thread(target=self.run, name=name, daemon=True)
+        self._thread.start()
+
+    def run(self) -> None:
+        """Tick until ``stop()``, on the calling thread: the first tick at once."""
+        try:
+            while True:
+                try:
+                    self.tick()
+                except LINK_ERRORS:
+                    if self.lost_link == "raise":
+                        raise
+                    self.lost_links += 1  # the node went away: tick again next interval
+                if self._stop.wait(self.interval_ms / 1000):
+                    break
+        except Exception as exc:  # noqa: BLE001 - kept for whoever started it, not lost with the thread
+            self.errors.append(_failure(self.who, exc))
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+class Metronome(Ticker):
     """One per queue in a pool: calls promote and the recovery leg on a fixed tick (EchoMQ.Metronome)."""
+
+    who = "metronome"
 
     def __init__(
         self,
@@ -533,22 +584,16 @@ class Metronome:
         record: bool = False,
     ) -> None:
         check_queue(queue)
-        positive_int("interval_ms", interval_ms)
+        super().__init__(interval_ms, lost_link)
         _check_recovery(recovery, max_stalled)
         jobs.record_flag(record)
-        self.lost_link = _check_lost_link(lost_link)
         #: the stall sweep's burials go to the completions stream (a recording pool's metronome)
         self.record = record
-        self.lost_links = 0
-        self.conn, self.queue, self.interval_ms = conn, queue, interval_ms
+        self.conn, self.queue = conn, queue
         self.recovery, self.max_stalled = recovery, max_stalled
         self.ticks = 0
         self.promoted = 0
         self.recovered = 0
-        #: the exception a started loop ended on, as ``"metronome: ResponseError: …"`` (at most one)
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def tick(self) -> tuple[list[str], list[str]]:
         """One tick: promote, then recover. Answers (promoted, recovered); the trace names the tick."""
@@ -561,28 +606,8 @@ class Metronome:
         return promoted, recovered
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name=f"metronome-{self.queue}", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
         # the first tick runs at once, so even a run that ends at once has had promote and recovery
-        try:
-            while True:
-                try:
-                    self.tick()
-                except LINK_ERRORS:
-                    if self.lost_link == "raise":
-                        raise
-                    self.lost_links += 1  # the node went away: tick again next interval
-                if self._stop.wait(self.interval_ms / 1000):
-                    break
-        except Exception as exc:  # noqa: BLE001 - kept for the pool's report, not lost with the thread
-            self.errors.append(_failure("metronome", exc))
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self.start_thread(f"metronome-{self.queue}")
 
 
 class Pool:

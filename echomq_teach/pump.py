@@ -17,21 +17,24 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 from . import jobs
-from .connector import LINK_ERRORS, Connector, address_from_url, connect
+from .connector import Connector, address_from_url, connect
+from .consumer import Ticker
 from .errors import BadInput
 from .keyspace import check_queue
 
-#: what a lost link does to the Pump: "raise" (end the loop, kept in ``errors``) or "retry" (beat again)
-LOST_LINK = ("raise", "retry")
 
+class Pump(Ticker):
+    """Promotes the due jobs of ``queues`` every ``interval_ms`` (EchoMQ.Pump); promote only.
 
-class Pump:
-    """Promotes the due jobs of ``queues`` every ``interval_ms`` (EchoMQ.Pump); promote only."""
+    A ``consumer.Ticker``: a lost link ends its loop (``lost_link="raise"``) or is
+    counted in ``lost_links`` (``"retry"``); the error a loop ends on is in ``errors``.
+    """
+
+    who = "pump"
 
     def __init__(
         self,
@@ -47,20 +50,12 @@ class Pump:
             check_queue(q)
         if len(set(queues)) != len(queues):
             raise BadInput(f"a queue is named twice in {list(queues)!r}")
-        jobs.positive_int("interval_ms", interval_ms)
+        super().__init__(interval_ms, lost_link)
         jobs.positive_int("limit", limit)
-        if lost_link not in LOST_LINK:
-            raise BadInput(f"lost_link must be one of {LOST_LINK}, got {lost_link!r}")
-        self.conn, self.queues = conn, list(queues)
-        self.interval_ms, self.limit, self.lost_link = interval_ms, limit, lost_link
+        self.conn, self.queues, self.limit = conn, list(queues), limit
         self.ticks = 0
-        self.lost_links = 0
         #: ids promoted so far, per queue
         self.promoted: dict[str, int] = {q: 0 for q in self.queues}
-        #: the exception a started loop ended on, as ``"pump: ResponseError: …"`` (at most one)
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def tick(self) -> dict[str, list[str]]:
         """One beat: promote each queue once (at most ``limit`` each). Answers the ids, per queue.
@@ -79,28 +74,7 @@ class Pump:
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError("this pump was started already; make a new Pump to start again")
-        self._thread = threading.Thread(target=self.run, name="pump", daemon=True)
-        self._thread.start()
-
-    def run(self) -> None:
-        """Beat until ``stop()``: the first beat at once, then one every ``interval_ms``."""
-        try:
-            while True:
-                try:
-                    self.tick()
-                except LINK_ERRORS:
-                    if self.lost_link == "raise":
-                        raise
-                    self.lost_links += 1  # the node is away: beat again next interval
-                if self._stop.wait(self.interval_ms / 1000):
-                    break
-        except Exception as exc:  # noqa: BLE001 - kept for whoever started the pump, not lost with the thread
-            self.errors.append(f"pump: {type(exc).__name__}: {exc}")
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self.start_thread("pump")
 
 
 def main(argv: list[str] | None = None, out: Any = None) -> int:
