@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import consumer, jobs, keyspace
+from .. import consumer, ending, jobs, keyspace
 from ..cluster_connector import check_wait
 from ..connector import Connector, TraceEntry
 from ..errors import BadInput
@@ -284,6 +284,7 @@ class Run:
         self.started_at = self._clock.now_ms()
         # a run dropped without stop() still ends its workers
         self._finalizer = weakref.finalize(self, _stop_all, self.all)
+        ending.track(self, "close")  # the kernel's end closes it: workers stopped, its own folder removed
 
     @property
     def clock(self) -> ServerClock:

@@ -39,7 +39,7 @@ from typing import Any
 
 import redis
 
-from .. import keyspace
+from .. import ending, keyspace
 from ..connector import Connector, address_from_url, connect, make_client
 from ..errors import NodeError
 from . import trafikey, valkey
@@ -184,6 +184,19 @@ class _Launcher:
         self._pid = 0
         self._jobs: list[tuple[Future[subprocess.Popen[bytes]], list[str], dict[str, Any]]] = []
         self._wake = threading.Condition(self._lock)
+        # every child still running when the kernel ends is killed and reaped: an unreaped one holds the kernel
+        self.children: weakref.WeakSet[subprocess.Popen[bytes]] = weakref.WeakSet()
+        ending.at_end(self.end_children)
+
+    def end_children(self) -> None:
+        """Kill and reap every process this launcher forked that still runs (the kernel is ending)."""
+        for proc in list(self.children):
+            if proc.poll() is None:
+                proc.kill()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
 
     def popen(self, args: list[str], **kw: Any) -> subprocess.Popen[bytes]:
         if threading.current_thread() is self._thread:
@@ -200,6 +213,11 @@ class _Launcher:
         return fut.result()
 
     def _spawn(self, args: list[str], kw: dict[str, Any]) -> subprocess.Popen[bytes]:
+        proc = self._fork(args, kw)
+        self.children.add(proc)
+        return proc
+
+    def _fork(self, args: list[str], kw: dict[str, Any]) -> subprocess.Popen[bytes]:
         tools = _exec_tools()
         if tools is None:
             return subprocess.Popen(args, preexec_fn=_death_signal(os.getpid()), **kw)
@@ -368,6 +386,8 @@ class LocalNode(Node):
     """A ``valkey-server`` child process that this kernel started and will stop."""
 
     owned = True
+    #: the call a learner runs to have a node again after this one stopped (a cluster's nodes name the cluster's)
+    start_again = "node = start_node()"
 
     def __init__(
         self,
@@ -414,6 +434,7 @@ class LocalNode(Node):
             self._finalizer()
             raise
         _live.add(self)
+        ending.track(self, "stop")  # stopped (folder and all) when the kernel ends
 
     @property
     def proc(self) -> subprocess.Popen[bytes] | None:
@@ -452,6 +473,7 @@ class LocalNode(Node):
                 raise NodeError(f"could not run {binary!r}: {exc}. " + INSTALL_HINT) from exc
         assert self.proc is not None
         (self.dir / _SERVER_FILE).write_text(str(self.proc.pid))
+        ending.node_started(self.where)
         self._wait_ready()
         c = self.client()
         try:
@@ -576,9 +598,16 @@ class LocalNode(Node):
         self._shutdown()
         self._finalizer()
         _live.discard(self)
+        # a cell run again after this one meets a refused connection: it then says this, in one line
+        ending.node_stopped(self.where, self.start_again)
+
+    @property
+    def where(self) -> str:
+        """``127.0.0.1:<port>``, or the Unix socket's path: what a refused connection's message names."""
+        return self.socket_path or f"127.0.0.1:{self.port}"
 
     def __repr__(self) -> str:
-        where = self.socket_path or f"127.0.0.1:{self.port}"
+        where = self.where
         kind = "native" if self.native else "scripted"
         state = "running" if self.running else "stopped"
         return f"<LocalNode {kind}{' durable' if self.durable else ''} {where} {state}>"
