@@ -16,6 +16,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
+from nbformat.sign import NotebookNotary
+
 from echomq_teach.nodes.local import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,11 +32,14 @@ def alive(pid: int) -> bool:
         return False
 
 
-def test_the_course_command_prints_one_banner_and_logs_the_rest() -> None:
+def test_the_course_command_prints_one_banner_and_logs_the_rest(tmp_path: Path) -> None:
     port = free_port()
+    # a Jupyter data folder of its own: the notebooks are trusted by this run, not by an earlier one
+    data = tmp_path / "jupyter-data"
     proc = subprocess.Popen(
         ["bash", str(ROOT / "tools" / "course.sh"), f"--ServerApp.port={port}", "--ServerApp.port_retries=0"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        cwd=ROOT, env={**os.environ, "JUPYTER_DATA_DIR": str(data)},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
     lines: list[str] = []
     try:
@@ -58,6 +64,10 @@ def test_the_course_command_prints_one_banner_and_logs_the_rest() -> None:
         assert "ServerApp" in log.read_text(), "Jupyter's log is in .course/jupyter.log"
         ignored = subprocess.run(["git", "check-ignore", "-q", str(log)], cwd=ROOT)
         assert ignored.returncode == 0, ".course/ is git-ignored (the log holds the token)"
+        # the course's notebooks are trusted, so they open showing the widgets they stored
+        notary = NotebookNotary(data_dir=str(data))
+        for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")):
+            assert notary.check_signature(nbformat.read(path, as_version=4)), f"{path.name} is not trusted"
         # the URL it printed is the server's: the token opens the API
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={m.group(1)}", timeout=10) as r:
             assert r.status == 200
