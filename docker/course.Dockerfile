@@ -44,7 +44,8 @@ USER learner
 WORKDIR /home/learner
 # compile trafikey once, into the learner's cache (keyed by the hash of native/)
 RUN python -c "from echomq_teach.nodes import trafikey; print(trafikey.build())" \
- && cp -r /opt/the-queue/notebooks /home/learner/the-queue
+ && cp -r /opt/the-queue/notebooks /home/learner/the-queue \
+ && jupyter trust /home/learner/the-queue/*.ipynb
 
 # the port from $JUPYTER_PORT, as in the offline image; a taken port fails instead of moving
 ENV JUPYTER_PORT=8888

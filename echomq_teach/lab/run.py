@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import connector, consumer, jobs, keyspace
+from .. import connector, consumer, ending, jobs, keyspace
 from ..cluster_connector import check_wait
 from ..connector import Connector, TraceEntry
 from ..errors import BadInput
@@ -202,6 +202,7 @@ class Run:
         self.started_at = self._clock.now_ms()
         # a run dropped without stop() still ends its workers
         self._finalizer = weakref.finalize(self, stop_all, self.all)
+        ending.track(self, "close")  # the kernel's end closes it: workers stopped, its own folder removed
 
     @property
     def clock(self) -> ServerClock:

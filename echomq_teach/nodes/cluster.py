@@ -121,6 +121,8 @@ class LocalCluster:
                     )
                 )
             self.bus_ports = {n.port: ports[2 * i + 1] for i, n in enumerate(self.nodes)}
+            for n in self.nodes:
+                n.start_again = "cluster = start_cluster()"  # what a stopped node's one-line message offers
             self._create()
         except BaseException:
             self.stop()

@@ -33,7 +33,7 @@ from typing import Any
 
 import redis
 
-from .. import keyspace
+from .. import ending, keyspace
 from ..connector import Connector, address_from_url, connect, make_client
 from ..errors import NodeError
 from . import trafikey, valkey
@@ -272,6 +272,8 @@ class LocalNode(Node):
     """A ``valkey-server`` child process that this kernel started and will stop."""
 
     owned = True
+    #: the call a learner runs to have a node again after this one stopped (a cluster's nodes name the cluster's)
+    start_again = "node = start_node()"
 
     def __init__(
         self,
@@ -318,6 +320,7 @@ class LocalNode(Node):
             self._finalizer()
             raise
         _live.add(self)
+        ending.track(self, "stop")  # stopped (folder and all) when the kernel ends
 
     @property
     def child(self) -> Child | None:
@@ -358,6 +361,7 @@ class LocalNode(Node):
         except ChildError as exc:
             raise NodeError(f"{exc}. " + INSTALL_HINT) from exc
         (self.dir / _SERVER_FILE).write_text(str(self._process.child.pid))
+        ending.node_started(self.where)
         self._process.child.wait_ready(self._answers, READY_TIMEOUT_S)
         c = self.client()
         try:
@@ -456,9 +460,16 @@ class LocalNode(Node):
         self._shutdown()
         self._finalizer()
         _live.discard(self)
+        # a cell run again after this one meets a refused connection: it then says this, in one line
+        ending.node_stopped(self.where, self.start_again)
+
+    @property
+    def where(self) -> str:
+        """``127.0.0.1:<port>``, or the Unix socket's path: what a refused connection's message names."""
+        return self.socket_path or f"127.0.0.1:{self.port}"
 
     def __repr__(self) -> str:
-        where = self.socket_path or f"127.0.0.1:{self.port}"
+        where = self.where
         kind = "native" if self.native else "scripted"
         state = "running" if self.running else "stopped"
         return f"<LocalNode {kind}{' durable' if self.durable else ''} {where} {state}>"

@@ -26,11 +26,13 @@ import signal
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import IO, Any
 
+from .. import ending
 from ..errors import NodeError
 
 STOP_GRACE_S = 10.0
@@ -85,6 +87,19 @@ class Launcher:
         self._pid = 0
         self._jobs: list[tuple[Future[subprocess.Popen[Any]], list[str], dict[str, Any]]] = []
         self._wake = threading.Condition(self._lock)
+        # every child still running when the kernel ends is killed and reaped: an unreaped one holds the kernel
+        self.children: weakref.WeakSet[subprocess.Popen[Any]] = weakref.WeakSet()
+        ending.at_end(self.end_children)
+
+    def end_children(self) -> None:
+        """Kill and reap every process this launcher forked that still runs (the kernel is ending)."""
+        for proc in list(self.children):
+            if proc.poll() is None:
+                proc.kill()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
 
     def popen(self, args: list[str], **kw: Any) -> subprocess.Popen[Any]:
         if threading.current_thread() is self._thread:
@@ -101,6 +116,11 @@ class Launcher:
         return fut.result()
 
     def _spawn(self, args: list[str], kw: dict[str, Any]) -> subprocess.Popen[Any]:
+        proc = self._fork(args, kw)
+        self.children.add(proc)
+        return proc
+
+    def _fork(self, args: list[str], kw: dict[str, Any]) -> subprocess.Popen[Any]:
         tools = exec_tools()
         if tools is None:
             return subprocess.Popen(args, preexec_fn=_death_signal(os.getpid()), **kw)

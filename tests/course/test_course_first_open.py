@@ -1,0 +1,62 @@
+"""A fresh notebook opened from the course command shows its stored widgets (issue 22, item 1).
+
+``tools/course.sh`` trusts the course's notebooks; 07 is then opened in headless
+chromium in that command's JupyterLab, and before any cell runs its chaos
+widget must be drawn from the stored state (its verdict line), not shown as
+the ``ChaosView(…)`` line of text an untrusted notebook shows.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import browser_support as bs
+import pytest
+from browser_support import expect
+
+pytestmark = pytest.mark.browser
+
+
+def test_07_opens_showing_its_stored_chaos_widget(tmp_path: Path) -> None:
+    bs.require_chromium()
+    port = bs.free_port()
+    env = {**os.environ, "JUPYTER_DATA_DIR": str(tmp_path / "jupyter-data")}  # trusted by this run only
+    proc = subprocess.Popen(
+        ["bash", str(bs.ROOT / "tools" / "course.sh"), f"--ServerApp.port={port}", "--ServerApp.port_retries=0"],
+        cwd=bs.ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    try:
+        url = ""
+        deadline = time.monotonic() + bs.START_LIMIT_S
+        assert proc.stdout is not None
+        while time.monotonic() < deadline and not url:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            m = re.search(r"http://127\.0\.0\.1:\d+/lab\?token=[0-9a-f]+", line)
+            url = m.group(0) if m else ""
+        assert url, "the course command printed no URL"
+        notebook = "07-when-things-fail.ipynb"
+        with bs.chromium() as browser:
+            pg = browser.new_page(viewport={"width": 1280, "height": 2400})
+            pg.set_default_timeout(bs.UI_MS)
+            pg.goto(url.replace("/lab?", f"/lab/tree/{notebook}?reset&"))
+            panel = pg.get_by_role("tabpanel", name=notebook)
+            # the stored chaos view: its verdict line drawn by the widget, with no cell run
+            expect(panel.locator(".widget-html", has_text="verdict:").first).to_be_visible(timeout=bs.UI_MS)
+            outputs = panel.locator(".jp-OutputArea-output")
+            fallback = outputs.filter(has_text=re.compile(r"ChaosView\(\d+ workers\)"))
+            assert fallback.count() == 0, "a widget shown as its text fallback"
+            bs.shot(pg, bs.ROOT / "artifacts" / "course-07-first-open.png")
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)  # the command's own PID: its trap stops JupyterLab and its kernels
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the session this test started
+            proc.wait(timeout=10)
