@@ -34,17 +34,19 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .. import jobs, snapshots
 from ..connector import Connector
 from ..consumer import Pool
 from ..keyspace import check_queue
+from ..nodes.process import Child
 
 MAX_JOBS = 20_000  # one drain stays a few seconds at most
 MAX_SIZE = 32  # consumer threads in one pool
@@ -323,11 +325,21 @@ def stranded(conn: Connector, queue: str, batch: int = 8, lease_ms: int = 1_000,
         fill(conn, queue, total)
         env = dict(os.environ, ECHOMQ_THROUGHPUT_ADDRESS=json.dumps(conn.address))
         t0 = time.monotonic()
-        done = subprocess.run([sys.executable, "-c", _DOOMED, str(conn.wire), queue, str(lease_ms), str(batch)],
-                              capture_output=True, text=True, timeout=60, env=env)
-        if done.returncode != -signal.SIGKILL:
-            raise RuntimeError(f"the worker was to die by SIGKILL, it ended {done.returncode}: {done.stderr[-400:]}")
-        claimed = done.stdout.split()
+        with tempfile.TemporaryDirectory(prefix="echomq-stranded-") as folder:
+            # the kit's one child process: its stdout (the claimed ids) to us, its stderr to a log
+            child = Child([sys.executable, "-c", _DOOMED, str(conn.wire), queue, str(lease_ms), str(batch)],
+                          log=Path(folder) / "worker.log", env=env, stdout_pipe=True, text=True,
+                          what="the stranded worker")
+            try:
+                code = child.wait(timeout=60)
+                out = child.proc.stdout.read() if child.proc.stdout is not None else ""
+            finally:
+                child.stop()  # only acts if it still runs (a timeout): no worker is left behind
+                if child.proc.stdout is not None:
+                    child.proc.stdout.close()
+            if code != -signal.SIGKILL:
+                raise RuntimeError(f"the worker was to die by SIGKILL, it ended {code}: {child.tail(8)}")
+        claimed = out.split()
         snap = snapshots.snapshot(conn, queue)
         active = snap.active
         early = jobs.reap(conn, queue)
@@ -338,7 +350,7 @@ def stranded(conn: Connector, queue: str, batch: int = 8, lease_ms: int = 1_000,
             time.sleep(lease_ms / 4000)
             reaped += jobs.reap(conn, queue)
         waited = (time.monotonic() - t0) * 1000
-        return Stranded(batch, lease_ms, claimed, -done.returncode, active, early, reaped,
+        return Stranded(batch, lease_ms, claimed, -code, active, early, reaped,
                         snapshots.snapshot(conn, queue).pending, waited)
     finally:
         jobs.drop(conn, queue)

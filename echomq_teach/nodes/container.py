@@ -36,8 +36,8 @@ import redis
 
 from .. import keyspace
 from ..errors import NodeError
-from .local import Node, _alive, _live, free_port, server_config
-from .process import Child
+from .local import Node, free_port, server_config
+from .process import Child, pid_alive
 
 #: the image tag both build routes produce; ``$ECHOMQ_NODE_IMAGE`` or ``image=`` choose another
 DEFAULT_IMAGE = "echomq-node:local"
@@ -133,7 +133,7 @@ def owner_alive(token: str) -> bool:
     if host != os.uname().nodename or not pid_text.isdigit():
         return True
     pid = int(pid_text)
-    if not _alive(pid):
+    if not pid_alive(pid):
         return False
     return not started or _start_time(pid) in (None, started)
 
@@ -255,7 +255,6 @@ class ContainerNode(Node):
             self._remove()
             self._finalizer()
             raise
-        _live.add(self)
 
     # -- starting ------------------------------------------------------------------------------
     def _start(self) -> None:
@@ -443,7 +442,6 @@ class ContainerNode(Node):
         """Remove the container and delete its folder."""
         self._remove()
         self._finalizer()
-        _live.discard(self)
 
     def __repr__(self) -> str:
         kind = "native" if self.native else "scripted"

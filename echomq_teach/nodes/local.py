@@ -37,7 +37,7 @@ from .. import ending, keyspace
 from ..connector import Connector, address_from_url, connect, make_client
 from ..errors import NodeError
 from . import trafikey, valkey
-from .process import Child, ChildError, read_tail
+from .process import Child, ChildError, pid_alive, read_tail
 
 READY_TIMEOUT_S = 15.0
 INSTALL_HOW = (
@@ -46,9 +46,6 @@ INSTALL_HOW = (
     "or set ECHOMQ_URL to a running node."
 )
 INSTALL_HINT = f"valkey-server (Valkey {valkey.PINNED}) is not installed. " + INSTALL_HOW
-
-_live: weakref.WeakSet[Node] = weakref.WeakSet()
-
 
 def server_binary() -> str:
     """The ``valkey-server`` to run, or one clear error.
@@ -105,16 +102,6 @@ _OWNER_FILE = "owner.pid"
 _SERVER_FILE = "server.pid"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # signal 0 only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_stale_dirs() -> None:
     """Delete node folders whose kernel and server are both gone.
 
@@ -128,7 +115,7 @@ def sweep_stale_dirs() -> None:
             server = int((d / _SERVER_FILE).read_text()) if (d / _SERVER_FILE).exists() else None
         except (OSError, ValueError):
             continue
-        if owner == os.getpid() or _alive(owner) or (server is not None and _alive(server)):
+        if owner == os.getpid() or pid_alive(owner) or (server is not None and pid_alive(server)):
             continue
         shutil.rmtree(d, ignore_errors=True)
 
@@ -319,7 +306,6 @@ class LocalNode(Node):
             # a node that never started leaves no folder behind (its log tail is in the error)
             self._finalizer()
             raise
-        _live.add(self)
         ending.track(self, "stop")  # stopped (folder and all) when the kernel ends
 
     @property
@@ -459,7 +445,6 @@ class LocalNode(Node):
         """Stop the server (by its PID if it will not shut down) and delete its folder."""
         self._shutdown()
         self._finalizer()
-        _live.discard(self)
         # a cell run again after this one meets a refused connection: it then says this, in one line
         ending.node_stopped(self.where, self.start_again)
 

@@ -146,6 +146,17 @@ class Launcher:
 launcher = Launcher()
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this PID exists (any owner's: a PID we may not signal is still alive)."""
+    try:
+        os.kill(pid, 0)  # signal 0 delivers nothing: it only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def read_tail(paths: Sequence[Path], lines: int) -> str:
     """The last ``lines`` lines of the files in ``paths`` read one after the other; a note when none was written."""
     out: list[str] = []

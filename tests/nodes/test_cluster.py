@@ -23,7 +23,8 @@ from echomq_teach.consumer import Pools
 from echomq_teach.errors import BadInput, CrossSlot, NodeError, WireError
 from echomq_teach.nodes import valkey
 from echomq_teach.nodes.cluster import SLOTS, LocalCluster
-from echomq_teach.nodes.local import _alive, sweep_stale_dirs
+from echomq_teach.nodes.local import sweep_stale_dirs
+from echomq_teach.nodes.process import pid_alive
 
 LEASE = 30_000
 
@@ -100,13 +101,13 @@ def test_the_nodes_die_with_the_kernel_that_started_them():
     kernel = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         pids = [int(p) for p in kernel.stdout.readline().split()]
-        assert len(pids) == 3 and all(_alive(p) for p in pids)
+        assert len(pids) == 3 and all(pid_alive(p) for p in pids)
         kernel.kill()  # a hard death: no exit hook runs
         kernel.wait(timeout=10)
         deadline = time.monotonic() + 10  # the death signal is asynchronous: a bound, not a speed
-        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not any(_alive(p) for p in pids)
+        assert not any(pid_alive(p) for p in pids)
     finally:
         kernel.kill()
         kernel.wait(timeout=10)

@@ -16,14 +16,7 @@ from conftest import refuses_anonymous
 from echomq_teach import NodeError, jobs, start_node
 from echomq_teach.nodes import LocalNode, RemoteNode
 from echomq_teach.nodes.local import INSTALL_HINT
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+from echomq_teach.nodes.process import pid_alive
 
 
 @pytest.fixture
@@ -68,7 +61,7 @@ def test_durable_restart_keeps_data_and_changes_run_id() -> None:
         n.restart()
         assert n.running
         assert n.run_id != run_id and n.run_ids == [run_id, n.run_id]
-        assert n.pid != pid and not _pid_alive(pid)
+        assert n.pid != pid and not pid_alive(pid)
         conn = n.connector()
         assert conn.client.info("server")["run_id"] == n.run_id
         assert jobs.row(conn, "kept", job_id) == {"state": "pending", "attempts": "0", "payload": "survives"}
@@ -150,10 +143,10 @@ def test_url_provider_without_url(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_stop_ends_the_process_and_removes_the_dir() -> None:
     n = LocalNode()
     pid, folder = n.pid, n.dir
-    assert pid is not None and _pid_alive(pid)
+    assert pid is not None and pid_alive(pid)
     n.stop()
     assert not n.running
-    assert not _pid_alive(pid)
+    assert not pid_alive(pid)
     assert not folder.exists()
     n.stop()  # twice is harmless
 
@@ -162,7 +155,7 @@ def test_node_is_stopped_when_the_interpreter_exits(tmp_path: Path) -> None:
     code = "from echomq_teach.nodes import LocalNode\nn = LocalNode()\nprint(n.pid, n.dir, flush=True)\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     pid_text, folder = out.stdout.split()
-    assert not _pid_alive(int(pid_text))
+    assert not pid_alive(int(pid_text))
     assert not Path(folder).exists()
 
 
@@ -172,7 +165,7 @@ def test_context_manager_stops_the_node() -> None:
         c = n.connector()
         assert c.call("PING") is True
         c.close()
-    assert pid is not None and not _pid_alive(pid)
+    assert pid is not None and not pid_alive(pid)
 
 
 def test_a_dead_kernels_folder_is_swept_by_the_next_node(tmp_path):

@@ -111,6 +111,17 @@ def test_kill_is_sigkill_and_reaps(tmp_path):
     assert child.stop() == -signal.SIGKILL
 
 
+def test_pid_alive_follows_a_child_to_its_end_and_counts_a_process_we_may_not_signal(tmp_path):
+    child = python("import time; time.sleep(60)", tmp_path / "c.log")
+    assert process.pid_alive(child.pid)
+    child.freeze()
+    assert process.pid_alive(child.pid)  # a frozen process is alive
+    child.stop(grace=5)
+    assert not process.pid_alive(child.pid)  # stopped and reaped: no process holds the PID
+    # PID 1 is root's: signal 0 to it is refused for a user, and it still counts as alive
+    assert process.pid_alive(1)
+
+
 def test_argv_env_and_cwd_reach_the_child(tmp_path):
     code = "import os, sys; print(sys.argv[1], os.environ['ECHOMQ_PROBE'], os.getcwd())"
     env = dict(os.environ, ECHOMQ_PROBE="probe-42")

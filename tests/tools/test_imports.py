@@ -8,9 +8,8 @@ modules, none between rooms, no core module importing a room (the package's
 imported from another module, tests included. Every import counts: lazy ones
 inside functions and ``TYPE_CHECKING`` ones too.
 
-``ALLOWED`` lists what another branch still owes (the fault lab's split and the
-child-process piece); an allowance that is no longer needed fails too, so that
-the list only shrinks.
+The ``ALLOWED_*`` lists hold what a branch still owes (all empty now); an
+allowance that is no longer needed fails too, so that the lists only shrink.
 """
 
 from __future__ import annotations
@@ -25,12 +24,7 @@ ROOMS = ("nodes", "lab", "course", "floor", "classroom", "hub")
 ENTRY_POINT = ("echomq_teach", "echomq_teach.nodes.providers")
 
 # (importer, imported module, name): a private name still imported across modules
-ALLOWED_PRIVATE: set[tuple[str, str, str]] = {
-    # the child-process piece (nodes/process.py, another branch) replaces these
-    ("echomq_teach.nodes.container", "echomq_teach.nodes.local", "_alive"),
-    ("echomq_teach.nodes.container", "echomq_teach.nodes.local", "_live"),
-    ("tests.nodes.test_cluster", "echomq_teach.nodes.local", "_alive"),
-}
+ALLOWED_PRIVATE: set[tuple[str, str, str]] = set()
 # rooms that still import each other in a circle: (room, room) edges allowed to close one
 ALLOWED_ROOM_EDGES: set[tuple[str, str]] = set()
 # module circles still there (none: the exercise registry untied the last one)
