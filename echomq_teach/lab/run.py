@@ -3,7 +3,9 @@
 A ``Run`` drains one queue with worker processes (``worker_process``) that it
 starts and stops by PID, while a ``RecordedMetronome`` in this process, the
 kit's ``consumer.Metronome`` with each call recorded, calls promote and the
-recovery leg for them, as a Pool's does. Every process records its calls in the
+recovery leg for them, as a Pool's does; with ``pump=True`` the metronome only
+recovers and a ``RecordedPump`` (the kit's ``Pump``, its calls recorded in the
+``pump`` lane, on a link of its own) promotes. Every process records its calls in the
 run's folder (``echomq_teach.lab.history``), the faults too, so that
 ``run.check()`` can judge the run (``echomq_teach.lab.checker``) and
 ``run.timeline()`` can draw it.
@@ -15,6 +17,8 @@ The faults (``FAULTS``), each recorded in the ``nemesis`` lane:
   past its lease wakes up still believing it holds its job;
 * ``drop_link(slot)`` — ``CLIENT KILL`` the worker's link: the call in flight
   loses its answer;
+* ``drop_pump_link()`` — ``CLIENT KILL`` the Pump's link (a run with
+  ``pump=True``): a promote in flight loses its answer;
 * ``script_flush()`` — ``SCRIPT FLUSH``: every connector meets NOSCRIPT once;
 * ``restart_node()`` — SIGKILL the node and start it again on its data (a
   durable node: an append-only file synced on every write).
@@ -41,15 +45,18 @@ from pathlib import Path
 from typing import Any
 
 from .. import connector, consumer, ending, jobs, keyspace
-from ..cluster_connector import check_wait
+from ..cluster_connector import check_wait, reconnect
 from ..connector import Connector, TraceEntry
 from ..errors import BadInput
+from ..pump import Pump
 from .checker import FinalState, Report, check
 from .history import History, Recorder, ServerClock
 from .worker import WorkerOptions, client_name
 from .worker_process import WorkerProcess, handler_source, stop_all, write_handler
 
-FAULTS = ("kill", "freeze", "drop_link", "script_flush", "restart")
+FAULTS = ("kill", "freeze", "drop_link", "drop_pump_link", "script_flush", "restart")
+#: the lane (and the history file) of a run's Pump; its link carries ``client_name(PUMP)``
+PUMP = "pump"
 #: the worker options a run's ``spawn`` / ``start`` may override for some workers
 TUNABLE = ("lease_ms", "max_attempts", "retry_delay_ms", "handler", "handler_path", "work_ms", "idle_ms",
            "record", "timeout", "wait", "batch")
@@ -64,13 +71,15 @@ class RecordedMetronome(consumer.Metronome):
     """
 
     def __init__(self, conn: Connector, queue: str, rec: Recorder, notes: Recorder, *, interval_ms: int,
-                 recovery: str, record: bool) -> None:
+                 recovery: str, record: bool, promote: bool = True) -> None:
         super().__init__(conn, queue, interval_ms=interval_ms, recovery=recovery, lost_link="retry", record=record)
         self.rec, self.notes = rec, notes
+        #: False when a Pump promotes for the run: then this metronome only recovers
+        self.promotes = promote
 
     def tick(self) -> tuple[list[str], list[str]]:
         try:
-            promoted = self.rec.promote(self.conn, self.queue)
+            promoted = self.rec.promote(self.conn, self.queue) if self.promotes else []
             if self.recovery == "reap":
                 recovered = self.rec.reap(self.conn, self.queue)
             else:
@@ -92,6 +101,46 @@ class RecordedMetronome(consumer.Metronome):
 
     def stop(self) -> None:
         """Stop the ticks, then close its own link and history file."""
+        super().stop()
+        self.rec.close()
+        self.conn.close()
+
+
+class RecordedPump(Pump):
+    """The kit's Pump whose promote calls are recorded in the ``pump`` lane, as a worker's calls are.
+
+    It ticks on a link of its own named ``client_name("pump")``, so that the
+    nemesis can drop it as it drops a worker's. A lost link is counted and the
+    next beat reconnects (``lost_link="retry"``); any other error is noted in
+    the ``nemesis`` lane and the beats go on.
+    """
+
+    who = PUMP
+
+    def __init__(self, conn: Connector, queue: str, rec: Recorder, notes: Recorder, *, interval_ms: int) -> None:
+        super().__init__(conn, [queue], interval_ms=interval_ms, lost_link="retry")
+        self.rec, self.notes = rec, notes
+
+    def tick(self) -> dict[str, list[str]]:
+        moved: dict[str, list[str]] = {}
+        for q in self.queues:
+            try:
+                moved[q] = self.rec.promote(self.conn, q)
+            except connector.LINK_ERRORS:
+                raise  # the loop counts it and beats again
+            except Exception as exc:  # noqa: BLE001 - kept in the nemesis lane, not lost with the thread
+                self.notes.note("pump-error", error=f"{type(exc).__name__}: {exc}")
+                moved[q] = []
+            self.promoted[q] += len(moved[q])
+        self.ticks += 1
+        return moved
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self) -> None:
+        """Stop the beats, then close its own link and history file."""
         super().stop()
         self.rec.close()
         self.conn.close()
@@ -127,7 +176,10 @@ class Run:
     worker that found nothing pending sleeps before it claims again (each of
     those claims is recorded: a pool left idle for minutes wants a longer one).
     ``batch`` (a single node only) is how many jobs a worker claims per call
-    (``jobs.claim_many``); it settles them all in one round trip.
+    (``jobs.claim_many``); it settles them all in one round trip. ``pump=True``
+    hands promotion to a ``RecordedPump`` beating every ``tick_ms`` on its own
+    link (the metronome then only recovers), as a deployment whose workers do
+    not sweep would run.
     """
 
     def __init__(
@@ -150,6 +202,7 @@ class Run:
         folder: str | os.PathLike[str] | None = None,
         wait: tuple[int, int] | None = None,
         batch: int = 1,
+        pump: bool = False,
     ) -> None:
         keyspace.check_queue(queue)
         jobs.positive_int("workers", workers)
@@ -160,6 +213,8 @@ class Run:
             raise BadInput(f"handler must be 'module:function' or a function, got {handler!r}")
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise BadInput("timeout must be a positive number of seconds: every run is bounded")
+        if not isinstance(pump, bool):
+            raise BadInput(f"pump must be True or False, got {pump!r}")
         if wait is not None:
             check_wait(wait)
             if "startup_nodes" not in node.address:
@@ -198,6 +253,10 @@ class Run:
         self.producer = Recorder(self.folder, "producer", self._clock)
         self.nemesis = Recorder(self.folder, "nemesis", self._clock)
         self._metronome: RecordedMetronome | None = None
+        self.pump = pump
+        self._pump: RecordedPump | None = None
+        #: the run's last Pump (``pump=True``), kept after the run stops: its ``promoted``, ``ticks``, ``lost_links``
+        self.pump_ticker: RecordedPump | None = None
         self.enqueued: list[str] = []
         self.started_at = self._clock.now_ms()
         # a run dropped without stop() still ends its workers
@@ -259,8 +318,15 @@ class Run:
             return
         rec = Recorder(self.folder, "metronome", self._clock)
         self._metronome = RecordedMetronome(self.conn.fork(), self.queue, rec, self.nemesis, interval_ms=self.tick_ms,
-                                            recovery=self.recovery, record=self.record)
+                                            recovery=self.recovery, record=self.record, promote=not self.pump)
         self._metronome.start()
+        if self.pump and (self._pump is None or not self._pump.running):
+            # a link of its own, named, so that drop_pump_link finds it in CLIENT LIST as drop_link finds a worker's
+            link = reconnect({**self.address, "client_name": client_name(PUMP)}, wire=self.wire, wait=self.wait)
+            self._pump = RecordedPump(link, self.queue, Recorder(self.folder, PUMP, self._clock), self.nemesis,
+                                      interval_ms=self.tick_ms)
+            self._pump.start()
+            self.pump_ticker = self._pump
 
     # -- faults ----------------------------------------------------------------------------------------
     def kill(self, slot: int, replace: bool = True) -> WorkerProcess | None:
@@ -288,7 +354,17 @@ class Run:
         """CLIENT KILL every link of the slot's worker; answers how many were dropped."""
         w = self.worker(slot)
         self.nemesis.note("drop_link", worker=w.name, pid=w.pid)
-        name = client_name(w.name)
+        return self._kill_clients(client_name(w.name))
+
+    def drop_pump_link(self) -> int:
+        """CLIENT KILL the Pump's link (a run with ``pump=True``); answers how many links were dropped."""
+        if not self.pump:
+            raise BadInput("drop_pump_link needs a run with pump=True: this run's metronome promotes")
+        self.nemesis.note("drop_link", worker=PUMP)
+        return self._kill_clients(client_name(PUMP))
+
+    def _kill_clients(self, name: str) -> int:
+        """CLIENT KILL every link named ``name`` on every node; the kills are in this run's trace."""
         n = 0
         for client in self._node_clients():
             try:
@@ -333,6 +409,8 @@ class Run:
             self.freeze(slot)
         elif fault.kind == "drop_link":
             self.drop_link(slot)
+        elif fault.kind == "drop_pump_link":
+            self.drop_pump_link()
         elif fault.kind == "script_flush":
             self.script_flush()
         elif fault.kind == "restart":
@@ -364,11 +442,14 @@ class Run:
         return False
 
     def stop(self) -> None:
-        """Stop every worker by its PID (thawing a frozen one first) and the metronome."""
+        """Stop every worker by its PID (thawing a frozen one first), the metronome and the Pump."""
         stop_all(self.all)
         if self._metronome is not None:
             self._metronome.stop()
             self._metronome = None
+        if self._pump is not None:
+            self._pump.stop()
+            self._pump = None
 
     def history(self) -> History:
         return History.read(self.folder)
