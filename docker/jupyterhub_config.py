@@ -94,7 +94,8 @@ if os.environ.get("ECHOMQ_PROGRESS", "1") != "0":
     from echomq_teach.hub import progress
 
     progress.configure(
-        c, str(state), f"http://127.0.0.1:{port}", int(os.environ.get("ECHOMQ_PROGRESS_PORT", "8002")), [admin]
+        c, str(state), f"http://127.0.0.1:{port}", int(os.environ.get("ECHOMQ_PROGRESS_PORT", "8002")), [admin],
+        roster=required("ECHOMQ_CLASSROOM_ROSTER"),  # its students have a row before they first sign in
     )
 
 if os.environ.get("ECHOMQ_HUB_API_TOKEN"):

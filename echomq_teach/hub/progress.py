@@ -13,7 +13,11 @@ its prefix and its own API token. Two doors:
   scope ``custom:echomq-progress:read`` (the instructor's role); anyone else
   gets 403.
 
-The store is ``ECHOMQ_PROGRESS_DB`` (``progress_store.ProgressStore``).
+The store is ``ECHOMQ_PROGRESS_DB`` (``progress_store.ProgressStore``). A
+student whose kernel never reported still has a row, marked "never reported":
+the service lists the hub's users with its own token (``list:users``, names
+only; admins and the readers named in ``ECHOMQ_PROGRESS_READERS`` left out) and
+reads the roster file ``ECHOMQ_CLASSROOM_ROSTER`` when it is given one.
 """
 
 from __future__ import annotations
@@ -22,17 +26,74 @@ import html
 import json
 import os
 import time
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
 from jupyterhub.services.auth import HubAuth, HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated
 from tornado import ioloop, web
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
+from ..classroom.roster import RosterError, read_roster
 from .progress_store import BadVerdict, ProgressStore
 
 SERVICE = "echomq-progress"
 READ_SCOPE = f"custom:{SERVICE}:read"
 REFRESH_S = 5
+#: the service's own scopes: list the hub's users, and read nothing of theirs but the name (and admin flag)
+SERVICE_SCOPES = ["list:users", "read:users:name"]
+HUB_LIST_TIMEOUT_S = 3.0  # a slow hub costs the page its silent rows, never the page
+HUB_LIST_PAGE = 200  # the hub's largest page
+HUB_LIST_MAX_PAGES = 50  # 10 000 users: a bound on the loop, far past any class
+
+
+@dataclass
+class Known:
+    """The students known apart from their verdicts, and what could not be read to know them."""
+
+    names: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+async def hub_students(api_url: str, token: str, readers: set[str]) -> list[str]:
+    """The hub's users that are students: not admins, not readers (page by page, bounded).
+
+    Raises ``OSError`` or ``HTTPClientError`` (tornado's) when the hub does not answer in time.
+    """
+    client = AsyncHTTPClient()
+    names: list[str] = []
+    offset = 0
+    for _ in range(HUB_LIST_MAX_PAGES):
+        resp = await client.fetch(HTTPRequest(
+            f"{api_url.rstrip('/')}/users?offset={offset}&limit={HUB_LIST_PAGE}",
+            headers={"Authorization": f"token {token}", "Accept": "application/jupyterhub-pagination+json"},
+            request_timeout=HUB_LIST_TIMEOUT_S,
+        ))
+        page = json.loads(resp.body)
+        names += [u["name"] for u in page["items"] if not u.get("admin") and u["name"] not in readers]
+        nxt = (page.get("_pagination") or {}).get("next")
+        if not nxt:
+            break
+        offset = int(nxt["offset"])
+    return sorted(set(names))
+
+
+async def known_students(settings: dict[str, Any]) -> Known:
+    """The hub's students and the roster file's names; a problem noted (not raised) for what fails."""
+    known = Known()
+    auth: HubAuth = settings["token_auth"]
+    try:
+        known.names += await hub_students(auth.api_url, auth.api_token, settings["readers"])
+    except (OSError, HTTPClientError, ValueError, KeyError) as exc:
+        known.problems.append(f"the hub's user list could not be read ({type(exc).__name__})")
+    roster = settings.get("roster")
+    if roster:
+        try:
+            known.names += [n for n in read_roster(roster) if n not in settings["readers"]]
+        except (OSError, RosterError) as exc:
+            known.problems.append(f"the roster could not be read ({exc})")
+    known.names = sorted(set(known.names))
+    return known
 
 
 class _Base(web.RequestHandler):
@@ -69,11 +130,15 @@ class _Reader(HubOAuthenticated, _Base):
 
 class GridHandler(_Reader):
     @web.authenticated
-    def get(self) -> None:
+    async def get(self) -> None:
         self.reader()
-        students, exercises, cells = self.store.grid()
+        known = await known_students(self.settings)
+        students, exercises, cells = self.store.grid(known.names)
         self.finish({
             "students": students,
+            # on the roster or the hub, and no verdict from their kernel yet
+            "silent": self.store.silent(known.names),
+            "problems": known.problems,
             "exercises": exercises,
             "cells": {f"{s}\t{e}": c.label() for (s, e), c in cells.items()},
             "rates": {e: list(r) for e, r in self.store.solve_rates().items()},
@@ -83,24 +148,32 @@ class GridHandler(_Reader):
 
 class CsvHandler(_Reader):
     @web.authenticated
-    def get(self) -> None:
+    async def get(self) -> None:
         self.reader()
+        known = await known_students(self.settings)
         self.set_header("Content-Type", "text/csv; charset=utf-8")
         self.set_header("Content-Disposition", 'attachment; filename="progress.csv"')
-        self.finish(self.store.csv())
+        self.finish(self.store.csv(known.names))
 
 
 class PageHandler(_Reader):
     @web.authenticated
-    def get(self) -> None:
+    async def get(self) -> None:
         self.reader()
+        known = await known_students(self.settings)
         self.set_header("Cache-Control", "no-store")
-        self.finish(render(self.store))
+        self.finish(render(self.store, known=known))
 
 
-def render(store: ProgressStore, now: float | None = None) -> str:
-    """The page: the grid, each exercise's solve rate, who is stuck; it reloads itself every few seconds."""
-    students, exercises, cells = store.grid()
+def render(store: ProgressStore, now: float | None = None, known: Known | None = None) -> str:
+    """The page: the grid, each exercise's solve rate, who is stuck; it reloads itself every few seconds.
+
+    ``known``: the students known apart from their verdicts; each one who never
+    reported has a greyed row marked "never reported".
+    """
+    known = known or Known()
+    students, exercises, cells = store.grid(known.names)
+    silent = set(store.silent(known.names))
     rates = store.solve_rates()
     e = html.escape
     head = "".join(f"<th>{e(x)}</th>" for x in exercises)
@@ -112,7 +185,14 @@ def render(store: ProgressStore, now: float | None = None) -> str:
             cls, label = ("none", "not started") if c is None else (
                 ("solved", "✓ solved") if c.solved else ("tried", c.label()))
             tds.append(f'<td class="{cls}" title="{e(c.last_finding) if c else ""}">{e(label)}</td>')
-        body.append(f"<tr><th>{e(s)}</th>{''.join(tds)}</tr>")
+        if s in silent:
+            body.append(f'<tr class="silent"><th>{e(s)} <span class="tag">never reported</span></th>'
+                        f"{''.join(tds)}</tr>")
+        else:
+            body.append(f"<tr><th>{e(s)}</th>{''.join(tds)}</tr>")
+    silent_line = (f"<p class=\"silent-list\">Never reported ({len(silent)}): {e(', '.join(sorted(silent)))}</p>"
+                   if silent else "")
+    problems = "".join(f'<p class="problem">{e(p)}</p>' for p in known.problems)
     rate_row = "".join(f"<td>{r[0]}/{r[1]}</td>" for r in (rates[x] for x in exercises))
     stuck = store.stuck(now) or []
     stuck_items = "".join(
@@ -126,22 +206,26 @@ body{{font:16px system-ui,sans-serif;margin:1.5em;color:#222}}
 table{{border-collapse:collapse}} th,td{{border:1px solid #ccc;padding:.4em .8em;text-align:left}}
 td.solved{{background:#d6f5d6}} td.tried{{background:#ffe2b3}} td.none{{color:#999}}
 tr.rate td{{font-weight:bold}} .stuck li{{margin:.3em 0}} h2{{margin-top:1.2em}}
+tr.silent th{{color:#777;font-weight:normal}} .tag{{font-size:.8em;background:#eee;border-radius:.3em;padding:0 .4em}}
+.problem{{color:#a33}}
 </style></head><body>
 <h1>Who is where</h1>
 <p>Updated {stamp}, every {REFRESH_S} s. Formative: each row is what that student's kernel reported.
-<a href="grid.csv">CSV</a></p>
+<a href="grid.csv">CSV</a></p>{problems}
 <h2>Stuck ({len(stuck)})</h2><ul class="stuck">{stuck_items}</ul>
-<h2>Exercises</h2>
+<h2>Exercises</h2>{silent_line}
 <table><tr><th>student</th>{head}</tr>{''.join(body)}
 <tr class="rate"><th>solved / reported</th>{rate_row}</tr></table>
 </body></html>"""
 
 
-def configure(c: Any, state: str, public_url: str, port: int, readers: list[str]) -> None:
+def configure(c: Any, state: str, public_url: str, port: int, readers: list[str], roster: str | None = None
+              ) -> None:
     """Add the live view to a hub's config ``c``: the service, its scope, the readers' role, the spawn env.
 
     ``state`` is the hub's (root-only) state folder, where the store lives; ``public_url`` the hub's
-    public URL, which each student's server reports to; ``readers`` the hub names who may read.
+    public URL, which each student's server reports to; ``readers`` the hub names who may read;
+    ``roster`` the roster file, whose students have a row before they first sign in.
     """
     import sys
 
@@ -153,6 +237,8 @@ def configure(c: Any, state: str, public_url: str, port: int, readers: list[str]
         # the service imports the kit from this checkout, as the hub's config does
         "environment": {
             "ECHOMQ_PROGRESS_DB": os.path.join(state, "progress.sqlite"),
+            "ECHOMQ_PROGRESS_READERS": ",".join(readers),
+            **({"ECHOMQ_CLASSROOM_ROSTER": os.path.abspath(roster)} if roster else {}),
             "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
         },
         "display": True,
@@ -168,10 +254,13 @@ def configure(c: Any, state: str, public_url: str, port: int, readers: list[str]
         "scopes": [READ_SCOPE, f"access:services!service={SERVICE}"],
         "users": readers,
     })
+    # the service's own token lists the hub's users: a student who never reported still has a row
+    c.JupyterHub.load_roles.append({"name": f"{SERVICE}-service", "scopes": SERVICE_SCOPES, "services": [SERVICE]})
     c.Spawner.environment.update({"ECHOMQ_PROGRESS_URL": f"{public_url.rstrip('/')}/services/{SERVICE}/api/verdicts"})
 
 
-def make_app(store: ProgressStore, prefix: str) -> web.Application:
+def make_app(store: ProgressStore, prefix: str, readers: set[str] | None = None, roster: str | None = None
+             ) -> web.Application:
     token_auth = HubAuth(access_scopes=set())
     oauth = HubOAuth.instance()
     handlers: list[Any] = [
@@ -183,7 +272,7 @@ def make_app(store: ProgressStore, prefix: str) -> web.Application:
     ]
     return web.Application(
         handlers, store=store, token_auth=token_auth, hub_auth=oauth,
-        cookie_secret=os.urandom(32),
+        cookie_secret=os.urandom(32), readers=readers or set(), roster=roster,
     )
 
 
@@ -191,7 +280,8 @@ def main() -> None:
     store = ProgressStore(os.environ["ECHOMQ_PROGRESS_DB"])
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", f"/services/{SERVICE}/")
     url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
-    app = make_app(store, prefix)
+    readers = {r for r in os.environ.get("ECHOMQ_PROGRESS_READERS", "").split(",") if r}
+    app = make_app(store, prefix, readers, os.environ.get("ECHOMQ_CLASSROOM_ROSTER") or None)
     app.listen(url.port or 80, url.hostname or "127.0.0.1")
     ioloop.IOLoop.current().start()
 

@@ -16,6 +16,7 @@ import io
 import os
 import sqlite3
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,8 +130,12 @@ class ProgressStore:
         with self._conn() as db:
             return db.execute("DELETE FROM verdicts").rowcount
 
-    def grid(self) -> tuple[list[str], list[str], dict[tuple[str, str], Cell]]:
-        """Students, exercises (both sorted) and each reported (student, exercise)'s cell."""
+    def grid(self, roster: Iterable[str] = ()) -> tuple[list[str], list[str], dict[tuple[str, str], Cell]]:
+        """Students, exercises (both sorted) and each reported (student, exercise)'s cell.
+
+        ``roster`` names students known elsewhere (the hub's users, the roster
+        file): each has a row even before their kernel reported anything.
+        """
         cells: dict[tuple[str, str], Cell] = {}
         for student, ex, solved, tries, hint, finding, at in self.rows():
             c = cells.get((student, ex))
@@ -142,9 +147,15 @@ class ProgressStore:
             c.last_at = max(c.last_at, at)
             if not solved:
                 c.last_finding = finding
-        students = sorted({s for s, _ in cells})
+        students = sorted({s for s, _ in cells} | set(roster))
         exercises = sorted({e for _, e in cells})
         return students, exercises, cells
+
+    def silent(self, roster: Iterable[str]) -> list[str]:
+        """The students of ``roster`` whose kernel has never reported a verdict (sorted)."""
+        with self._conn() as db:
+            reported = {r[0] for r in db.execute("SELECT DISTINCT student FROM verdicts")}
+        return sorted(set(roster) - reported)
 
     def solve_rates(self) -> dict[str, tuple[int, int]]:
         """Each exercise's (students who solved it, students who reported it)."""
@@ -166,9 +177,9 @@ class ProgressStore:
         ]
         return sorted(out, key=lambda r: (-r[2], r[0], r[1]))
 
-    def csv(self) -> str:
-        """The grid as CSV: a row per student, a column per exercise, each cell's label."""
-        students, exercises, cells = self.grid()
+    def csv(self, roster: Iterable[str] = ()) -> str:
+        """The grid as CSV: a row per student (``roster``'s too), a column per exercise, each cell's label."""
+        students, exercises, cells = self.grid(roster)
         buf = io.StringIO()
         w = csv.writer(buf)
         w.writerow(["student", *exercises])

@@ -30,6 +30,9 @@ CHP = ROOT / "build" / "hub-proxy" / "node_modules" / ".bin" / "configurable-htt
 SERVICE = "/services/echomq-progress/"
 START_LIMIT_S = 60  # a bound on waiting, never an assertion about speed
 STUDENTS = ["ada", "bob", "cyd", "dee", "eli"]
+#: hub users whose kernels never report, and a roster name that never even signed in
+QUIET = ["fay", "gus"]
+ROSTER = [*STUDENTS, *QUIET, "hal"]
 
 pytestmark = [pytest.mark.hub, pytest.mark.timeout(300)]
 
@@ -59,7 +62,7 @@ c.Authenticator.admin_users = {{"instructor"}}
 c.JupyterHub.services = [{{"name": "test-admin", "api_token": {token!r}}}]
 c.JupyterHub.load_roles = [{{"name": "test-admin", "scopes": ["admin:users", "tokens", "list:users"],
                              "services": ["test-admin"]}}]
-progress.configure(c, "{state}", "http://127.0.0.1:{port}", {service_port}, ["instructor"])
+progress.configure(c, "{state}", "http://127.0.0.1:{port}", {service_port}, ["instructor"], roster={roster!r})
 """
 
 
@@ -72,9 +75,11 @@ class Hub:
         self.port = _port()
         self.token = secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}"
+        roster = tmp / "roster.txt"
+        roster.write_text("\n".join(ROSTER) + "\n")
         (tmp / "config.py").write_text(CONFIG.format(
             root=str(ROOT), port=self.port, hub_port=_port(), proxy_port=_port(), service_port=_port(),
-            state=self.state, chp=str(CHP), token=self.token))
+            state=self.state, chp=str(CHP), token=self.token, roster=str(roster)))
         self.tmp = tmp
         self.proc: subprocess.Popen | None = None
 
@@ -115,7 +120,7 @@ def hub(tmp_path_factory):
     h = Hub(tmp_path_factory.mktemp("progress-hub"))
     try:
         h.start()  # inside the try: a hub that never got ready is stopped too
-        h.api("POST", "/users", json={"usernames": [*STUDENTS, "instructor"]})
+        h.api("POST", "/users", json={"usernames": [*STUDENTS, *QUIET, "instructor"]})
         h.tokens = {s: h.user_token(s) for s in STUDENTS}
         h.tokens["instructor"] = h.user_token("instructor")
         yield h
@@ -158,6 +163,19 @@ def test_reports_land_under_the_tokens_owner_and_the_grid_shows_them(hub):
     assert {"ada", "bob"} <= set(g["students"])
     assert g["cells"]["ada\t01.1"] == "solved"
     assert g["cells"]["bob\t01.1"] == "tried 2"
+
+
+def test_students_who_never_reported_have_a_row_marked_as_such(hub):
+    g = _get(hub, "instructor", "api/grid").json()
+    # the hub's users and the roster's names, less the instructor (an admin and the reader)
+    assert set(g["students"]) >= {"ada", "bob", *QUIET, "hal"} and "instructor" not in g["students"]
+    assert set(g["silent"]) >= {*QUIET, "hal"} and not {"ada", "bob"} & set(g["silent"])
+    assert g["problems"] == []
+    assert not [k for k in g["cells"] if k.split("\t")[0] in QUIET]  # a row, but no verdict in it
+    page = _get(hub, "instructor", "").text
+    assert page.count('<tr class="silent">') == len(g["silent"]) and "never reported" in page
+    lines = _get(hub, "instructor", "grid.csv").text.splitlines()
+    assert [line for line in lines if line.startswith("fay,")] == ["fay" + ",not started" * len(g["exercises"])]
 
 
 def test_a_report_naming_another_student_is_refused_and_writes_nothing(hub):
@@ -242,6 +260,10 @@ def test_restart_keeps_the_rows_and_the_page_shows_them_in_a_browser(hub):
         text = pg.inner_text("body")
         assert "eli on 03.1: 5 tries — the lock was not released" in text
         assert "✓ solved" in text and "tried 5" in text
+        # three who never reported: greyed rows, each marked, and listed above the grid
+        silent = pg.locator("tr.silent")
+        assert silent.count() == 3 and all("never reported" in t for t in silent.all_inner_texts())
+        assert "Never reported (3): fay, gus, hal" in text
         pg.screenshot(path=str(ARTIFACTS / "progress-live-view.png"), full_page=True)
 
 
