@@ -13,7 +13,9 @@ authorizes them, each runs ``notebooks/00-start-here.ipynb`` cell by cell in a
 kernel of their own server (over the kernel websocket, through the proxy),
 and then, from inside alice's kernel, the test proves that bob's files,
 credentials, environment, server, node and keys are out of reach; alice
-cannot log in as bob. Everything started is stopped by PID (and container id)
+cannot log in as bob. The instructor's live view then shows what the two
+kernels' checks reported, and the roster's third name as never reported, in
+Chromium. Everything started is stopped by PID (and container id)
 at the end. Needs: root, ``bash tools/install-hub.sh``, a Docker engine at
 DOCKER_HOST with the course image built (tools/test.sh does all three).
 """
@@ -45,6 +47,7 @@ from conftest import terminate
 from echomq_teach.classroom import compose, credentials, provision
 from echomq_teach.classroom.holders import holders
 from echomq_teach.connector import address_from_url, make_client
+from echomq_teach.course import exercises, registry
 from echomq_teach.nodes import container, valkey
 from echomq_teach.nodes.local import free_port
 
@@ -57,6 +60,8 @@ MAXMEMORY, MAXCLIENTS = "64mb", 64
 START_HERE = ROOT / "notebooks" / "00-start-here.ipynb"
 IMAGE = os.environ.get("ECHOMQ_COURSE_IMAGE") or "echomq-course:local"
 USERS = ("alice", "bob")
+#: on the roster, never signed up: the live view shows a row for her all the same
+ROSTER_ONLY = "carol"
 ADMIN = "instructor"
 CELL_TIMEOUT_S = 90
 
@@ -291,7 +296,7 @@ def hub() -> Iterator[Hub]:
     node_id, admin_url = start_shared_node(state / "room", f"emq-hub-node-{uuid.uuid4().hex[:8]}")
     admin = make_client(address_from_url(admin_url))
     roster = state / "roster.txt"
-    roster.write_text("\n".join(USERS) + "\n")
+    roster.write_text("\n".join([*USERS, ROSTER_ONLY]) + "\n")
     creds = state / "credentials.json"
     credentials.write_credentials(creds, provision.provision(admin, roster))
     admin_password = secrets.token_urlsafe(12)
@@ -824,6 +829,83 @@ _out = {"tracking": _try(lambda: _me.execute_command("CLIENT", "TRACKING", "on",
         "info_server": _try(lambda: _me.info("server")["valkey_version"])}
 print("OUT" + _j.dumps(_out))
 """
+
+
+# -- the instructor's live view, fed by the students' own kernels in their containers -------------------------------
+# a kernel's check, as a learner runs it: the kit reports the verdict to the live view in the background
+CHECK = """
+import json as _j
+from echomq_teach import start_node as _sn
+from echomq_teach.course import exercises as _ex
+_ns = {"__name__": "solution"}
+exec(SOLUTION, _ns)
+_fn = [f for f in _ns.values() if callable(f) and getattr(f, "__module__", None) == "solution"][0]
+_c = _sn().connector()
+_v = [_ex.check(KEY, _fn if WITH else (lambda *a: None), _c) for _ in range(TIMES)]
+print("OUT" + _j.dumps({"ok": [v.ok for v in _v]}))
+"""
+
+
+def _plain_exercise() -> tuple[str, str]:
+    """An exercise checked on the learner's own node with one connector, and its reference solution's text."""
+    assert exercises.titles()  # importing the exercises fills the registry
+    for key, ex in sorted(registry.REGISTRY.items()):
+        if ex.judge is None and ex.run is None and not key.startswith("04.") and ex.solution:
+            return key, (ROOT / "notebooks" / "solutions" / ex.solution).read_text()
+    raise AssertionError("no exercise is checked on the learner's node with one connector")
+
+
+def test_the_live_view_shows_each_students_checks_and_who_never_reported(hub: Hub) -> None:
+    from browser_support import ARTIFACTS, chromium, require_chromium
+
+    require_chromium()
+    for name in USERS:
+        ensure_server(hub, name)
+    tokens = {name: user_token(hub, name) for name in (*USERS, ADMIN)}
+    key, solution = _plain_exercise()
+    runs = {"alice": (True, 1), "bob": (False, 2)}  # alice solves it; bob fails it twice
+    kernels = {}
+    try:
+        for name, (with_solution, times) in runs.items():
+            kernels[name] = Kernel(hub, name, tokens[name], START_HERE.name)
+            code = (CHECK.replace("SOLUTION", repr(solution)).replace("WITH", repr(with_solution))
+                    .replace("KEY", repr(key)).replace("TIMES", str(times)))
+            assert kernels[name].json(code)["ok"] == [with_solution] * times
+    finally:
+        for k in kernels.values():
+            k.close()
+    service = f"{hub.base}/services/echomq-progress/"  # the live view (echomq_teach/hub/progress.py)
+
+    def grid(token: str) -> requests.Response:
+        return requests.get(service + "api/grid", headers={"Authorization": f"token {token}"}, timeout=10)
+
+    # the reports travel on a background thread of each kernel: wait for both (bounded)
+    deadline = time.monotonic() + 30
+    while True:
+        g = grid(tokens[ADMIN]).json()
+        if g["cells"].get(f"alice\t{key}") == "solved" and g["cells"].get(f"bob\t{key}") == "tried 2":
+            break
+        assert time.monotonic() < deadline, (g, hub.log_tail())
+        time.sleep(0.3)
+    # carol is on the roster and never signed up; the instructor is no student
+    assert g["silent"] == [ROSTER_ONLY] and g["problems"] == []
+    assert set(g["students"]) == {*USERS, ROSTER_ONLY}
+    assert grid(tokens["bob"]).status_code == 403  # a student's token reads nothing
+    page = requests.get(service, headers={"Authorization": f"token {tokens['bob']}"}, timeout=10)
+    assert page.status_code == 403 and "Who is where" not in page.text
+    csv = requests.get(service + "grid.csv", headers={"Authorization": f"token {tokens[ADMIN]}"}, timeout=10).text
+    assert f"{ROSTER_ONLY},not started" in csv.splitlines()
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with chromium() as browser:
+        pg = browser.new_page(viewport={"width": 1000, "height": 600},
+                              extra_http_headers={"Authorization": f"token {tokens[ADMIN]}"})
+        pg.goto(service)
+        pg.get_by_role("heading", name="Who is where").wait_for()
+        rows = {r.split()[0]: r for r in pg.locator("table tr").all_inner_texts()}
+        assert "✓ solved" in rows["alice"] and "tried 2" in rows["bob"]
+        assert "never reported" in rows[ROSTER_ONLY] and "not started" in rows[ROSTER_ONLY]
+        pg.screenshot(path=str(ARTIFACTS / "hub-live-view.png"), full_page=True)
 
 
 def test_a_student_who_tries_is_refused(hub: Hub) -> None:
