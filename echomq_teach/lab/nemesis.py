@@ -68,6 +68,9 @@ class Nemesis:
         A slot that is frozen takes no other fault until it is thawed: the
         fault aimed at it is skipped and recorded as skipped.
         """
+        if "drop_pump_link" in (*self.kinds, *self.must) and not run.pump:
+            # refused before the first fault, not halfway through the schedule
+            raise BadInput("drop_pump_link needs a run with pump=True: this run's metronome promotes")
         schedule = self.draw(run.size)
         thaws: list[tuple[float, int]] = []
         start = time.monotonic()
