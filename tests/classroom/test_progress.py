@@ -290,3 +290,28 @@ def test_the_page_through_hub_oauth_opens_for_the_instructor_only(hub):
         student = _login(browser, hub, "eli")
         resp = student.request.get(hub.url + SERVICE)
         assert resp.status == 403 and "Who is where" not in resp.text()
+
+
+def test_a_hub_that_does_not_answer_costs_the_silent_rows_not_the_page(tmp_path):
+    import asyncio
+
+    from jupyterhub.services.auth import HubAuth
+
+    from echomq_teach.hub import progress
+
+    roster = tmp_path / "roster.txt"
+    roster.write_text("ada\nzed\ninstructor-two\n")
+    store = ProgressStore(tmp_path / "p.sqlite")
+    store.record("ada", _verdict("01.1", True, 1))
+    dead = HubAuth(api_url=f"http://127.0.0.1:{_port()}/hub/api", api_token="not-a-token")
+    settings = {"token_auth": dead, "readers": {"instructor-two"}, "roster": str(roster)}
+    known = asyncio.run(progress.known_students(settings))
+    # the roster's names still count (the reader left out); the hub's silence is said in one line
+    assert known.names == ["ada", "zed"]
+    assert len(known.problems) == 1 and "the hub's user list could not be read" in known.problems[0]
+    page = progress.render(store, known=known)
+    assert '<p class="problem">' in page and page.count('<tr class="silent">') == 1 and "zed" in page
+    settings["roster"] = str(tmp_path / "no-such-roster.txt")
+    known = asyncio.run(progress.known_students(settings))
+    assert known.names == [] and len(known.problems) == 2 and "roster" in known.problems[1]
+    assert store.grid(known.names)[0] == ["ada"]  # the reported rows stand on their own
