@@ -7,7 +7,8 @@ from typing import Any
 
 from ... import jobs, snapshots, stalled
 from ...connector import Connector
-from ..registry import Findings, exercise, keyed_dict, prediction, setup_for
+from ..judge import judge_reap
+from ..registry import Findings, exercise, judged, keyed_dict, prediction, setup_for
 
 
 @exercise(
@@ -128,3 +129,17 @@ def _s034(conn: Connector, queue: str) -> tuple[Any, ...]:
     time.sleep(0.03)
     _STUCK[queue] = {parked: "promote", lapsed: "reap"}
     return (sorted([parked, lapsed]),)
+
+
+# -- 03.5 · build: your own reap, judged by the checker under worker kills ----------------------------------------
+@judged(
+    "03.5",
+    "Your own reap",
+    "Hint: the server's TIME in milliseconds is seconds * 1000 + microseconds // 1000; ZRANGEBYSCORE active "
+    "-inf (now LIMIT 0 N finds the lapsed leases, earliest first. For each: ZREM from active, ZADD pending 0, "
+    "and the row's state back to pending. Leave attempts alone: the next claim raises it, and that new token "
+    "is what the dead worker's settle will not match.",
+    solution="03_5_your_own_reap.py",
+)
+def _j035(answer: Any, f: Findings) -> None:
+    judge_reap(answer, f)
