@@ -30,6 +30,8 @@ WRONG = {
     "resets attempts": (wrong.RESETS_ATTEMPTS, ("the checker says invalid (double handouts", "token 1) and again by",
                                                 "reap →", "of 3 seeds")),
     "loses the job": (wrong.LOSES_THE_JOB, ("the checker says invalid (", "stranded", "reap →", "of 3 seeds")),
+    # the judge's own: a lease moved back before it could have lapsed, by the node's clock
+    "early margin": (wrong.EARLY_MARGIN, ("before they could have lapsed", "ms lease, was reaped", "of 3 seeds")),
     # the dry run's: known answers on a queue of three lapsed leases and one live one
     "no limit": (wrong.NO_LIMIT, ("moved 3 leases in one call handed a limit of 2",)),
     "seconds clock": (wrong.SECONDS_CLOCK, ("the earliest deadlines first; your reap moved nothing",)),
