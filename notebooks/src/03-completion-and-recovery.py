@@ -13,6 +13,7 @@
 # 4. Run a consumer that does all of this in a loop, and plot the sets while it works; see who calls
 #    promote and the sweeps in a pool.
 # 5. See what a full node answers.
+# 6. Write a reap of your own, in Lua, and have the checker judge it under worker kills (03.5).
 
 # %%
 import time
@@ -626,6 +627,8 @@ full.stop()
 # - Nothing moves on its own: promote, reap and the counted stall sweep are client calls — a
 #   standalone consumer makes them every beat; in a pool, the metronome makes them for all.
 # - The counted sweep buries a job that stalls more than `max_stalled` times.
+# - A reap is a few lines of Lua: the server's clock, at most N a call, earliest deadline first, and
+#   `attempts` left alone, so that the next claim's token fences out the worker that died.
 # - A full node (`maxmemory`, `noeviction`) refuses writes with `OOM`, and a refused `@enqueue` writes
 #   nothing.
 #
