@@ -122,14 +122,14 @@ def _renewal_record(history: History, lease_ms: int) -> tuple[list[Op], int]:
     return lapsed, kept
 
 
-def _wait(run: Run, deadline_s: float, *, lapse_ends: bool = True) -> bool:
-    """Until the queue is drained (True), the deadline, or (``lapse_ends``: a renewal's run) a lease lapsed
-    under a healthy handler (the verdict is known then: waiting on would only take time)."""
+def _wait(run: Run, deadline_s: float, failed: Callable[[History], bool]) -> bool:
+    """Until the queue is drained (True), the deadline, or ``failed(history)`` (the verdict is known then:
+    waiting on would only take time)."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
         if run.wait_drained(0.3):
             return True
-        if lapse_ends and _renewal_record(run.history(), run.lease_ms)[0]:
+        if failed(run.history()):
             return False
     return False
 
@@ -172,7 +172,8 @@ def _one_seed(node: Any, sha: str, seed: int, f: Findings) -> bool:
             run.produce(LEASE.JOBS)
             run.start()
             faults = LEASE.nemesis(seed).run(run, deadline_s=LEASE.DEADLINE_S)
-            drained = _wait(run, LEASE.DEADLINE_S)
+            # a lease lapsed under a healthy handler: the renewal failed
+            drained = _wait(run, LEASE.DEADLINE_S, lambda h: bool(_renewal_record(h, LEASE.LEASE_MS)[0]))
             run.stop()
             history = run.history()
             report: Report = run.check()
@@ -396,8 +397,8 @@ def _one_reap_seed(node: Any, sha: str, seed: int, f: Findings, recovered: dict[
         run.produce(REAP.JOBS)
         run.start()
         faults = REAP.nemesis(seed).run(run, deadline_s=REAP.DEADLINE_S)
-        # a starved worker may outlive its lease here, and a reap that takes its job back is right to
-        drained = _wait(run, REAP.DEADLINE_S, lapse_ends=False)
+        # a lease reaped before it could lapse (a starved worker's overdue lease is the reap's to take back)
+        drained = _wait(run, REAP.DEADLINE_S, lambda h: bool(_released_early(h, REAP.LEASE_MS)))
         run.stop()
         history = run.history()
         report: Report = run.check()
