@@ -203,6 +203,30 @@ assert all(where == ([set_of[state]] if set_of[state] else []) for state, where 
 tour.close()
 
 # %% [markdown]
+# ### 01.4 · Which transition put it there? (diagnose)
+#
+# Each exercise's check runs your function on a fresh queue of your node and says what is not yet
+# true; after a try that did not pass, `exercises.hint("01.4")` (with the exercise's number) gives a
+# hint. The reference solutions are in `solutions/`, one file per exercise — try first.
+#
+# The check walks nine jobs down different ways into their sets and hands you their ids, not what it
+# did. Read the queue (`snapshots.snapshot(conn, queue)`: the sets, and each row's fields) and return a
+# dict from each id to the transition that put the job where it is, one of `"enqueue"`, `"claim"`,
+# `"retry"`, `"retry at the cap"`, `"reap"`, `"promote"`, `"stall sweep"`, `"flow land"`.
+# *Solution: `solutions/01_4_which_transition.py`.*
+
+# %%
+from echomq_teach.course import exercises  # noqa: E402
+
+
+def which_transition(conn, queue, job_ids):
+    # your code here
+    raise NotImplementedError
+
+
+print(exercises.check("01.4", which_transition, conn))
+
+# %% [markdown]
 # ## The happy path, by hand
 #
 # ### enqueue — `enqueue/5` → `@enqueue`
@@ -214,6 +238,7 @@ tour.close()
 print(scripts.show("enqueue"))
 
 # %%
+conn.clear_trace()  # the walk's trace starts here: the exercise above sent calls of its own
 job_id = jobs.enqueue(conn, Q, '{"to": "ada", "body": "hello"}')
 s = snapshots.snapshot(conn, Q)
 print(s.render())
@@ -308,6 +333,66 @@ for entry in walk:
 assert [e.script or e.args[0] for e in walk] == ["@enqueue", "EXISTS", "@claim2", "HGET", "@complete"]
 
 # %% [markdown]
+# ### 01.1 · Put c last (repair)
+#
+# A producer meant three jobs, `"a"`, `"b"` and `"c"`, to be claimed in that order. It enqueued them
+# in that order, but gave `c` a caller's id, `"A-c-urgent"`. The check builds that queue. **Repair**
+# it with the kit's calls, so that the next three claims hand out `a`, `b`, `c`, each payload once
+# (`jobs.remove(conn, queue, job_id)` deletes one job, its row with it). Return nothing.
+# *Solution: `solutions/01_1_put_c_last.py`.*
+
+# %%
+def put_c_last(conn, queue):
+    # your code here
+    raise NotImplementedError
+
+
+print(exercises.check("01.1", put_c_last, conn))
+
+# %% [markdown]
+# ### 01.3 · Predict the claim order (predict)
+#
+# The check fills a queue in this order: a job that is claimed and whose worker crashes (its lease
+# lapses); two jobs minted by this process; a job with the caller's id `"A-rush"`, one with the id
+# `"zz-late"`; and, last, a job from another producer whose clock is 5 seconds behind. Then a reap
+# returns the crashed job to pending. Your function gets `labels`, a dict from a label to each id.
+#
+# **Predict, do not claim**: return the labels in the order the next six claims will hand the jobs
+# out. The check then claims them and compares. *Solution: `solutions/01_3_predict_the_order.py`.*
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell.
+
+# %%
+def predict_the_order(labels):
+    # your prediction here: a list of the six labels, first claimed first
+    raise NotImplementedError
+
+
+print(exercises.check("01.3", predict_the_order, conn))
+
+# %% [markdown]
+# ### 01.2 · Three completions (predict)
+#
+# The check enqueues one job and claims it (token 1). Then it completes it three times: with a token
+# nobody was given (2), with the token the claim answered (1), and once more the same way. **Predict**
+# each answer, `"ok"` or `"stale"` (`jobs.OK`, `jobs.STALE`), and the queue's completed count at the
+# end. Return a dict from `"a token nobody was given"`, `"the token the claim answered"`,
+# `"the same completion again"` and `"completed count"` to your predictions.
+# *Solution: `solutions/01_2_three_completions.py`.*
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell.
+
+# %%
+def three_completions():
+    # your predictions here
+    raise NotImplementedError
+
+
+print(exercises.check("01.2", three_completions, conn))
+
+# %% [markdown]
 # ## Step it yourself
 #
 # The **lifecycle stepper** runs the same walk one real call per click. Each step shows a caption
@@ -338,82 +423,6 @@ assert stepper.set_view.snapshot.where(stepper.job_id) == ["active"]
 stepper.step_button.click()
 assert stepper.index == 3 and stepper.step_button.description == "done ✓"
 stepper
-
-# %% [markdown]
-# ## Exercises
-#
-# Each check runs your function on a fresh queue of your node and says what is not yet true. After a
-# try that did not pass, `exercises.hint("01.1")` (and so on) gives a hint. The reference solutions
-# are in `solutions/`, one file per exercise — try first.
-#
-# ### 01.1 · Fill the queue
-#
-# Enqueue three jobs with the payloads `"a"`, `"b"` and `"c"` so that the claims will hand them out
-# in that order. *Solution: `solutions/01_1_fill_the_queue.py`.*
-
-# %%
-from echomq_teach.course import exercises
-
-
-def fill_the_queue(conn, queue):
-    # your code here
-    raise NotImplementedError
-
-
-print(exercises.check("01.1", fill_the_queue, conn))
-
-# %% [markdown]
-# ### 01.2 · Walk the happy path
-#
-# The check puts one job in pending and hands you its id. Take it through claim and complete, so its
-# row is gone and the completion is counted. *Solution: `solutions/01_2_happy_path.py`.*
-
-# %%
-def happy_path(conn, queue, job_id):
-    # your code here
-    raise NotImplementedError
-
-
-print(exercises.check("01.2", happy_path, conn))
-
-# %% [markdown]
-# ### 01.3 · Predict the claim order
-#
-# The check fills a queue in this order: a job that is claimed and whose worker crashes (its lease
-# lapses); two jobs minted by this process; a job with the caller's id `"A-rush"`, one with the id
-# `"zz-late"`; and, last, a job from another producer whose clock is 5 seconds behind. Then a reap
-# returns the crashed job to pending. Your function gets `labels`, a dict from a label to each id.
-#
-# **Predict, do not claim**: return the labels in the order the next six claims will hand the jobs
-# out. The check then claims them and compares. *Solution: `solutions/01_3_predict_the_order.py`.*
-#
-# Your function is handed no connection, and your **first** answer of the right form is kept and graded
-# (it survives a kernel restart): think it through before you run the cell.
-
-# %%
-def predict_the_order(labels):
-    # your prediction here: a list of the six labels, first claimed first
-    raise NotImplementedError
-
-
-print(exercises.check("01.3", predict_the_order, conn))
-
-# %% [markdown]
-# ### 01.4 · Which transition put it there?
-#
-# The check walks nine jobs down different ways into their sets and hands you their ids, not what it
-# did. Read the queue (`snapshots.snapshot(conn, queue)`: the sets, and each row's fields) and return a
-# dict from each id to the transition that put the job where it is, one of `"enqueue"`, `"claim"`,
-# `"retry"`, `"retry at the cap"`, `"reap"`, `"promote"`, `"stall sweep"`, `"flow land"`.
-# *Solution: `solutions/01_4_which_transition.py`.*
-
-# %%
-def which_transition(conn, queue, job_ids):
-    # your code here
-    raise NotImplementedError
-
-
-print(exercises.check("01.4", which_transition, conn))
 
 # %% [markdown]
 # ## Recap

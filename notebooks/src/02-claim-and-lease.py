@@ -366,70 +366,6 @@ assert jobs.resume(conn, Q4b) is True
 # by step, and shows the native command closing it.
 
 # %% [markdown]
-# ## Watch it
-#
-# The set view below redraws the `lease` queue from a real snapshot: its active set holds the jobs
-# claimed above, each with its deadline counted from server now.
-
-# %%
-from echomq_widgets import SetView
-
-view = SetView(conn, Q)
-assert sorted(view.snapshot.active) == sorted(minted + [claimed.id])
-view
-
-# %% [markdown]
-# ## Exercises
-#
-# Each check runs your function on a fresh queue and says what is not yet true; after a try that did
-# not pass, `exercises.hint("02.1")` (and so on) gives a hint. Solutions: `solutions/`, one per file.
-#
-# ### 02.1 · A five-second lease
-#
-# One job waits in pending. Claim it with a lease of five seconds and return what the claim answered.
-# *Solution: `solutions/02_1_five_second_lease.py`.*
-
-# %%
-from echomq_teach.course import exercises
-
-
-def five_second_lease(conn, queue, job_id):
-    # your code here
-    raise NotImplementedError
-
-
-print(exercises.check("02.1", five_second_lease, conn))
-
-# %% [markdown]
-# ### 02.2 · Claim from a paused queue
-#
-# Pause the queue, then try to claim, and return what the claim answered. The check wants the job
-# still in pending, untouched. *Solution: `solutions/02_2_paused_claim.py`.*
-
-# %%
-def paused_claim(conn, queue, job_id):
-    # your code here
-    raise NotImplementedError
-
-
-print(exercises.check("02.2", paused_claim, conn))
-
-# %% [markdown]
-# ### 02.3 · Feed the ghost guard
-#
-# Make a ghost in an empty queue's pending set with a plain `conn.call(…)`, then claim and return the
-# answer. The check wants an empty answer, an empty pending set and no row minted.
-# *Solution: `solutions/02_3_feed_the_ghost.py`.*
-
-# %%
-def feed_the_ghost(conn, queue):
-    # your code here
-    raise NotImplementedError
-
-
-print(exercises.check("02.3", feed_the_ghost, conn))
-
-# %% [markdown]
 # ### 02.5 · Empty, yet not empty
 #
 # A colleague says: "there is a job in pending, I can see it with `ZRANGE`, and every claim answers
@@ -444,6 +380,19 @@ def empty_yet_not(conn, queue, job_id):
 
 
 print(exercises.check("02.5", empty_yet_not, conn))
+
+# %% [markdown]
+# ## Watch it
+#
+# The set view below redraws the `lease` queue from a real snapshot: its active set holds the jobs
+# claimed above, each with its deadline counted from server now.
+
+# %%
+from echomq_widgets import SetView
+
+view = SetView(conn, Q)
+assert sorted(view.snapshot.active) == sorted(minted + [claimed.id])
+view
 
 # %% [markdown]
 # ## Recap

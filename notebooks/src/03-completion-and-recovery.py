@@ -13,6 +13,7 @@
 # 4. Run a consumer that does all of this in a loop, and plot the sets while it works; see who calls
 #    promote and the sweeps in a pool.
 # 5. See what a full node answers.
+# 6. Write a reap of your own, in Lua, and have the checker judge it under worker kills (03.5).
 
 # %%
 import time
@@ -132,6 +133,30 @@ print("next claim's token:", third.attempts, "· the first life's token 1 →",
       jobs.complete(conn, Q2, job, 1, "late"))
 assert third.attempts == 3 and jobs.complete(conn, Q2, job, 1, "late") == jobs.STALE
 
+# %% [markdown]
+# ### 03.1 · Out of the morgue (repair)
+#
+# Each exercise's check runs your function on a fresh queue of your node and says what is not yet
+# true; after a try that did not pass, `exercises.hint("03.1")` (with the exercise's number) gives a
+# hint. Solutions: `solutions/`, one per file — try first.
+#
+# "The invoice job died while the mailer was down; the mailer is back, send it." The check builds
+# that queue: one job, buried in dead after two failed claims, and hands you its id and the token of
+# its last claim. **Repair** the queue so that the job is claimed again and runs — and so that a
+# worker of its first life, waking up late with its old token, can never complete it.
+# *Solution: `solutions/03_1_out_of_the_morgue.py`.*
+
+# %%
+from echomq_teach.course import exercises  # noqa: E402
+
+
+def out_of_the_morgue(conn, queue, job_id, old_token):
+    # your code here
+    raise NotImplementedError
+
+
+print(exercises.check("03.1", out_of_the_morgue, conn))
+
 # %%
 Q6 = "morgue"
 buried = []
@@ -208,6 +233,51 @@ print("three sweeps moved:", sweeps)
 assert sweeps == [100, 50, 0]
 
 # %% [markdown]
+# ### 03.2 · Recover a crashed worker's job (repair)
+#
+# The check claims a job with a 50 ms lease and walks away (the worker "crashed"); you get the id and
+# the crashed worker's token. Bring the job back and complete it properly.
+# *Solution: `solutions/03_2_recover.py`.*
+
+# %%
+def recover(conn, queue, job_id, old_token):
+    # your code here
+    raise NotImplementedError
+
+
+print(exercises.check("03.2", recover, conn))
+
+# %% [markdown]
+# ### 03.5 · Build: your own reap, judged under worker kills
+#
+# Write the reap yourself, as a Lua script. It takes
+#
+# - `KEYS[1]`, the queue's active set (each score a lease's deadline, in server milliseconds),
+#   `KEYS[2]`, its pending set, and `KEYS[3]`, the queue's base `emq:{q}:` (a job's row is
+#   `KEYS[3] .. 'job:' .. id`);
+# - `ARGV[1]`, the most leases one call may move back;
+#
+# and answers the list of ids it moved back, earliest deadline first. Return your script's source as
+# a string.
+#
+# The check is a judge: it starts a node of its own (not this notebook's), loads your script, and
+# first calls it on a small queue whose answers are known (three lapsed leases, one live, a limit of
+# 2). Then, on three seeds it draws, three worker processes drain fifteen jobs while a seeded nemesis
+# kills two of them mid-job, and the run's metronome reaps with **your** script, one lease a call. It
+# passes only when, on every seed, the checker finds the run valid (no job lost, none handed out
+# twice, no stale settle accepted) **and** your reap brought back every job a killed worker held, and
+# moved no lease before it lapsed. A Lua error comes back as a finding naming its line. A few seconds
+# a check. *Solution: `solutions/03_5_your_own_reap.py`.*
+
+# %%
+def your_own_reap():
+    # return your Lua script's source, a str
+    raise NotImplementedError
+
+
+print(exercises.check("03.5", your_own_reap))
+
+# %% [markdown]
 # ## The counted sweep — `Stalled.check/3` → `@stalled_check`
 #
 # A reap forgives every lapse. A job whose handler kills its worker every time (a poison message)
@@ -240,6 +310,27 @@ for _ in range(2):
           "· stalled", s.rows[poison].get("stalled"))
 assert rounds == [(["pending"], "1"), (["dead"], "2")]
 assert snapshots.snapshot(conn, Q7).rows[poison]["last_error"] == "stalled"
+
+# %% [markdown]
+# ### 03.3 · Predict the counted sweep (predict)
+#
+# One job waits in pending. The check will run three rounds; in each, a worker claims whatever is at
+# the head with a 20 ms lease and dies, and `stalled.check(conn, queue, max_stalled=2)` runs once the
+# lease has lapsed. **Predict**, without running anything: where is the job after each round
+# (`"pending"`, `"active"`, `"dead"` or `"nowhere"`), and what is its `stalled` count at the end?
+# Return `{"where after each round": [...], "stalled count at the end": n}`.
+# *Solution: `solutions/03_3_predict_the_sweep.py`.*
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell.
+
+# %%
+def predict_the_sweep():
+    # your prediction here
+    raise NotImplementedError
+
+
+print(exercises.check("03.3", predict_the_sweep, conn))
 
 # %% [markdown]
 # The sweep counts lapses, and a lapse is all it sees: it cannot tell a worker that died from one that
@@ -470,6 +561,23 @@ assert jobs.reap(conn, Q9) == [abandoned]  # recovery: somebody else's call
 # workers leave promotion to it. Nothing on the node does.
 
 # %% [markdown]
+# ### 03.4 · Two stuck jobs (diagnose and repair)
+#
+# "Our consumer ran with `recovery=None` and `promote=False`, and now two jobs never come back." The
+# check builds that queue and hands you the two ids. **Diagnose** where each one is stuck, free both
+# (back to pending, not completed) with the right call each, and return a dict from each id to the
+# call that freed it (`"promote"`, `"reap"` or `"stall sweep"`).
+# *Solution: `solutions/03_4_unstick.py`.*
+
+# %%
+def unstick(conn, queue, stuck):
+    # your code here
+    raise NotImplementedError
+
+
+print(exercises.check("03.4", unstick, conn))
+
+# %% [markdown]
 # ## A full node
 #
 # Memory is the queue's only store, and a node has a ceiling: `maxmemory`. With the policy
@@ -511,82 +619,6 @@ full.stop()
 # completions that delete rows free memory, and an operator trims dead jobs or raises the ceiling.
 
 # %% [markdown]
-# ## Exercises
-#
-# Each check runs your function on a fresh queue and says what is not yet true; after a try that did
-# not pass, `exercises.hint("03.1")` (and so on) gives a hint. Solutions: `solutions/`, one per file.
-#
-# ### 03.1 · Into the morgue
-#
-# One job waits in pending. Send it to dead with a cap of 2 attempts, using only the calls of this
-# notebook. The check wants it in dead with attempts 2 and a `last_error`.
-# *Solution: `solutions/03_1_into_the_morgue.py`.*
-
-# %%
-from echomq_teach.course import exercises
-
-
-def into_the_morgue(conn, queue, job_id):
-    # your code here
-    raise NotImplementedError
-
-
-print(exercises.check("03.1", into_the_morgue, conn))
-
-# %% [markdown]
-# ### 03.2 · Recover a crashed worker's job
-#
-# The check claims a job with a 50 ms lease and walks away (the worker "crashed"); you get the id and
-# the crashed worker's token. Bring the job back and complete it properly.
-# *Solution: `solutions/03_2_recover.py`.*
-
-# %%
-def recover(conn, queue, job_id, old_token):
-    # your code here
-    raise NotImplementedError
-
-
-print(exercises.check("03.2", recover, conn))
-
-# %% [markdown]
-# ### 03.3 · Predict the counted sweep
-#
-# One job waits in pending. The check will run three rounds; in each, a worker claims whatever is at
-# the head with a 20 ms lease and dies, and `stalled.check(conn, queue, max_stalled=2)` runs once the
-# lease has lapsed. **Predict**, without running anything: where is the job after each round
-# (`"pending"`, `"active"`, `"dead"` or `"nowhere"`), and what is its `stalled` count at the end?
-# Return `{"where after each round": [...], "stalled count at the end": n}`.
-# *Solution: `solutions/03_3_predict_the_sweep.py`.*
-#
-# Your function is handed no connection, and your **first** answer of the right form is kept and graded
-# (it survives a kernel restart): think it through before you run the cell.
-
-# %%
-def predict_the_sweep():
-    # your prediction here
-    raise NotImplementedError
-
-
-print(exercises.check("03.3", predict_the_sweep, conn))
-
-# %% [markdown]
-# ### 03.4 · Two stuck jobs
-#
-# "Our consumer ran with `recovery=None` and `promote=False`, and now two jobs never come back." The
-# check builds that queue and hands you the two ids. **Diagnose** where each one is stuck, free both
-# (back to pending, not completed) with the right call each, and return a dict from each id to the
-# call that freed it (`"promote"`, `"reap"` or `"stall sweep"`).
-# *Solution: `solutions/03_4_unstick.py`.*
-
-# %%
-def unstick(conn, queue, stuck):
-    # your code here
-    raise NotImplementedError
-
-
-print(exercises.check("03.4", unstick, conn))
-
-# %% [markdown]
 # ## Recap
 #
 # - `@complete` is fenced: the token must match and the row must be active, or it is stale and
@@ -595,6 +627,8 @@ print(exercises.check("03.4", unstick, conn))
 # - Nothing moves on its own: promote, reap and the counted stall sweep are client calls — a
 #   standalone consumer makes them every beat; in a pool, the metronome makes them for all.
 # - The counted sweep buries a job that stalls more than `max_stalled` times.
+# - A reap is a few lines of Lua: the server's clock, at most N a call, earliest deadline first, and
+#   `attempts` left alone, so that the next claim's token fences out the worker that died.
 # - A full node (`maxmemory`, `noeviction`) refuses writes with `OOM`, and a refused `@enqueue` writes
 #   nothing.
 #

@@ -116,6 +116,7 @@ def test_every_stored_widget_says_what_it_shows(path):
 # -- issue 20: no stored output above a prediction shows its answer -----------------------------------------
 #: what a demo cell prints that answers a prediction: none of it may be stored above that prediction
 TELLS = {
+    "01.2": ("wrong token:", "the same completion again:"),
     "02.4": ("the first worker's late completion:", "the late completion:"),
     "04.3": ("raw EMQ.CLAIM on a paused queue", "script error:", "native refusal:", "first claim:"),
 }

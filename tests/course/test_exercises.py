@@ -120,7 +120,7 @@ def test_a_check_that_fails_on_what_the_learner_left_is_a_finding(conn):
 def test_a_check_that_trips_on_a_half_written_row_is_a_finding(conn):
     from echomq_teach import keyspace
 
-    def buries_without_a_row(conn, queue, job_id):
+    def buries_without_a_row(conn, queue, job_id, *_):
         # the id in dead, its row deleted: the check finds it there and then has no row to read
         conn.call("ZADD", keyspace.queue_key(queue, "dead"), 1, job_id)
         conn.call("ZREM", keyspace.queue_key(queue, "pending"), job_id)

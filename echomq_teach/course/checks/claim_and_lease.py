@@ -1,4 +1,7 @@
-"""Notebook 02 · claim and the lease: a lease, a paused claim, a ghost, a late worker, an empty queue that is not."""
+"""Notebook 02 · claim and the lease: a late worker, an empty queue that is not, a lease renewed.
+
+(A five-second lease, a paused claim and the ghost guard are worked examples in the notebook, not exercises.)
+"""
 
 from __future__ import annotations
 
@@ -9,69 +12,6 @@ from ... import jobs, keyspace, snapshots
 from ...connector import Connector
 from ..judge import judge_lease_extension
 from ..registry import Findings, exercise, judged, prediction, setup_for
-
-
-@exercise(
-    "02.1",
-    "A five-second lease",
-    "Hint: the lease is the one argument claim/3 takes after the queue, in milliseconds.",
-    solution="02_1_five_second_lease.py",
-    kind="build",
-)
-def _v021(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    (job_id,) = args
-    s = snapshots.snapshot(conn, queue)
-    if not f.expect(job_id in s.sets["active"], f"{job_id} should be in active; it is in {s.where(job_id)}."):
-        return
-    left = s.relative("active", job_id)
-    f.expect(0 < left <= 5_000, f"the active score should be server now + 5000 ms; it is now {left:+d} ms.")
-    f.expect(
-        isinstance(result, jobs.Claimed) and result.attempts == 1,
-        f"return the Claimed that jobs.claim answered; got {result!r}.",
-    )
-
-
-@setup_for("02.1")
-def _s021(conn: Connector, queue: str) -> tuple[Any, ...]:
-    return (jobs.enqueue(conn, queue, "lease me"),)
-
-
-@exercise(
-    "02.2",
-    "Claim from a paused queue",
-    "Hint: pausing is a call of its own in jobs; the claim after it is an ordinary one.",
-    solution="02_2_paused_claim.py",
-    kind="build",
-)
-def _v022(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    (job_id,) = args
-    s = snapshots.snapshot(conn, queue)
-    f.expect(s.paused, "the queue should be paused (emq:{q}:paused present).")
-    f.expect(result is None, f"a paused queue's claim answers None (:empty); yours answered {result!r}.")
-    f.expect(s.pending == [job_id], f"pending should still hold {job_id}, untouched; it holds {s.pending}.")
-
-
-@setup_for("02.2")
-def _s022(conn: Connector, queue: str) -> tuple[Any, ...]:
-    return (jobs.enqueue(conn, queue, "wait for resume"),)
-
-
-@exercise(
-    "02.3",
-    "Feed the ghost guard",
-    "Hint: a ghost is a pending member with no row; the pending key is keyspace.queue_key(queue, 'pending'), "
-    "and a pending score is 0.",
-    solution="02_3_feed_the_ghost.py",
-    kind="build",
-)
-def _v023(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    s = snapshots.snapshot(conn, queue)
-    f.expect(result is None, f"a ghost head answers None (:empty); the claim answered {result!r}.")
-    f.expect(not s.pending, f"the ghost should have been consumed by the pop; pending holds {s.pending}.")
-    f.expect(not s.rows, f"the guard mints no row; the queue has rows for {sorted(s.rows)}.")
-    sent = [e.line for e in conn.last(6)]
-    f.expect(any("ZADD" in ln for ln in sent), "add the ghost yourself with a plain ZADD on pending (no row).")
-
 
 # -- 02.4 · late, but not too late ---------------------------------------------------------------------
 SCENARIOS = (

@@ -1,4 +1,5 @@
-"""Notebook 03 · completion and recovery: the morgue, a crashed worker, the counted sweep, two stuck jobs."""
+"""Notebook 03 · completion and recovery: out of the morgue, a crashed worker, the counted sweep, two stuck jobs,
+your own reap."""
 
 from __future__ import annotations
 
@@ -7,31 +8,56 @@ from typing import Any
 
 from ... import jobs, snapshots, stalled
 from ...connector import Connector
-from ..registry import Findings, exercise, keyed_dict, prediction, setup_for
+from ..judge import judge_reap
+from ..registry import Findings, exercise, judged, keyed_dict, prediction, setup_for
 
 
+# -- 03.1 · repair: out of the morgue --------------------------------------------------------------------------
 @exercise(
     "03.1",
-    "Into the morgue",
-    "Hint: the cap counts claims. Between the two failures the job sits on schedule until its run-at; "
-    "only a promote after that brings it back to be claimed again.",
-    solution="03_1_into_the_morgue.py",
-    kind="build",
+    "Out of the morgue",
+    "Hint: an operator's call sends a dead job back for a new life without touching attempts (notebook 03, "
+    "after the failure fork). A job enqueued again under its old id starts at attempts 0, and its claims "
+    "hand out tokens the first life already used.",
+    solution="03_1_out_of_the_morgue.py",
+    kind="repair",
 )
 def _v031(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    (job_id,) = args
+    job_id, old_token = args
     s = snapshots.snapshot(conn, queue)
-    where = s.where(job_id) or "no set"
-    if not f.expect(s.where(job_id) == ["dead"], f"{job_id} should be in dead; it is in {where}."):
+    row = s.rows[job_id]  # no row: the check says the queue is in a shape no transition makes
+    if not f.expect(s.where(job_id) == ["pending"], f"{job_id} should be back in pending; it is in "
+                    f"{s.where(job_id) or 'no set'}."):
         return
-    r = s.rows[job_id]
-    f.expect(r.get("attempts") == "2", f"attempts should equal the cap, 2; it is {r.get('attempts')}.")
-    f.expect(bool(r.get("last_error")), "the dead row should carry a last_error.")
+    f.expect(row.get("state") == "pending", f"its row should say pending; it says {row.get('state')!r}.")
+    f.expect(row.get("payload") == "send the invoice",
+             f"its payload should be unchanged; it is {row.get('payload')!r}.")
+    f.expect(len(s.rows) == 1, f"one job only: the queue holds rows for {sorted(s.rows)}.")
+    # the new life's first claim, and the first life's worker waking up late with its token
+    c = jobs.claim(conn, queue, 30_000)
+    if not f.expect(c is not None and c.id == job_id, f"the next claim should hand out {job_id}; it answered {c!r}."):
+        return
+    if not f.expect(c.attempts > old_token, f"the new life's first claim handed out token {c.attempts}, and the "
+                    f"first life's claims handed out tokens 1 … {old_token}: a token is used again once the new life "
+                    "reaches it, and a late worker of the first life holding it would pass the fence."):
+        return
+    late = jobs.complete(conn, queue, job_id, old_token, "late")
+    f.expect(late == jobs.STALE, f"the first life's late worker (token {old_token}) completed it ({late!r}).")
 
 
 @setup_for("03.1")
 def _s031(conn: Connector, queue: str) -> tuple[Any, ...]:
-    return (jobs.enqueue(conn, queue, "doomed"),)
+    job_id = jobs.enqueue(conn, queue, "send the invoice")
+    token = 0
+    for reason in ("the mailer was down", "the mailer is still down"):
+        c = jobs.claim(conn, queue, 30_000)
+        assert c is not None
+        token = c.attempts
+        jobs.retry(conn, queue, job_id, token, reason, delay_ms=1, max_attempts=2)
+        time.sleep(0.005)
+        jobs.promote(conn, queue)
+    assert snapshots.snapshot(conn, queue).where(job_id) == ["dead"]
+    return job_id, token
 
 
 @exercise(
@@ -128,3 +154,17 @@ def _s034(conn: Connector, queue: str) -> tuple[Any, ...]:
     time.sleep(0.03)
     _STUCK[queue] = {parked: "promote", lapsed: "reap"}
     return (sorted([parked, lapsed]),)
+
+
+# -- 03.5 · build: your own reap, judged by the checker under worker kills ----------------------------------------
+@judged(
+    "03.5",
+    "Your own reap",
+    "Hint: the server's TIME in milliseconds is seconds * 1000 + microseconds // 1000; ZRANGEBYSCORE active "
+    "-inf (now LIMIT 0 N finds the lapsed leases, earliest first. For each: ZREM from active, ZADD pending 0, "
+    "and the row's state back to pending. Leave attempts alone: the next claim raises it, and that new token "
+    "is what the dead worker's settle will not match.",
+    solution="03_5_your_own_reap.py",
+)
+def _j035(answer: Any, f: Findings) -> None:
+    judge_reap(answer, f)

@@ -1,4 +1,4 @@
-"""Notebook 01 · the lifecycle: fill, walk, predict the order, name the transition."""
+"""Notebook 01 · the lifecycle: put c last, three completions, predict the order, name the transition."""
 
 from __future__ import annotations
 
@@ -15,36 +15,80 @@ TRANSITIONS = ("enqueue", "claim", "retry", "retry at the cap", "reap", "promote
 _TRUTH: dict[str, dict[str, str]] = {}
 
 
+# -- 01.1 · repair: the claim order a producer asked for --------------------------------------------------
 @exercise(
     "01.1",
-    "Fill the queue",
-    "Hint: one jobs.enqueue(conn, queue, payload) per payload, in the order you want them claimed.",
-    solution="01_1_fill_the_queue.py",
-    kind="build",
+    "Put c last",
+    "Hint: pending hands out its members in byte order, and 'A' sorts before 'JOB'. The custom id cannot be "
+    "renamed: remove that job (jobs.remove takes its row with it) and enqueue its payload again with a "
+    "minted id, which sorts after every id minted before it.",
+    solution="01_1_put_c_last.py",
+    kind="repair",
 )
 def _v011(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     s = snapshots.snapshot(conn, queue)
-    if not f.expect(len(s.pending) == 3, f"pending should hold 3 ids; it holds {len(s.pending)}."):
+    ghosts = [i for i in s.pending if i not in s.rows]
+    if not f.expect(not ghosts, f"pending holds {ghosts} with no row: a ZREM or ZADD by hand leaves a ghost "
+                    "(a claim pops it and answers empty)."):
         return
-    payloads = [s.rows.get(i, {}).get("payload") for i in s.pending]
-    f.expect(payloads == ["a", "b", "c"], f"in id order the payloads should be a, b, c; they are {payloads}.")
-    states = {s.rows[i].get("state") for i in s.pending if i in s.rows}
-    f.expect(states == {"pending"}, f"every row's state should be pending; saw {sorted(states)}.")
+    strays = sorted(set(s.rows) - set(s.pending))
+    if not f.expect(not strays, f"the rows of {strays} are in no set: a row left behind that no claim reaches."):
+        return
+    scored = {i: v for i, v in s.sets["pending"].items() if v != 0}
+    if not f.expect(not scored, f"every pending score is 0 (the order is the ids' bytes); {scored} is not: "
+                    "a reap or a promote puts a job back at 0, and the order you made would not hold."):
+        return
+    payloads = [s.rows[i].get("payload") for i in s.pending]  # pending's order: the claims' order
+    f.expect(payloads == ["a", "b", "c"],
+             f"the claims would hand out the payloads {payloads}: they should hand out a, b, c, each once.")
+    f.expect(all(s.rows[i].get("state") == "pending" for i in s.pending), "every row should say pending.")
 
 
-@exercise(
+@setup_for("01.1")
+def _s011(conn: Connector, queue: str) -> tuple[Any, ...]:
+    # a producer meant a, b, c; c came with a caller's id that sorts before every minted one
+    for payload in ("a", "b"):
+        jobs.enqueue(conn, queue, payload)
+    jobs.enqueue(conn, queue, "c", job_id="A-c-urgent")
+    return ()
+
+
+# -- 01.2 · predict: three completions -------------------------------------------------------------------------
+COMPLETIONS = ("a token nobody was given", "the token the claim answered", "the same completion again")
+
+
+def _completions_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
+    keys = (*COMPLETIONS, "completed count")
+    if not isinstance(answer, dict) or set(answer) != set(keys):
+        return f"return a dict with exactly the keys {sorted(keys)}; got {answer!r}."
+    bad = sorted({str(answer[k]) for k in COMPLETIONS if answer[k] not in (jobs.OK, jobs.STALE)})
+    if bad:
+        return f'each completion\'s answer is "ok" or "stale" (jobs.OK, jobs.STALE); {bad} is not.'
+    if not isinstance(answer["completed count"], int) or isinstance(answer["completed count"], bool):
+        return f"the completed count is an int; got {answer['completed count']!r}."
+    return None
+
+
+@prediction(
     "01.2",
-    "Walk the happy path",
-    "Hint: a claim answers the token (its attempts); the completion must hand that same number back.",
-    solution="01_2_happy_path.py",
-    kind="build",
+    "Three completions",
+    "Hint: @complete compares the token with the row's attempts, and a completion deletes the row. What is "
+    "left for a second completion to compare with?",
+    solution="01_2_three_completions.py",
+    shape=_completions_shape,
+    explain="@complete passes only when the token equals the row's attempts (the claim's answer) and the row is "
+    "active; anything else answers stale and writes nothing. The right completion deletes the row, so the same "
+    "completion sent again finds no row and is stale too: the job is counted once.",
 )
-def _v012(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _r012(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     (job_id,) = args
-    s = snapshots.snapshot(conn, queue)
-    f.expect(not s.where(job_id), f"{job_id} should have left every set; it is in {s.where(job_id)}.")
-    f.expect(job_id not in s.rows, f"a completed row is deleted, but {job_id}'s row is still there.")
-    f.expect(s.completed == 1, f"metrics:completed count should be 1; it is {s.completed}.")
+    c = jobs.claim(conn, queue, 30_000)
+    assert c is not None and c.id == job_id
+    seen: dict[str, Any] = {COMPLETIONS[0]: jobs.complete(conn, queue, job_id, c.attempts + 1)}
+    seen[COMPLETIONS[1]] = jobs.complete(conn, queue, job_id, c.attempts)
+    seen[COMPLETIONS[2]] = jobs.complete(conn, queue, job_id, c.attempts)
+    seen["completed count"] = snapshots.snapshot(conn, queue).completed
+    return seen
 
 
 @setup_for("01.2")
