@@ -215,7 +215,7 @@ def test_a_run_ends_at_its_time_bound_and_stops_its_processes(node, made):
     metronome = f"metronome-{m.queue}"  # the kit's Metronome, recorded (lab.run.RecordedMetronome)
     assert any(t.name == metronome for t in threading.enumerate())
     assert fired.wait(20)
-    assert m.ended and "time bound of 1.5 s" in m.ended
+    assert m.ended and "time bound of 1.5 s" in m.ended and "cell again" in m.ended
     assert all(gone(p) for p in pids)
     assert [s.state for s in m.slots()] == ["ended", "ended"]
     assert not any(t.name == metronome for t in threading.enumerate())
@@ -304,6 +304,7 @@ def test_clicking_every_button_on_real_processes_ends_in_a_valid_verdict(durable
     assert all(gone(p) for p in pids) and not v.watch.alive
     assert v.enqueue_button.disabled and all(b.disabled for b in v.kill_buttons)
     assert "closed: every worker process was stopped by its PID" in v.status_text
+    assert "cell again" in v.status_text  # and how to get a live one back
     # the run's own queue is dropped on close
     c = durable.connector()
     try:
