@@ -366,7 +366,10 @@ class ChaosView(widgets.VBox):
         settled = last.settled if last else 0
         head = f"round {m.round} · {m.enqueued} enqueued · {settled} settled · {sizes}"
         if m.closed:
-            tail = "closed: every worker process was stopped by its PID"
+            # a stopped widget stays on the page: it says how to get a live one back
+            tail = "closed: every worker process was stopped by its PID · run this widget's cell again to play on"
+        elif m.ended:
+            tail = m.ended  # the run's time bound: its workers are stopped, and it says how to go on
         elif m.judged and m.verdict is not None:
             tail = f"drained · verdict: {m.verdict.verdict}"
         else:

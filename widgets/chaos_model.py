@@ -526,7 +526,7 @@ class ChaosRun:
             if self.closed:
                 return
             self.ended = (f"this run reached its time bound of {self.lifetime_s:g} s: its workers were stopped; "
-                          "make a new one to go on")
+                          "run the widget's cell again to go on")
         self.run.stop()
         if self.on_expire is not None:
             self.on_expire()
@@ -558,7 +558,7 @@ class ChaosRun:
     # -- inside ------------------------------------------------------------------------------------------------
     def _alive(self) -> None:
         if self.closed:
-            raise BadInput("this chaos run is closed: make a new one")
+            raise BadInput("this chaos run is closed: run the widget's cell again for a new one")
         if self.ended:
             raise BadInput(self.ended)
 

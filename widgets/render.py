@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from echomq_teach.connector import TraceEntry
@@ -272,6 +273,17 @@ def _extras(after: Snapshot, marks: Marks) -> str:
     return '<div class="emq-extra">' + " · ".join(bits) + "</div>"
 
 
+def _clock(after: Snapshot, before: Snapshot | None) -> str:
+    """The server's clock as a reader takes it in: time since the previous picture, or the time of day.
+
+    A raw epoch in ms (1796324027985) says nothing at a glance; the scores below are already relative.
+    """
+    if before is not None and before.now_ms <= after.now_ms:
+        return f"<code>+{after.now_ms - before.now_ms:,} ms</code> since the previous picture"
+    at = datetime.fromtimestamp(after.now_ms / 1000, tz=UTC)
+    return f"<code>{at:%H:%M:%S}.{after.now_ms % 1000:03d}</code> UTC"
+
+
 def setview_html(
     after: Snapshot,
     before: Snapshot | None = None,
@@ -293,8 +305,8 @@ def setview_html(
     layout = rows if rows != "auto" else ("side" if len(after.rows) + len(marks.rows_removed) <= 2 else "table")
     cards = "".join(_set_card(s, after, before, marks, limit, names) for s in SETS)
     head = (
-        f'<div class="emq-head">queue <code>{esc(base(after.queue))}</code> · server now '
-        f"<code>{after.now_ms}</code> ms{' · <b>paused</b>' if after.paused else ''}</div>"
+        f'<div class="emq-head">queue <code>{esc(base(after.queue))}</code> · server clock '
+        f"{_clock(after, before)}{' · <b>paused</b>' if after.paused else ''}</div>"
     )
     if layout == "side":
         body = f'<div class="emq-body"><div class="emq-sets">{cards}</div>{_row_cards(after, before, marks)}</div>'

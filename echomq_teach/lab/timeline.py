@@ -3,8 +3,11 @@
 Bars are coloured by how the claim ended: completed, retried, dead, refused
 as stale, or never settled (the worker was killed, or the settle's answer was
 lost). A frozen worker's time is shaded, a kill is a cross, a restart of the
-node a line across every lane. The checker's findings are drawn on top: each
-claim a finding names is outlined in red, and the lanes' labels say how many.
+node a line across every lane. The checker's findings are drawn on top, light
+enough that a hundred overlapping ones still read: each claim a finding names
+is hatched in red (hatching lines up across bars, so overlaps do not thicken
+into a block) with a thin red rule under it, and a lane's label ends in
+``⚠ N``, the number of its claims that findings name (the legend says so).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ COLOURS = {
 LABELS = {"ok": "completed", "scheduled": "retried", "dead": "dead", "stale": "stale, refused",
           "none": "no settle seen"}
 _FAULT_MARKS = {"kill": "x", "drop_link": "v", "crash": "X"}
+FINDING = "#d62728"  # the findings' hatching and rule
+FLAGGED_LABEL = "named by a finding (⚠ N by a lane: N such claims)"
 #: a failover's moments (echomq_teach.lab.failover), each a line across every lane: colour, style, label
 _FAILOVER_LINES = {
     "hold_replication": ("#e08a1e", ":", "replication held"),
@@ -62,6 +67,7 @@ def draw(history: History, report: Report | None = None, *, ax: Any = None, titl
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
+    from matplotlib.transforms import offset_copy
 
     # time 0 is the first call of a worker or the metronome: the producer's enqueues come before the run
     t0 = min((o.sent for o in history.ops if o.worker != "producer"), default=history.start)
@@ -81,13 +87,18 @@ def draw(history: History, report: Report | None = None, *, ax: Any = None, titl
     y = {w: i for i, w in enumerate(lanes)}
     for w in lanes:
         by_outcome: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        named: list[tuple[float, float]] = []
         for start, end, outcome, claim, _ in per.get(w, []):
             by_outcome[outcome].append(((start - t0) / 1000, max(end - start, 1.0) / 1000))
             if (claim.job or "", claim.token) in flagged[w]:
-                ax.broken_barh([((start - t0) / 1000, max(end - start, 1.0) / 1000)], (y[w] - 0.42, 0.84),
-                               facecolors="none", edgecolors="red", linewidth=2, zorder=4)
+                named.append(((start - t0) / 1000, max(end - start, 1.0) / 1000))
         for outcome, spans in by_outcome.items():
             ax.broken_barh(spans, (y[w] - 0.3, 0.6), facecolors=COLOURS[outcome], zorder=2)
+        if named:
+            # hatching, not an outline: the bar's colour (how the claim ended) shows through
+            ax.broken_barh(named, (y[w] - 0.3, 0.6), facecolors="none", edgecolors=FINDING, hatch="////",
+                           linewidth=0, zorder=4)
+            ax.broken_barh(named, (y[w] + 0.33, 0.07), facecolors=FINDING, zorder=4)
     # the faults: a freeze is shaded until its thaw; kills, dropped links and crashes are marked
     frozen: dict[str, float] = {}
     for o in history.notes():
@@ -112,19 +123,14 @@ def draw(history: History, report: Report | None = None, *, ax: Any = None, titl
         if o.released() and o.worker in y:
             ax.plot([(o.sent - t0) / 1000], [y[o.worker]], marker="^", color="#4c72b0", markersize=7, zorder=5)
     ax.set_yticks(range(len(lanes)))
-    counts = defaultdict(int)
-    if report is not None:
-        for f in report.findings:
-            for o in f.ops:
-                if o.op == "claim":
-                    counts[o.worker] += 1
-    ax.set_yticklabels([w + (f"  ⚠{counts[w]}" if counts[w] else "") for w in lanes])
+    # ⚠ N: how many of the lane's claims some finding names (a claim named twice counts once)
+    ax.set_yticklabels([w + (f"  ⚠ {len(flagged[w])}" if flagged[w] else "") for w in lanes])
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.invert_yaxis()
     ax.set_xlabel("seconds since the first worker's first call (node clock)")
     legend = [Patch(color=COLOURS[k], label=LABELS[k]) for k in COLOURS]
     legend += [Patch(facecolor="#9ecae1", label="frozen"),
-               Patch(facecolor="none", edgecolor="red", label="named by a finding"),
+               Patch(facecolor="white", edgecolor=FINDING, hatch="////", linewidth=0, label=FLAGGED_LABEL),
                Line2D([], [], color="red", marker="x", linestyle="none", label="killed"),
                Line2D([], [], color="red", marker="v", linestyle="none", label="link dropped"),
                Line2D([], [], color="red", linestyle="--", label="node restarted"),
@@ -133,7 +139,10 @@ def draw(history: History, report: Report | None = None, *, ax: Any = None, titl
     seen = {o.op for o in history.notes()}
     legend += [Line2D([], [], color=c, linestyle=ls, label=label)
                for op, (c, ls, label) in _FAILOVER_LINES.items() if op in seen]
-    ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=6, fontsize=8, frameon=False)
+    # a fixed distance under the axes (not a fraction of them): a short figure's legend then clears the x label
+    below = offset_copy(ax.transAxes, fig=fig, y=-0.5, units="inches")
+    ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below, ncol=5,
+              fontsize=8, frameon=False)
     verdict = f" — checker: {report.verdict}" if report is not None else ""
     ax.set_title((title or "the run") + verdict)
     fig.tight_layout()

@@ -251,15 +251,6 @@ assert message and "valkey-server" in message and "bootstrap.sh" in message
 # - for a node your kernel started, `node.log_tail()` shows the end of the server's log;
 # - the scripts themselves: `from echomq_teach import scripts; print(scripts.show("claim2"))`.
 
-# %%
-if node.owned:
-    assert "Ready to accept connections" in node.log_tail(40)
-raw.close()
-conn.close()
-node.stop()
-assert not (node.owned and node.running)
-print("node stopped" if node.owned else "the classroom's shared node stays up")
-
 # %% [markdown]
 # ## Recap
 #

@@ -106,86 +106,16 @@ scratch.close()
 # A completed job has no state at all: **its row is deleted**, and the metric
 # `emq:{q}:metrics:completed` counts it. `remove` and `trim_dead` delete a row too, without counting.
 #
-# The cell below takes one job down each of these ways on a queue of its own and checks where it
-# landed. Skim it now; each move is taught in the notebook named in the table.
+# The cell below takes one job down each of these ways, each on a queue of its own, and prints where
+# it landed; the cell after it checks that against the table. Each move is taught in the notebook
+# named in the table (the calls themselves are in `echomq_teach/course/ways_in.py`).
 
 # %%
-import time
-
-from echomq_teach import flows, stalled
+from echomq_teach.course import ways_in
 
 tour = node.connector()  # its own trace: the walk's trace below stays clean
-landed: dict[str, tuple[str | None, list[str]]] = {}
-
-
-def way_in(way: str) -> str:
-    """A queue of its own for one way in, emptied first."""
-    q = f"way-{len(landed)}"
-    jobs.drop(tour, q)
-    landed[way] = (None, [])
-    return q
-
-
-def lands(way: str, q: str, job_id: str) -> None:
-    s = snapshots.snapshot(tour, q)
-    landed[way] = (s.state(job_id), s.where(job_id))
-
-
-def claimed(q: str, lease_ms: int = 30_000) -> jobs.Claimed:
-    jobs.enqueue(tour, q, "a job")
-    return jobs.claim(tour, q, lease_ms)
-
-
-q = way_in("enqueue")
-lands("enqueue", q, jobs.enqueue(tour, q, "a job"))
-q = way_in("claim")
-lands("claim", q, claimed(q).id)
-q = way_in("retry below the cap")
-c = claimed(q)
-jobs.retry(tour, q, c.id, c.attempts, "once", delay_ms=60_000, max_attempts=2)
-lands("retry below the cap", q, c.id)
-q = way_in("promote")
-c = claimed(q)
-jobs.retry(tour, q, c.id, c.attempts, "once", delay_ms=1, max_attempts=2)
-time.sleep(0.01)
-jobs.promote(tour, q)
-lands("promote", q, c.id)
-q = way_in("retry at the cap")
-c = claimed(q)
-jobs.retry(tour, q, c.id, c.attempts, "hopeless", max_attempts=1)
-lands("retry at the cap", q, c.id)
-jobs.reprocess(tour, q, c.id)
-lands("reprocess", q, c.id)
-q = way_in("reap")
-c = claimed(q, 20)
-time.sleep(0.03)
-jobs.reap(tour, q)
-lands("reap", q, c.id)
-q = way_in("stall sweep, below its cap")
-c = claimed(q, 20)
-time.sleep(0.03)
-stalled.check(tour, q, max_stalled=1)
-lands("stall sweep, below its cap", q, c.id)
-c = jobs.claim(tour, q, 20)  # the same job stalls a second time: over a cap of 1
-time.sleep(0.03)
-stalled.check(tour, q, max_stalled=1)
-lands("stall sweep, over its cap", q, c.id)
-q = way_in("flow land: the parent")
-flow = flows.add(tour, q, "parent", ["child"])
-lands("flow land: the parent", q, flow.parent_id)
-lands("flow land: a child", q, flow.child_ids[0])
-c = jobs.claim(tour, q, 30_000)
-jobs.complete(tour, q, c.id, c.attempts, "done")
-lands("fan-in release: the last child completes", q, flow.parent_id)
-for policy in ("ignore", "remove", "fail"):
-    way = f"a child dies under {policy}: the parent"
-    q = way_in(way)
-    flow = flows.add(tour, q, "parent", ["child"], policy=policy)
-    c = jobs.claim(tour, q, 30_000)
-    jobs.retry(tour, q, c.id, c.attempts, "broken", max_attempts=1)
-    lands(way, q, flow.parent_id)
-for way, (state, where) in landed.items():
-    print(f"{way:<42} → state {state:<18} set {'/'.join(where) or 'none'}")
+landed = ways_in.walk(tour)  # one job down each way in: the calls are in echomq_teach/course/ways_in.py
+print(ways_in.table(landed))
 
 # %%
 expected = {

@@ -297,9 +297,10 @@ assert [swept[p][1] for p in ("ignore", "remove", "wait")] == ["pending", "pendi
 # `@enqueue_flow` even on a wire 6 connector. `EMQ.COMPLETE` and `EMQ.FAIL` both turn a flow child
 # away before they write anything — a row that carries `parent`, and the flow's key layout itself
 # (the five keys, or a parent id), whatever the row says. So on a wire 6 connector `jobs.complete`
-# sends the `@complete` script for a flow child:
+# sends the `@complete` script for a flow child. The proof is long, so its code is folded: read what
+# it prints, and click the `…` to open it.
 
-# %%
+# %% jupyter={"source_hidden": true}
 native = start_node(native=True)
 n_conn = native.connector()
 jobs.drop(n_conn, Q)  # a classroom's native node keeps an earlier run's flow too

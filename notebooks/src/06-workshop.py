@@ -49,9 +49,9 @@ trace
 
 # %% [markdown]
 # The same three paths, run straight through in code, with the end state of each checked against
-# what the course says:
+# what the course says (the checks are folded: click the `…` to read them):
 
-# %%
+# %% jupyter={"source_hidden": true}
 Q = "trace"
 # the happy path: enqueue → claim → complete
 job = jobs.enqueue(conn, Q, "happy")

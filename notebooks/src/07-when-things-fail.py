@@ -148,7 +148,8 @@ print(f"\njobs handed out twice: {len(naive.double_handouts)} of 200 · "
 
 # %% [markdown]
 # The timeline draws the race: one lane per thread, one bar per claim from the claim to its settle,
-# coloured by how the settle went. Claims the checker named are outlined in red.
+# coloured by how the settle went. Claims the checker named are hatched in red, with a red rule under
+# them; the `⚠ N` beside a lane counts that thread's claims that some finding names.
 
 # %%
 draw(History.read(naive_dir), naive, title="the naive claim, 8 threads")
@@ -443,7 +444,9 @@ durable.stop()
 # **freeze** and **thaw** (SIGSTOP and SIGCONT: freeze one longer than its lease, then thaw it and
 # watch its settle be refused), **drop link** (`CLIENT KILL`). For the node: **restart node** and
 # **SCRIPT FLUSH**. When the queue drains, the checker judges everything you did and draws the
-# timeline. Enqueue another batch and try to make it say *invalid*.
+# timeline. Enqueue another batch and try to make it say *invalid*. The widget plays for ten minutes,
+# then stops its workers and says so; run its cell again for a fresh one. Its node and workers stop
+# when the kernel ends.
 #
 # (When this notebook was built, the cell below killed one worker and froze another past its lease
 # before the drain, so the widget shows that round's verdict even without a kernel.)
@@ -546,10 +549,6 @@ print(exercises.check("07.2", pass_the_nemesis, conn))
 # - The fence holds for the life of a row; reusing an id after its row is gone starts a new count.
 #
 # Next: **08-the-durable-floor** — what outlives memory.
-
-# %%
-chaos.stop()  # its workers stop by PID; the widget above keeps its last picture and verdict
-playground.stop()
 
 # %% [markdown]
 # ## Further reading

@@ -124,7 +124,7 @@ for p in plots:
     p.sample()  # the end state, and the whole run drawn
 shard_nodes = {q: {e.node for c in pools.pools[q].consumers for e in c.conn.trace} for q in queues}
 pools.close()
-widgets.HBox(plots)
+widgets.HBox(plots, layout=widgets.Layout(flex_flow="row wrap"))  # wrap rather than shrink: text stays legible
 
 # %%
 total = Pools.total(reports)
@@ -163,6 +163,8 @@ c.close()
 # then refused on that queue, and so is the module itself, on its own node, before it writes anything:
 
 # %%
+import textwrap
+
 scripted = cluster.queue_on(2, "scripted")
 c4 = cluster.connector(wire=4)
 jobs.enqueue(c4, scripted, "run by the scripts")
@@ -172,7 +174,7 @@ before = node.execute_command("DEBUG", "DIGEST")
 try:
     jobs.claim(conn, scripted, 30_000)  # a wire 6 connector on a wire 4 queue
 except WireError as exc:
-    print("the connector:", str(exc)[:110], "…")
+    print(textwrap.fill(str(exc), 100, initial_indent="the connector: ", subsequent_indent=" " * 15))
 pkeys = [keyspace.queue_key(scripted, "pending"), keyspace.queue_key(scripted, "active"), keyspace.base(scripted)]
 try:
     node.execute_command("EMQ.CLAIM", 3, *pkeys, 30_000)  # straight to the node, no connector in between
@@ -272,9 +274,9 @@ plt.show()
 
 # %% [markdown]
 # The orange dotted line is the hold, the red line the kill, the green dashed line the promotion, and
-# the blue dotted line the old primary coming back as a replica. Claims outlined in red are the ones a
-# finding names. They all sit between the hold and the kill, and they were run again after the
-# promotion.
+# the blue dotted line the old primary coming back as a replica. Claims hatched in red (a red rule
+# under them, `⚠ N` by the lane counting them) are the ones a finding names. They all sit between
+# the hold and the kill, and they were run again after the promotion.
 #
 # With WAIT, each process of the `waited` run sent its first write of the window and then waited for a
 # replica that was applying nothing. The kill cut those links. So nobody was ever told about a write
@@ -415,10 +417,6 @@ print(f"before the hold: without WAIT {plain.rate():.0f} jobs/s · with WAIT 1 2
 #   round trip and the replica's acknowledgement on every write.
 # - The promoted replica has a new `run_id`, so each lease inherited from the dead primary comes
 #   back once, uncounted.
-
-# %%
-cluster.stop()  # every node stopped by its PID
-conn.close()
 
 # %% [markdown]
 # ## Further reading

@@ -187,10 +187,9 @@ def test_start_here_runs_inside_the_container(lab):
     errors = [o for o in outputs if o["output_type"] == "error"]
     assert not errors, f"{errors[0]['ename']}: {errors[0]['evalue']}" if errors else ""
     text = "".join("".join(o["text"]) if isinstance(o["text"], list) else o["text"] for o in outputs if "text" in o)
-    # the kernel started its own embedded node, the pinned Valkey 9.1.2 in this container, and stopped it
+    # the kernel started its own embedded node, the pinned Valkey 9.1.2 in this container (the kernel's end stops it)
     assert "LocalNode scripted" in text and f"valkey {valkey.PINNED}" in text
     assert "without the password the node answers: AuthenticationError" in text
-    assert "node stopped" in text
 
 
 def test_a_kernel_node_is_a_child_in_the_container(lab):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import nbformat
 import pytest
@@ -215,7 +216,7 @@ def test_a_run_ends_at_its_time_bound_and_stops_its_processes(node, made):
     metronome = f"metronome-{m.queue}"  # the kit's Metronome, recorded (lab.run.RecordedMetronome)
     assert any(t.name == metronome for t in threading.enumerate())
     assert fired.wait(20)
-    assert m.ended and "time bound of 1.5 s" in m.ended
+    assert m.ended and "time bound of 1.5 s" in m.ended and "cell again" in m.ended
     assert all(gone(p) for p in pids)
     assert [s.state for s in m.slots()] == ["ended", "ended"]
     assert not any(t.name == metronome for t in threading.enumerate())
@@ -304,6 +305,7 @@ def test_clicking_every_button_on_real_processes_ends_in_a_valid_verdict(durable
     assert all(gone(p) for p in pids) and not v.watch.alive
     assert v.enqueue_button.disabled and all(b.disabled for b in v.kill_buttons)
     assert "closed: every worker process was stopped by its PID" in v.status_text
+    assert "cell again" in v.status_text  # and how to get a live one back
     # the run's own queue is dropped on close
     c = durable.connector()
     try:
@@ -413,3 +415,20 @@ def test_stop_ends_every_process_and_leaves_the_widget_on_the_page(durable, made
     assert all('data-state="ended"' in label.value for label in view.slot_html)
     view.close()
     assert view.comm is None
+
+
+def test_a_judged_widget_that_reaches_its_time_bound_says_how_to_go_on(node, made):
+    # Run All leaves the widget judged; ten minutes on its run ends: the status must say so, not the old verdict
+    v = ChaosView(node, workers=2, jobs=10, work_ms=5, lifetime_s=4, tick_ms=50)
+    made.append(v)
+    got = v.wait_drained(30)
+    assert got is not None and got.valid and "drained · verdict: valid" in v.status_text
+    pids = v.model.pids
+    deadline = time.monotonic() + 20
+    # the run sets its ending, then stops its workers by PID: wait (bounded) for both
+    while not (v.model.ended and all(gone(p) for p in pids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert v.model.ended is not None and all(gone(p) for p in pids)
+    assert "time bound of 4 s" in v.status_text and "cell again" in v.status_text
+    assert "drained · verdict" not in v.status_text
+    assert v.enqueue_button.disabled

@@ -57,6 +57,18 @@ def test_setview_draws_the_four_sets_relative_to_server_now(conn, queue):
     assert "active" in view.text and job in view.text
 
 
+def test_setview_shows_the_server_clock_relative_not_as_an_epoch(conn, queue):
+    first = snap(conn, queue)
+    jobs.enqueue(conn, queue, "x")
+    second = snap(conn, queue)
+    alone, after = setview_html(first), setview_html(second, first)
+    # no raw epoch (13 digits of ms) on the page: the time of day alone, then the time since the previous picture
+    for page in (alone, after):
+        assert str(first.now_ms) not in page and str(second.now_ms) not in page
+    assert "UTC" in alone and "since the previous picture" not in alone
+    assert f"+{second.now_ms - first.now_ms:,} ms</code> since the previous picture" in after
+
+
 def test_setview_reads_through_its_own_connector(conn, queue):
     conn.clear_trace()
     view = SetView(conn, queue)
