@@ -1,4 +1,4 @@
-"""Notebook 05 · flows: land four, release a parent, find why one never releases, predict the counter."""
+"""Notebook 05 · flows: land four, release a parent, why one never releases, predict the counter, the fan-in."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 
 from ... import flows, jobs, snapshots
 from ...connector import Connector
-from ..registry import Findings, exercise, keyed_dict, prediction, setup_for
+from ..judge import judge_fan_in
+from ..registry import Findings, exercise, judged, keyed_dict, prediction, setup_for
 
 
 @exercise(
@@ -135,3 +136,17 @@ def _r054(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
 @setup_for("05.4")
 def _s054(conn: Connector, queue: str) -> tuple[Any, ...]:
     return (flows.add(conn, queue, "parent", ["a", "b", "c"], policy="ignore").parent_id,)
+
+
+# -- 05.5 · build: the fan-in, judged by the checker under kills ---------------------------------------------------
+@judged(
+    "05.5",
+    "Write the fan-in, and survive the kills",
+    "Hint: two layers, in this order. The fence: the row's attempts must equal the caller's token and its state "
+    "be active, else answer 0 and write nothing. Then once-only: count the child (DECR :dependencies, HSET its "
+    "result in :processed) only when ZREM took it out of active; at zero, ZADD the parent to ARGV[3] .. "
+    "'pending' with score 0 and set its state to pending. Last, DEL the child's row and answer 1.",
+    solution="05_5_fan_in.py",
+)
+def _j055(answer: Any, f: Findings) -> None:
+    judge_fan_in(answer, f)
