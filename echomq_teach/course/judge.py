@@ -1,7 +1,7 @@
 """The course's judge: a learner's mechanism run inside a recorded run, under a seeded nemesis.
 
 A build exercise judged by the checker hands its answer (a Lua script: 02.6's
-lease extension, 05.5's fan-in) to a judge here. The judge starts a node of its own (never the
+lease extension, 05.2's fan-in) to a judge here. The judge starts a node of its own (never the
 learner's notebook node, never a classroom's shared one), loads the script,
 and runs it in worker processes that drain a queue while a seeded nemesis
 freezes and kills them (``lab``: every call recorded, the checker's report at
@@ -247,9 +247,9 @@ def judge_lease_extension(source: Any, f: Findings, seeds: Iterable[int] | None 
                    one_seed=_one_seed)
 
 
-# -- 05.5 · the fan-in of a flow, under kills --------------------------------------------------------
+# -- 05.2 · the fan-in of a flow, under kills --------------------------------------------------------
 class FANIN:
-    """The judged run of 05.5: flows drained by workers whose flow children complete by the learner's script,
+    """The judged run of 05.2: flows drained by workers whose flow children complete by the learner's script,
     while a seeded nemesis kills workers and freezes one past its lease (a zombie that completes late)."""
 
     LEASE_MS = 300
@@ -445,6 +445,6 @@ def _fan_in_seed(node: Any, sha: str, seed: int, f: Findings) -> bool:
 
 
 def judge_fan_in(source: Any, f: Findings, seeds: Iterable[int] | None = None) -> None:
-    """Judge a fan-in script (05.5) on a node of the judge's own, over seeds it draws."""
+    """Judge a fan-in script (05.2) on a node of the judge's own, over seeds it draws."""
     _judged_script(source, f, seeds, count=FANIN.SEEDS, join_s=FANIN.DEADLINE_S * 4 + 60, dry_run=_fan_in_dry_run,
                    one_seed=_fan_in_seed)

@@ -240,7 +240,7 @@ assert flows.children_values(conn, Q3, f3.parent_id) == {}
 # through such crash points.
 
 # %% [markdown]
-# ### 05.5 · Write the fan-in, and survive the kills (build)
+# ### 05.2 · Write the fan-in, and survive the kills (build)
 #
 # Write the completion of a flow child yourself, as a Lua script, with `@complete`'s KEYS and ARGV for
 # a child: KEYS `[1]` active, `[2]` the child's row, `[3]` the parent's `:dependencies`, `[4]` its
@@ -255,7 +255,7 @@ assert flows.children_values(conn, Q3, f3.parent_id) == {}
 # each of three seeds it draws, the checker says **valid**, no parent was claimed before all its
 # children completed, every parent was released and completed once, and each parent's `:processed`
 # holds its five results. A Lua error comes back as a finding that names the line. A run takes a few
-# seconds. *Solution: `solutions/05_5_fan_in.py`.*
+# seconds. *Solution: `solutions/05_2_fan_in.py`.*
 
 # %%
 def fan_in():
@@ -263,7 +263,7 @@ def fan_in():
     raise NotImplementedError
 
 
-print(exercises.check("05.5", fan_in))
+print(exercises.check("05.2", fan_in))
 
 # %% [markdown]
 # ## When a child dies: the four policies

@@ -1,5 +1,5 @@
 """Notebooks 04–06: each exercise's reference passes (test_exercises.py runs it) and plausible wrong answers
-fail, each with the finding that explains why; the 05.5 build is judged by the checker over several seeds."""
+fail, each with the finding that explains why; the 05.2 build is judged by the checker over several seeds."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from wrong_answers import fan_in as wrong_fan_ins
 
 from echomq_teach.course import exercises, registry
 
-# -- 05.5: the fan-in, written as Lua, judged on flows under kills ------------------------------------------
+# -- 05.2: the fan-in, written as Lua, judged on flows under kills ------------------------------------------
 WRONG_FAN_INS = {
     # no fence: the zombie the nemesis freezes completes its child late, after another worker did
     "no fence": (wrong_fan_ins.NO_FENCE, ("the checker says invalid (", "fence violations",
@@ -25,23 +25,23 @@ WRONG_FAN_INS = {
 @pytest.mark.parametrize("name", sorted(WRONG_FAN_INS))
 def test_a_wrong_fan_in_fails_with_its_finding(name):
     source, says = WRONG_FAN_INS[name]
-    verdict = exercises.check("05.5", lambda: source)
+    verdict = exercises.check("05.2", lambda: source)
     assert not verdict.ok
     text = str(verdict)
     for s in says:
         assert s in text, (name, text)
-    assert registry.REGISTRY["05.5"].hint not in text
+    assert registry.REGISTRY["05.2"].hint not in text
 
 
 def test_the_unfenced_fan_in_fails_on_every_seed():
     # the judge's schedule freezes a worker that holds a child on every seed: the zombie is never luck
-    verdict = exercises.check("05.5", lambda: wrong_fan_ins.NO_FENCE)
+    verdict = exercises.check("05.2", lambda: wrong_fan_ins.NO_FENCE)
     assert "failed on 3 of 3 seeds" in str(verdict), str(verdict)
 
 
 def test_a_fan_in_that_does_not_compile_names_its_line():
     # the if is never closed: the node says so where the source ends, line 4
-    verdict = exercises.check("05.5", lambda: "local left = redis.call('DECR', KEYS[3])\nif left then\nreturn 1\n")
+    verdict = exercises.check("05.2", lambda: "local left = redis.call('DECR', KEYS[3])\nif left then\nreturn 1\n")
     assert not verdict.ok and "your script does not compile: line 4 of your script" in str(verdict), str(verdict)
 
 
@@ -73,7 +73,7 @@ CASES = [(key, n) for key, answers in sorted(WRONG.items()) for n in range(len(a
 
 
 def test_every_exercise_of_04_to_06_has_two_wrong_answers():
-    mine = sorted(k for k in registry.REGISTRY if k[:2] in ("04", "05", "06") and k != "05.5")
+    mine = sorted(k for k in registry.REGISTRY if k[:2] in ("04", "05", "06") and k != "05.2")
     assert sorted(WRONG) == mine and all(len(v) >= 2 for v in WRONG.values())
     assert any(k.startswith("06.") for k in registry.REGISTRY)  # the workshop has its exercise
     for key in ("04.1", "05.1"):  # the transcriptions became a diagnosis and a prediction

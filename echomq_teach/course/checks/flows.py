@@ -140,15 +140,15 @@ def _s054(conn: Connector, queue: str) -> tuple[Any, ...]:
     return (flows.add(conn, queue, "parent", ["a", "b", "c"], policy="ignore").parent_id,)
 
 
-# -- 05.5 · build: the fan-in, judged by the checker under kills ---------------------------------------------------
+# -- 05.2 · build: the fan-in, judged by the checker under kills ---------------------------------------------------
 @judged(
-    "05.5",
+    "05.2",
     "Write the fan-in, and survive the kills",
     "Hint: two layers, in this order. The fence: the row's attempts must equal the caller's token and its state "
     "be active, else answer 0 and write nothing. Then once-only: count the child (DECR :dependencies, HSET its "
     "result in :processed) only when ZREM took it out of active; at zero, ZADD the parent to ARGV[3] .. "
     "'pending' with score 0 and set its state to pending. Last, DEL the child's row and answer 1.",
-    solution="05_5_fan_in.py",
+    solution="05_2_fan_in.py",
 )
 def _j055(answer: Any, f: Findings) -> None:
     judge_fan_in(answer, f)

@@ -1,4 +1,4 @@
-"""Wrong answers to 05.5 (the fan-in under kills), each with the finding that must name why."""
+"""Wrong answers to 05.2 (the fan-in under kills), each with the finding that must name why."""
 
 HEADER = """
 -- KEYS: [1] active, [2] the child's row, [3] the parent's :dependencies, [4] its :processed, [5] the parent's row

@@ -1,4 +1,4 @@
-"""Plausible wrong answers to the exercises of notebooks 04–06 (05.5's Lua ones are in fan_in.py)."""
+"""Plausible wrong answers to the exercises of notebooks 04–06 (05.2's Lua ones are in fan_in.py)."""
 
 from echomq_teach import keyspace, snapshots
 
