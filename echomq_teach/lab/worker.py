@@ -37,6 +37,7 @@ import dataclasses
 import importlib
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -44,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import connector, consumer, jobs
+from .. import connector, consumer, jobs, keyspace
 from ..cluster_connector import reconnect
 from ..connector import Connector
 from ..errors import BadInput
@@ -86,6 +87,8 @@ class WorkerOptions:
     batch: int = 1  # jobs per claim call (more than 1 on a single node only)
     crash_at: str | None = None  # one of CRASH_POINTS
     crash_on: int = 1  # the claim (1st, 2nd, …) to crash on
+    #: a loaded script's SHA that completes a flow child in place of @complete (a judged build's fan-in)
+    flow_complete: str | None = None
 
     def check(self) -> WorkerOptions:
         """The options as they are, or a ``BadInput`` naming the first one that is wrong."""
@@ -103,6 +106,8 @@ class WorkerOptions:
             raise BadInput(f"crash_at must be one of {CRASH_POINTS}, got {self.crash_at!r}")
         if self.crash_at == "settle-sent" and self.batch > 1:
             raise BadInput("crash_at 'settle-sent' is for one-job workers: a batch's settles share one round trip")
+        if self.flow_complete is not None and not re.fullmatch(r"[0-9a-f]{40}", str(self.flow_complete)):
+            raise BadInput(f"flow_complete must be a loaded script's SHA1 (40 hex digits), got {self.flow_complete!r}")
         if self.wait is not None and (len(self.wait) != 2 or not all(isinstance(v, int) for v in self.wait)):
             raise BadInput(f"wait must be (numreplicas, timeout_ms), two integers, got {self.wait!r}")
         return self
@@ -209,17 +214,35 @@ class Worker:
         job = self.rec.claim(self.conn, self.queue, a.lease_ms)
         if job is None:
             return False
+        # a flow child's parent, read while the worker holds the job: a zombie settles it by the same script
+        parent = self.conn.call("HGET", keyspace.job_key(self.queue, job.id), "parent") if a.flow_complete else None
         ok, value = consumer.settle_args(self.work(job))
         self._settling, self._arm_settle = job, self._due("settle-sent")
         try:
             if not ok:
                 self.rec.retry(self.conn, self.queue, job.id, job.attempts, str(value), a.retry_delay_ms,
                                a.max_attempts, record=a.record)
+            elif parent and a.flow_complete:
+                self.complete_by_script(job, value, a.flow_complete, parent)
             else:
                 self.rec.complete(self.conn, self.queue, job.id, job.attempts, value, record=a.record)
         finally:
             self._arm_settle = False
         return True
+
+    def complete_by_script(self, job: jobs.Claimed, value: str | bytes, sha: str, parent: str) -> str:
+        """Complete a flow child of ``parent`` by the script ``sha`` (@complete's KEYS and ARGV), recorded as
+        ``complete``: the reply 1 is ``ok``, 0 ``stale``; anything else is kept as it came, for the judge to name.
+        """
+        q = self.queue
+        keys = [keyspace.queue_key(q, "active"), keyspace.job_key(q, job.id),
+                *(keyspace.job_key(q, parent, s) for s in ("dependencies", "processed")), keyspace.job_key(q, parent)]
+
+        def call() -> str:
+            reply = self.conn.call("EVALSHA", sha, 5, *keys, job.id, job.attempts, keyspace.base(q), parent, value)
+            return jobs.OK if reply == 1 else jobs.STALE if reply == 0 else f"not 1 or 0: {reply!r}"
+
+        return self.rec.call("complete", call, job=job.id, token=job.attempts)
 
     def batch_beat(self, lane: Lane) -> bool:
         """Claim up to ``batch`` jobs in one call, run each handler in turn, send the settles in one round trip."""

@@ -262,6 +262,25 @@ print("lease_epoch == run_id:", n_row["lease_epoch"] == n_raw.info("server")["ru
 assert n_row["lease_epoch"] == n_raw.info("server")["run_id"]
 
 # %% [markdown]
+# ### 04.1 · Leases a former server granted (diagnose)
+#
+# A durable native node restarted: its rows came back from disk, and so did the leases in active —
+# each stamped with the `run_id` of the server process that granted it, which is gone. The check leaves
+# such a queue on your native node: a few jobs in active, some claimed by this server process and some
+# (as a restart leaves them) by the one before it, and one job still pending. Return the ids of the
+# leases **a former server process granted**: the ones whose worker never had a fair chance to finish,
+# which the native stall sweep (below) will put back without counting a stall against them.
+# *Solution: `solutions/04_1_former_leases.py`.*
+
+# %%
+def former_leases(s_conn, n_conn, queue):
+    # your diagnosis here: a list of job ids
+    raise NotImplementedError
+
+
+print(exercises.check("04.1", former_leases, s_conn, n_conn))
+
+# %% [markdown]
 # ## A ghost at the head, on both
 #
 # The ordinary path has one more case the two answer alike: a ghost (an id in pending with no row) at
@@ -300,6 +319,21 @@ for node, wire in ((scripted, 6), (native, 4)):
         refused.append(wire)
         print(f"wire {wire} on the {'native' if node.native else 'scripted'} node:", exc)
 assert refused == [6, 4]
+
+# %% [markdown]
+# ### 04.2 · Read the brands (diagnose)
+#
+# Return a dict `{"scripted": …, "native": …}` with what `{emq}:version` says on each node —
+# read it through the connectors (`conn.call("GET", …)`), so it shows in their traces.
+# *Solution: `solutions/04_2_read_brands.py`.*
+
+# %%
+def read_brands(s_conn, n_conn, queue):
+    # your code here
+    raise NotImplementedError
+
+
+print(exercises.check("04.2", read_brands, s_conn, n_conn))
 
 # %% [markdown]
 # The connector is one guard; the command is the other. On a node whose brand is missing, or foreign
@@ -553,43 +587,6 @@ if lab is not native:
 # jobs waiting after a crash. (Every lease of a batch runs from its one claim, so a consumer whose
 # batch is slow settles what it has done once half the lease has gone:
 # [`docs/decisions.md`](../docs/decisions.md), "the lease guard".)
-
-# %% [markdown]
-# ## Exercises
-#
-# Each check runs your function on fresh queues and says what is not yet true; after a try that did
-# not pass, `exercises.hint("04.1")` (and so on) gives a hint. Solutions: `solutions/`, one per file.
-#
-# ### 04.1 · Same claim, two executors
-#
-# One job with the same id waits on each node. Claim it on both, and return the two claims as a
-# pair `(scripted_claim, native_claim)`. *Solution: `solutions/04_1_claim_both.py`.*
-
-# %%
-from echomq_teach.course import exercises
-
-
-def claim_both(s_conn, n_conn, queue, job_id):
-    # your code here
-    raise NotImplementedError
-
-
-print(exercises.check("04.1", claim_both, s_conn, n_conn))
-
-# %% [markdown]
-# ### 04.2 · Read the brands
-#
-# Return a dict `{"scripted": …, "native": …}` with what `{emq}:version` says on each node —
-# read it through the connectors (`conn.call("GET", …)`), so it shows in their traces.
-# *Solution: `solutions/04_2_read_brands.py`.*
-
-# %%
-def read_brands(s_conn, n_conn, queue):
-    # your code here
-    raise NotImplementedError
-
-
-print(exercises.check("04.2", read_brands, s_conn, n_conn))
 
 # %% [markdown]
 # ## Recap

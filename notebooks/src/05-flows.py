@@ -78,6 +78,36 @@ assert all(s.rows[c]["parent"] == parent and s.rows[c]["parent_policy"] == "fail
 assert land.args[-3:] == ["fail"] * 3 and not any(e.args[0] == "HSET" for e in sent[landed_at + 1 :])
 
 # %% [markdown]
+# ### 05.1 · What a refused land leaves (predict)
+#
+# Three lands that are refused, on a queue that already holds one plain job: **predict** what each
+# answers — `"BadInput"`, `"DuplicateJob"` or `"landed"` — and how many jobs (rows) the queue holds after
+# all three:
+#
+# 1. `"two children share an id"`: two children given as `(id, payload)` with the same id;
+# 2. `"a child's id is already a job's"`: the middle of three children has the plain job's id;
+# 3. `"a policy list one short"`: three children, a policy list of two;
+#
+# and 4. `"jobs in the queue after the three"`: a number. Return a dict from those four strings.
+# *Solution: `solutions/05_1_refused_lands.py`.*
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell. Each check of this notebook
+# says what is not yet true; after a try that did not pass, `exercises.hint("05.1")` (and so on) gives a
+# hint, and `exercises.catalog()` lists every exercise with its kind.
+
+# %%
+from echomq_teach.course import exercises  # noqa: E402
+
+
+def refused_lands():
+    # your predictions here
+    raise NotImplementedError
+
+
+print(exercises.check("05.1", refused_lands, conn))
+
+# %% [markdown]
 # ## The fan-in, inside `@complete`
 #
 # Before it sends anything, `complete/5` looks at the job's row (`HGET … parent`, host-side). A flow
@@ -210,6 +240,32 @@ assert flows.children_values(conn, Q3, f3.parent_id) == {}
 # through such crash points.
 
 # %% [markdown]
+# ### 05.2 · Write the fan-in, and survive the kills (build)
+#
+# Write the completion of a flow child yourself, as a Lua script, with `@complete`'s KEYS and ARGV for
+# a child: KEYS `[1]` active, `[2]` the child's row, `[3]` the parent's `:dependencies`, `[4]` its
+# `:processed`, `[5]` the parent's row; ARGV `[1]` the child's id, `[2]` the caller's token, `[3]` the base
+# `emq:{q}:`, `[4]` the parent's id, `[5]` the result. Answer 1 when this call completed the child, 0 when
+# the caller no longer holds it (and write nothing then). Open it with a KEYS / ARGV / reply header.
+#
+# The check does not run it on your node. It starts a node of its own and drains two flows of five
+# children there with three worker processes whose every flow child completes by **your** script, while
+# a seeded nemesis kills workers and freezes one inside its handler for longer than the lease — a
+# zombie that wakes up and completes its child late. Every call is recorded; it passes only when, on
+# each of three seeds it draws, the checker says **valid**, no parent was claimed before all its
+# children completed, every parent was released and completed once, and each parent's `:processed`
+# holds its five results. A Lua error comes back as a finding that names the line. A run takes a few
+# seconds. *Solution: `solutions/05_2_fan_in.py`.*
+
+# %%
+def fan_in():
+    # return your script's source, a str
+    raise NotImplementedError
+
+
+print(exercises.check("05.2", fan_in))
+
+# %% [markdown]
 # ## When a child dies: the four policies
 #
 # A child that spends its attempts dies like any job. What happens to its parent is the child's
@@ -291,6 +347,49 @@ assert swept["fail"][1] == "dead" and swept["fail"][2].endswith("failed: stalled
 assert [swept[p][1] for p in ("ignore", "remove", "wait")] == ["pending", "pending", "awaiting_children"]
 
 # %% [markdown]
+# ### 05.3 · Why does this parent never release?
+#
+# "Two of its three children finished an hour ago; the parent is still waiting." The check builds
+# that flow and hands you the parent's id. **Diagnose** which child holds it and why, **repair** it so
+# the parent is released with all three children's results, and return the id of the child that held
+# it. *Solution: `solutions/05_3_never_releases.py`.*
+
+# %%
+def never_releases(conn, queue, parent_id):
+    # your code here
+    raise NotImplementedError
+
+
+print(exercises.check("05.3", never_releases, conn))
+
+# %% [markdown]
+# ### 05.4 · Predict the counter
+#
+# A flow of three children `a`, `b`, `c`, each with the policy `ignore`. **Predict** `:dependencies`
+# after each of these steps, and the parent's state at the end:
+#
+# 1. `a` is claimed and completes;
+# 2. `a`'s completion is delivered again;
+# 3. `b` is claimed with a 20 ms lease, the lease lapses, a reap runs, another worker claims `b`, and
+#    then the *first* worker's completion arrives;
+# 4. the second worker's completion of `b` arrives;
+# 5. `c` is claimed and its retry at a cap of 1 buries it.
+#
+# Return `{"dependencies after each step": [...five numbers...], "the parent's state at the end": …}`.
+# *Solution: `solutions/05_4_predict_the_counter.py`.*
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell.
+
+# %%
+def predict_the_counter():
+    # your prediction here
+    raise NotImplementedError
+
+
+print(exercises.check("05.4", predict_the_counter, conn))
+
+# %% [markdown]
 # ## Flows run only as scripts
 #
 # The module registers four commands and none of them lands a flow, so `flows.add` sends
@@ -367,87 +466,6 @@ for _ in range(3):
     composer.complete_button.click()
 assert composer.counter == [3, 2, 1, 0] and composer.parent_state == "pending"
 composer
-
-# %% [markdown]
-# ## Exercises
-#
-# Each check runs your function on a fresh queue and says what is not yet true; after a try that did
-# not pass, `exercises.hint("05.1")` (and so on) gives a hint. Solutions: `solutions/`, one per file.
-#
-# ### 05.1 · Land a flow of four
-#
-# Land a flow whose parent has the payload `"assemble"` and four children, and return what
-# `flows.add` answered. The check wants the parent held (awaiting_children) with `:dependencies` = 4.
-# *Solution: `solutions/05_1_land_four.py`.*
-
-# %%
-from echomq_teach.course import exercises
-
-
-def land_four(conn, queue):
-    # your code here
-    raise NotImplementedError
-
-
-print(exercises.check("05.1", land_four, conn))
-
-# %% [markdown]
-# ### 05.2 · Release the parent
-#
-# The check lands a flow of three children and hands you the parent's id. Complete every child —
-# each with a result — then claim the parent and return what its handler would read of its children.
-# *Solution: `solutions/05_2_release_the_parent.py`.*
-
-# %%
-def release_the_parent(conn, queue, parent_id):
-    # your code here
-    raise NotImplementedError
-
-
-print(exercises.check("05.2", release_the_parent, conn))
-
-# %% [markdown]
-# ### 05.3 · Why does this parent never release?
-#
-# "Two of its three children finished an hour ago; the parent is still waiting." The check builds
-# that flow and hands you the parent's id. **Diagnose** which child holds it and why, **repair** it so
-# the parent is released with all three children's results, and return the id of the child that held
-# it. *Solution: `solutions/05_3_never_releases.py`.*
-
-# %%
-def never_releases(conn, queue, parent_id):
-    # your code here
-    raise NotImplementedError
-
-
-print(exercises.check("05.3", never_releases, conn))
-
-# %% [markdown]
-# ### 05.4 · Predict the counter
-#
-# A flow of three children `a`, `b`, `c`, each with the policy `ignore`. **Predict** `:dependencies`
-# after each of these steps, and the parent's state at the end:
-#
-# 1. `a` is claimed and completes;
-# 2. `a`'s completion is delivered again;
-# 3. `b` is claimed with a 20 ms lease, the lease lapses, a reap runs, another worker claims `b`, and
-#    then the *first* worker's completion arrives;
-# 4. the second worker's completion of `b` arrives;
-# 5. `c` is claimed and its retry at a cap of 1 buries it.
-#
-# Return `{"dependencies after each step": [...five numbers...], "the parent's state at the end": …}`.
-# *Solution: `solutions/05_4_predict_the_counter.py`.*
-#
-# Your function is handed no connection, and your **first** answer of the right form is kept and graded
-# (it survives a kernel restart): think it through before you run the cell.
-
-# %%
-def predict_the_counter():
-    # your prediction here
-    raise NotImplementedError
-
-
-print(exercises.check("05.4", predict_the_counter, conn))
 
 # %% [markdown]
 # ## Recap

@@ -230,6 +230,27 @@ assert counter == [3, 2, 1, 0]
 print("confirm atomically, recover by timeout, compose by counting: each held on this node")
 
 # %% [markdown]
+# ### 06.1 · What is each job waiting for? (diagnose)
+#
+# The check leaves a queue on your node in the middle of things: some jobs in active, a flow parent,
+# a child in pending. Each job that is **not** in pending waits on one of the three ideas above: its
+# worker's atomic confirmation, a sweep after its lease ran out, or a counter reaching zero. Read the
+# queue (`snapshots.snapshot`) and return a dict from each such job's id to `"confirm atomically"`,
+# `"recover by timeout"` or `"compose by counting"`. After a try that did not pass,
+# `exercises.hint("06.1")` gives a hint. *Solution: `solutions/06_1_waiting_for.py`.*
+
+# %%
+from echomq_teach.course import exercises  # noqa: E402
+
+
+def waiting_for(conn, queue):
+    # your diagnosis here: {job id: idea}
+    raise NotImplementedError
+
+
+print(exercises.check("06.1", waiting_for, conn))
+
+# %% [markdown]
 # ## References
 #
 # Where each piece is grounded, in the Valkey command reference and in this repository:

@@ -16,7 +16,8 @@ from . import (
     lifecycle,
     two_executors,
     when_things_fail,
+    workshop,
 )
 
 __all__ = ["claim_and_lease", "completion_and_recovery", "durable_floor", "flows", "lifecycle", "two_executors",
-           "when_things_fail"]
+           "when_things_fail", "workshop"]

@@ -1,56 +1,59 @@
-"""Notebook 05 · flows: land four, release a parent, find why one never releases, predict the counter."""
+"""Notebook 05 · flows: a refused land, why a parent never releases, predict the counter, the fan-in."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from ... import flows, jobs, snapshots
+from ... import flows, ids, jobs, snapshots
 from ...connector import Connector
-from ..registry import Findings, exercise, keyed_dict, prediction, setup_for
+from ...errors import BadInput, DuplicateJob
+from ..judge import judge_fan_in
+from ..registry import Findings, exercise, judged, keyed_dict, prediction, setup_for
+
+# -- 05.1 · what a refused land leaves -----------------------------------------------------------------------------
+LANDS = ("two children share an id", "a child's id is already a job's", "a policy list one short")
+LEFT = "jobs in the queue after the three"
+ERRORS = ("BadInput", "DuplicateJob", "landed")
 
 
-@exercise(
+def _land_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
+    wrong = keyed_dict((*LANDS, LEFT))(answer, args)
+    if wrong:
+        return wrong
+    bad = sorted({str(answer[k]) for k in LANDS if answer[k] not in ERRORS})
+    if bad:
+        return f"each land's answer is one of {ERRORS}; {bad} is not."
+    if not isinstance(answer[LEFT], int) or isinstance(answer[LEFT], bool):
+        return f"{LEFT!r} is a number of jobs (rows); got {answer[LEFT]!r}."
+    return None
+
+
+@prediction(
     "05.1",
-    "Land a flow of four",
-    "Hint: flows.add takes the parent's payload and a list of the children's payloads; it answers a Flow.",
-    solution="05_1_land_four.py",
-    kind="build",
+    "What a refused land leaves",
+    "Hint: flows.add checks its arguments on the host before it sends anything (BadInput), and @enqueue_flow "
+    "checks every id before its first write (DuplicateJob): a refused land writes nothing at all.",
+    solution="05_1_refused_lands.py",
+    shape=_land_shape,
 )
-def _v051(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    s = snapshots.snapshot(conn, queue)
-    held = [i for i, r in s.rows.items() if r.get("state") == "awaiting_children"]
-    if not f.expect(len(held) == 1, f"one parent should be held (awaiting_children); found {len(held)}."):
-        return
-    parent = held[0]
-    f.expect(s.rows[parent].get("payload") == "assemble", "the parent's payload should be 'assemble'.")
-    f.expect(s.where(parent) == [], f"the parent is held out of every set; it is in {s.where(parent)}.")
-    f.expect(len(s.pending) == 4, f"four children should be pending; {len(s.pending)} are.")
-    f.expect(flows.dependencies(conn, queue, parent) == 4, "the parent's :dependencies should be 4.")
-    f.expect(getattr(result, "parent_id", None) == parent, "return what flows.add answered.")
-
-
-@exercise(
-    "05.2",
-    "Release the parent",
-    "Hint: the children come out of pending before the parent, which is in no set until the last one "
-    "completes; each completion must carry a result for :processed to hold it.",
-    solution="05_2_release_the_parent.py",
-    kind="build",
-)
-def _v052(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    (parent,) = args
-    s = snapshots.snapshot(conn, queue)
-    f.expect(flows.dependencies(conn, queue, parent) == 0, "every child should be done: :dependencies = 0.")
-    f.expect(s.state(parent) == "active", f"claim the released parent; its state is {s.state(parent)}.")
-    values = flows.children_values(conn, queue, parent)
-    f.expect(len(values) == 3, f"all three children should be in :processed; {len(values)} are.")
-    f.expect(result == values, "return flows.children_values(conn, queue, parent_id).")
-
-
-@setup_for("05.2")
-def _s052(conn: Connector, queue: str) -> tuple[Any, ...]:
-    return (flows.add(conn, queue, "parent", ["one", "two", "three"]).parent_id,)
+def _r051(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
+    taken = jobs.enqueue(conn, queue, "already here")
+    fresh = ids.mint()
+    seen: dict[str, Any] = {}
+    tries = (
+        (LANDS[0], lambda: flows.add(conn, queue, "parent", [(fresh, "a"), (fresh, "b")])),
+        (LANDS[1], lambda: flows.add(conn, queue, "parent", ["a", (taken, "b"), "c"])),
+        (LANDS[2], lambda: flows.add(conn, queue, "parent", ["a", "b", "c"], policy=["fail", "ignore"])),
+    )
+    for name, land in tries:
+        try:
+            land()
+            seen[name] = "landed"
+        except (BadInput, DuplicateJob) as exc:
+            seen[name] = type(exc).__name__
+    seen[LEFT] = len(snapshots.snapshot(conn, queue).rows)
+    return seen
 
 
 # -- 05.3 · why does this parent never release? ----------------------------------------------------------------
@@ -135,3 +138,17 @@ def _r054(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
 @setup_for("05.4")
 def _s054(conn: Connector, queue: str) -> tuple[Any, ...]:
     return (flows.add(conn, queue, "parent", ["a", "b", "c"], policy="ignore").parent_id,)
+
+
+# -- 05.2 · build: the fan-in, judged by the checker under kills ---------------------------------------------------
+@judged(
+    "05.2",
+    "Write the fan-in, and survive the kills",
+    "Hint: two layers, in this order. The fence: the row's attempts must equal the caller's token and its state "
+    "be active, else answer 0 and write nothing. Then once-only: count the child (DECR :dependencies, HSET its "
+    "result in :processed) only when ZREM took it out of active; at zero, ZADD the parent to ARGV[3] .. "
+    "'pending' with score 0 and set its state to pending. Last, DEL the child's row and answer 1.",
+    solution="05_2_fan_in.py",
+)
+def _j055(answer: Any, f: Findings) -> None:
+    judge_fan_in(answer, f)

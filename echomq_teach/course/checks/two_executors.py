@@ -1,47 +1,54 @@
-"""Notebook 04 · two executors: the same claim on both, the brands, and where the two part ways."""
+"""Notebook 04 · two executors: leases a former server granted, the brands, and where the two part ways."""
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
-from ... import ids, jobs, keyspace, scripts, snapshots
+from ... import jobs, keyspace, snapshots
 from ...connector import Connector
 from ..registry import Findings, exercise, keyed_dict, prediction, setup_for
+
+# -- 04.1 · leases a former server granted ---------------------------------------------------------------
+_FORMER: dict[str, list[str]] = {}
 
 
 @exercise(
     "04.1",
-    "Same claim, two executors",
-    "Hint: the kit's claim/3 picks the executor from the connector's wire: call it once per connector.",
-    solution="04_1_claim_both.py",
-    kind="build",
+    "Leases a former server granted",
+    "Hint: a native claim stamps the row's lease_epoch with the run_id of the server process that granted the "
+    "lease (INFO server, conn.client.info('server')['run_id']). A lease from before a restart carries another "
+    "run_id; compare each active row's lease_epoch with the node's run_id now.",
+    solution="04_1_former_leases.py",
+    kind="diagnose",
 )
 def _v041(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    s_conn, n_conn = conns
-    (job_id,) = args
-    if not f.expect(
-        isinstance(result, tuple) and len(result) == 2, f"return a pair of claims; got {type(result).__name__}."
-    ):
+    former = _FORMER.pop(queue)
+    if not f.expect(isinstance(result, (list, tuple, set)) and all(isinstance(x, str) for x in result),
+                    f"return a list of job ids; got {result!r}."):
         return
-    f.expect(result[0] == result[1], f"the two claims should be equal; got {result[0]!r} and {result[1]!r}.")
-    s_row = snapshots.snapshot(s_conn, queue).rows.get(job_id, {})
-    n_row = snapshots.snapshot(n_conn, queue).rows.get(job_id, {})
-    f.expect(s_row.get("state") == n_row.get("state") == "active", "both rows should be active after the claims.")
-    run_id = n_conn.client.info("server")["run_id"]
-    f.expect(n_row.get("lease_epoch") == run_id, "the native row should carry lease_epoch = the server's run_id.")
-    f.expect("lease_epoch" not in s_row, "the scripted row should have no lease_epoch.")
-    f.expect(
-        any(e.line.startswith("EMQ.CLAIM") for e in n_conn.last(5)),
-        "the native claim should go out as EMQ.CLAIM: use the wire 6 connector n_conn.",
-    )
+    got = set(result)
+    wrong = sorted(got - set(former))
+    missed = sorted(set(former) - got)
+    f.expect(not wrong, f"{', '.join(wrong)}: a server process that is still running granted this lease "
+             "(or the job holds no native lease at all).")
+    f.expect(not missed, f"{len(missed)} lease(s) from before the restart are missing from your answer.")
 
 
 @setup_for("04.1")
 def _s041(conns: Any, queue: str) -> tuple[Any, ...]:
-    job_id = ids.mint()
-    for c in conns:
-        jobs.enqueue(c, queue, "twin", job_id=job_id)
-    return (job_id,)
+    _, n_conn = conns
+    ids_ = [jobs.enqueue(n_conn, queue, f"job {i}") for i in range(5)]
+    claimed = [jobs.claim(n_conn, queue, 60_000) for _ in range(4)]  # the fifth waits in pending
+    # what a restart of a durable node leaves (the check cannot restart a node that may be shared):
+    # two rows still in active, stamped by the run_id of the server process that went away
+    gone = secrets.token_hex(20)
+    former = [c.id for c in claimed[1::2]]
+    for job_id in former:
+        n_conn.call("HSET", keyspace.job_key(queue, job_id), "lease_epoch", gone)
+    _FORMER[queue] = former
+    assert len(ids_) == 5
+    return ()
 
 
 @exercise(
@@ -79,7 +86,8 @@ def _raw_claim(conn: Connector, queue: str, lease: object) -> str:
         if conn.wire == 6:
             reply = conn.call("EMQ.CLAIM", 3, *keys, lease)
         else:
-            reply = conn.call("EVALSHA", scripts.load("claim2").sha, 3, *keys, lease)
+            # loaded first if the node has not seen it: a NOSCRIPT would be the cache's answer, not the script's
+            reply = conn.eval("claim2", keys, [lease])
     except Exception:  # noqa: BLE001 - the kind of answer is what is predicted
         return "error"
     return "claimed" if reply else "empty"

@@ -1,0 +1,112 @@
+"""Notebooks 04–06: each exercise's reference passes (test_exercises.py runs it) and plausible wrong answers
+fail, each with the finding that explains why; the 05.2 build is judged by the checker over several seeds."""
+
+from __future__ import annotations
+
+import pytest
+from wrong_answers import fan_in as wrong_fan_ins
+
+from echomq_teach.course import exercises, registry
+
+# -- 05.2: the fan-in, written as Lua, judged on flows under kills ------------------------------------------
+WRONG_FAN_INS = {
+    # no fence: the zombie the nemesis freezes completes its child late, after another worker did
+    "no fence": (wrong_fan_ins.NO_FENCE, ("the checker says invalid (", "fence violations",
+                                          "the fence should have answered stale", "of 3 seeds")),
+    # the counter read before it is counted down: the last child sees 1, no parent is ever released
+    "read before decr": (wrong_fan_ins.READ_BEFORE_DECR, ("parents were never released", "still awaiting_children")),
+    # the release not tied to the count: a parent runs with its children still pending
+    "every child releases": (wrong_fan_ins.EVERY_CHILD_RELEASES, ("was released early", "children had not "
+                                                                   "completed")),
+    "runtime": (wrong_fan_ins.RUNTIME, ("line 9 of your script", "parents_left")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_FAN_INS))
+def test_a_wrong_fan_in_fails_with_its_finding(name):
+    source, says = WRONG_FAN_INS[name]
+    verdict = exercises.check("05.2", lambda: source)
+    assert not verdict.ok
+    text = str(verdict)
+    for s in says:
+        assert s in text, (name, text)
+    assert registry.REGISTRY["05.2"].hint not in text
+
+
+def test_the_unfenced_fan_in_fails_on_every_seed():
+    # the judge's schedule freezes a worker that holds a child on every seed: the zombie is never luck
+    verdict = exercises.check("05.2", lambda: wrong_fan_ins.NO_FENCE)
+    assert "failed on 3 of 3 seeds" in str(verdict), str(verdict)
+
+
+def test_a_fan_in_that_does_not_compile_names_its_line():
+    # the if is never closed: the node says so where the source ends, line 4
+    verdict = exercises.check("05.2", lambda: "local left = redis.call('DECR', KEYS[3])\nif left then\nreturn 1\n")
+    assert not verdict.ok and "your script does not compile: line 4 of your script" in str(verdict), str(verdict)
+
+
+# -- every other exercise of 04–06: two plausible wrong answers, each failing with its finding ------------------
+from wrong_answers import mid_notebooks as w  # noqa: E402 - answers written to fail
+
+WRONG = {
+    "04.1": [(w.every_stamped_lease, "a server process that is still running granted this lease"),
+             (w.this_servers_leases, "from before the restart are missing from your answer")],
+    "04.2": [(w.brands_by_raw_client, "read the scripted brand through its connector"),
+             (w.brands_as_wires, "expected {'scripted': 'echomq:4.0.0'")],
+    "04.3": [(w.part_ways_alike, "a raw call on a paused queue: you predicted ['empty', 'empty']; the run gave "
+                                 "['claimed', 'empty']"),
+             (w.part_ways_ghost_skipped, "a ghost at the head, a real job behind it: you predicted ['claimed', "
+                                         "'claimed']; the run gave ['empty', 'empty']")],
+    "05.1": [(w.refused_lands_half_written, "jobs in the queue after the three: you predicted 3; the run gave 1"),
+             (w.refused_lands_duplicates_allowed, "two children share an id: you predicted 'landed'; the run gave "
+                                                  "'BadInput'")],
+    "05.3": [(w.blame_the_pending_child, "the parent should be released to pending"),
+             (w.force_the_parent, "every child should count as done: :dependencies = 0")],
+    "05.4": [(w.counter_counts_every_call, "dependencies after each step: you predicted [2, 1, 0, -1, -2]; the "
+                                           "run gave [2, 2, 2, 1, 0]"),
+             (w.counter_death_fails_the_parent, "the parent's state at the end: you predicted "
+                                                "'awaiting_children'; the run gave 'pending'")],
+    "06.1": [(w.every_active_job_waits_for_a_sweep, "not 'recover by timeout'"),
+             (w.every_job_named, "a job in pending waits for nothing but a worker's claim")],
+}
+CASES = [(key, n) for key, answers in sorted(WRONG.items()) for n in range(len(answers))]
+
+
+def test_every_exercise_of_04_to_06_has_two_wrong_answers():
+    mine = sorted(k for k in registry.REGISTRY if k[:2] in ("04", "05", "06") and k != "05.2")
+    assert sorted(WRONG) == mine and all(len(v) >= 2 for v in WRONG.values())
+    assert any(k.startswith("06.") for k in registry.REGISTRY)  # the workshop has its exercise
+    for key in ("04.1", "05.1"):  # the transcriptions became a diagnosis and a prediction
+        assert registry.REGISTRY[key].kind in ("diagnose", "predict")
+
+
+@pytest.mark.parametrize(("key", "n"), CASES, ids=[f"{k}-{n}" for k, n in CASES])
+def test_a_wrong_answer_fails_with_its_finding(key, n, conn, native_conn):
+    answer, says = WRONG[key][n]
+    conns = (conn, native_conn) if key.startswith("04.") else (conn,)
+    verdict = exercises.check(key, answer, *conns)
+    assert not verdict.ok, (key, answer.__name__)
+    assert says in str(verdict), (key, answer.__name__, str(verdict))
+    assert registry.REGISTRY[key].hint not in str(verdict)
+
+
+def test_a_worker_refuses_a_flow_complete_that_is_no_sha():
+    from echomq_teach.errors import BadInput
+    from echomq_teach.lab.worker import WorkerOptions
+
+    with pytest.raises(BadInput, match="flow_complete must be a loaded script's SHA1"):
+        WorkerOptions(queue="q", name="w", history="/nowhere", flow_complete="return 1").check()
+
+
+def test_the_fan_in_is_judged_on_a_node_of_the_judges_own(conn):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "05_2_fan_in.py"
+    spec = importlib.util.spec_from_file_location("fan_in_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    before = conn.client.dbsize()
+    verdict = exercises.check("05.2", module.fan_in, conn)
+    assert verdict.ok, str(verdict)
+    assert conn.client.dbsize() == before  # nothing of the judged runs is on the learner's node
