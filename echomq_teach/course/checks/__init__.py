@@ -9,6 +9,7 @@ hint, and a prediction's run is shown only after the prediction is kept.
 from __future__ import annotations
 
 from . import (
+    case_files,
     claim_and_lease,
     completion_and_recovery,
     durable_floor,
@@ -20,3 +21,4 @@ from . import (
 
 __all__ = ["claim_and_lease", "completion_and_recovery", "durable_floor", "flows", "lifecycle", "two_executors",
            "when_things_fail"]
+__all__ += ["case_files"]
