@@ -82,8 +82,9 @@ WORKLOADS: dict[str, Workload] = {
                                 kinds=("kill",), count=3, recovery="stalled", supervise=True),
     "bull_stall_scan": Workload(_work(5, 200), workers=4, lease_ms=1000, kinds=("freeze",), count=3,
                                 gap_s=(0.05, 0.2), freeze_s=(0.05, 0.15)),
-    "bullmq_flow_release": Workload(flows=[("work 5", ["fail", "work 150", "work 150"])] * 4, workers=4,
-                                    lease_ms=1000, kinds=("freeze",), count=2, gap_s=(0.05, 0.1),
+    # more workers than long children: a worker is free to claim a parent the failure released too soon
+    "bullmq_flow_release": Workload(flows=[("work 5", ["fail", "work 1000", "work 1000"])] * 2, workers=5,
+                                    lease_ms=3000, kinds=("freeze",), count=2, gap_s=(0.05, 0.1),
                                     freeze_s=(0.05, 0.1), max_attempts=1, policy="ignore"),
     "bullmq_evicted_locks": Workload(_work(1500, 4), workers=5, lease_ms=5000, kinds=("freeze",), count=1,
                                      gap_s=(0.2, 0.4), freeze_s=(0.05, 0.1), recovery="stalled", settle_s=5.0,
