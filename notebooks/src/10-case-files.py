@@ -84,7 +84,7 @@ print(source.getsource(module("kombu_restore").Model.sweep))
 # and another worker runs them. Then both settle:
 
 # %%
-model, ours = both("kombu_restore", node, seed=1)
+model, ours = both("kombu_restore", node, seed=1)  # ledger: one-settle-per-life
 print("the model:", model.report.verdict, "· settled twice:", bool(model.report.of("settled_twice")))
 print("this queue:", ours.report.verdict, "· stale settles refused:", ours.report.stale_refused > 0,
       "· a job ran twice:", any(n > 1 for n in ours.report.handler_runs.values()))
@@ -102,9 +102,11 @@ show(model, ours)
 
 # %% [markdown]
 # **This queue shares half of the weakness.** A worker frozen past its lease loses the job here too:
-# the sweep puts it back and another worker runs it, so the handler runs twice. What differs is the
+# the sweep puts it back and another worker runs it, so the handler runs twice
+# ([ledger](../docs/guarantees.md#at-least-once-runs)). What differs is the
 # settle: the frozen worker's settle carries its fencing token, the job's row has a newer one, and
-# the settle is refused (`stale settles refused` above). One ending per job, not two. The handler's
+# the settle is refused (`stale settles refused` above). One ending per job, not two
+# ([ledger](../docs/guarantees.md#one-settle-per-life)). The handler's
 # *effects* still happen twice, which is why notebook 07 asks for idempotent handlers, and why a
 # long job should renew its lease, fenced by the same token (02.6), instead of relying on one long
 # timeout.
@@ -172,7 +174,7 @@ show(model, ours)
 # ## Case 3 · Orphans recovered only when a process starts (Sidekiq)
 #
 # **The report.** Sidekiq's reliable fetch moves each job it takes into a private list of the
-# process, so a crash loses nothing. The jobs left in a dead process's list are put back only by a
+# process, so a crash does not drop them. The jobs left in a dead process's list are put back only by a
 # process that is **starting**, and only after the dead process's heartbeat has expired. A
 # process that started earlier never looks again, and a job that crashes its process comes back at
 # the next start and crashes it again, with nothing counting. The fix counts each job's recoveries
