@@ -238,7 +238,7 @@ class ModelRun:
             p = self.slots[fault.slot or 0]
             assert p is not None
             if fault.kind == "kill":
-                child = p.child() if self.model.kill_target == "child" else None
+                child = self._running_child(p) if self.model.kill_target == "child" else None
                 self.nemesis.note("kill", worker=p.name, pid=child or p.pid, child=child is not None)
                 if child is not None:
                     os.kill(child, signal.SIGKILL)  # the pool child: its parent lives on
@@ -250,6 +250,19 @@ class ModelRun:
                 p.freeze()
             else:
                 raise BadInput(f"the case files use kill and freeze, not {fault.kind!r}")
+
+    @staticmethod
+    def _running_child(p: _Proc, wait_s: float = 1.0) -> int | None:
+        """The pool child running a task in ``p``, waited for a moment if ``p`` is between tasks.
+
+        The OOM killer strikes a process whose task is growing, not an idle parent: on a loaded
+        machine a worker spends much of its time between children, and a kill that found none
+        would hit the parent instead and show nothing of the report.
+        """
+        deadline = time.monotonic() + wait_s
+        while (child := p.child()) is None and p.alive and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return child
 
     def thaw(self, slot: int) -> None:
         with self.lock:
