@@ -1,5 +1,5 @@
 """Notebook 10's diagnose exercises: each wrong answer fails with the finding that says why; the setups
-leave only the case model's keys, under the fresh queue's hashtag."""
+leave only the case model's keys, under the fresh queue's hashtag, none with a TTL."""
 
 from __future__ import annotations
 
@@ -34,3 +34,5 @@ def test_the_setup_writes_only_under_its_queue(conn, key: str) -> None:
     (queue,) = seen
     added = set(conn.client.keys("*")) - before
     assert added and all(k.startswith(f"case:{{{queue}}}:") for k in added), added
+    # nothing left to lapse by itself: a key count taken later (another test's) stays what it was
+    assert [k for k in added if conn.client.pttl(k) != -1] == []

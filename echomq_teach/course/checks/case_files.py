@@ -105,6 +105,10 @@ def _s102(conn: Connector, queue: str) -> tuple[Any, ...]:
     m.ack(r, "host-c:1", done, 1)  # host-c finishes its one job, then is killed with an empty list
     time.sleep(HEARTBEAT_MS / 1000 + 0.1)  # the dead processes' heartbeats lapse
     m.fetch(r, "host-b:1")  # host-b lives on: its next fetch beats again
+    # the state as of this moment: host-b's beat kept (no TTL left to lapse while the learner reads or a
+    # later test counts keys), and the lapsed heartbeats read once, so the node has dropped them
+    r.persist(m.key("heartbeat:host-b:1"))
+    m.final(r)
     _EXPECTED[queue] = set(stranded)
     return ()
 
@@ -146,5 +150,8 @@ def _s103(conn: Connector, queue: str) -> tuple[Any, ...]:
                 m.ack(r, "w", kid, tokens[kid])
             elif step == "f":
                 m.fail(r, "w", kid, tokens[kid])
+    # the children still running keep their locks for as long as the learner reads (no TTL left to lapse)
+    for kid in r.lrange(m.key("active"), 0, -1):
+        r.persist(m.key(f"lock:{kid}"))
     _EXPECTED[queue] = {flows[0][0], flows[3][0]}
     return ({p for p, _ in flows},)
