@@ -34,6 +34,7 @@ NOTEBOOKS = {
     "07": "07-when-things-fail",
     "08": "08-the-durable-floor",
     "09": "09-cluster",
+    "10": "10-case-files",
 }
 
 

@@ -42,6 +42,7 @@
 # | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 45 min |
 # | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 45 min |
 # | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 45 min |
+# | `10-case-files` | six real failures of other queues, modelled and run beside this one under one nemesis | 45 min |
 #
 # Each notebook opens with its goals and closes with a recap and further reading. In between: prose, real calls with
 # their traces, the scripts themselves (read from the kit's `lua/` folder, never retyped), a widget

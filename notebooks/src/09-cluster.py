@@ -417,6 +417,8 @@ print(f"before the hold: without WAIT {plain.rate():.0f} jobs/s · with WAIT 1 2
 #   round trip and the replica's acknowledgement on every write.
 # - The promoted replica has a new `run_id`, so each lease inherited from the dead primary comes
 #   back once, uncounted.
+#
+# Next: **10-case-files** — six real failures of other queues, each modelled and run beside this one.
 
 # %% [markdown]
 # ## Further reading

@@ -38,9 +38,10 @@ WIDGET_TEXT = {
 }
 # a CounterPlot and the composer each draw a PNG into a widgets.Image; 07's chaos view, its sizes and timeline
 IMAGES = {"03": 1, "05": 1, "06": 2, "07": 2, "09": 3}
-NO_WIDGETS = {"00", "08"}  # 08 shows matplotlib figures (plain PNG outputs), drawn by this run
-# matplotlib figures drawn by the run: 07's race and nemesis timelines, 08's two, 09's failover timeline
-PLOTS = {"07": 2, "08": 2, "09": 1}
+NO_WIDGETS = {"00", "08", "10"}  # 08 and 10 show matplotlib figures (plain PNG outputs), drawn by this run
+# matplotlib figures drawn by the run: 07's race and nemesis timelines, 08's two, 09's failover timeline,
+# 10's six case files (the model's and this queue's timelines in one figure each)
+PLOTS = {"07": 2, "08": 2, "09": 1, "10": 6}
 STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 ERROR_CLASS = re.compile(r"\b[A-Z]\w*(Error|Exception)\b")
 

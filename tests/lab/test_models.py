@@ -7,6 +7,8 @@ valid — or, where the two share a weakness, valid with that weakness counted.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from echomq_teach.errors import BadInput
@@ -56,3 +58,36 @@ def test_bad_case_and_side_are_refused(node) -> None:
         trial("nope", node, 1)
     with pytest.raises(BadInput, match="side must be"):
         trial("kombu_restore", node, 1, "both")
+
+
+def test_model_workers_are_children_the_nemesis_reaches_by_pid(node, tmp_path) -> None:
+    # each model worker is the kit's Child (tied to this process); a freeze stops that very PID, a thaw
+    # resumes it, a kill ends it and its slot gets a new process
+    from echomq_teach.lab.models.trial import WORKLOADS, ModelRun
+    from echomq_teach.lab.run import Fault
+    from echomq_teach.nodes.process import Child
+
+    def state(pid: int, want: str) -> str:
+        # a signal reaches a running process soon, not at once: look for up to 2 s
+        deadline = time.monotonic() + 2
+        while True:
+            line = next(ln for ln in open(f"/proc/{pid}/status") if ln.startswith("State:"))
+            if (line.split()[1] == "T") == (want == "T") or time.monotonic() > deadline:
+                return line.split()[1]
+            time.sleep(0.01)
+
+    run = ModelRun("kombu_restore", node, "case-child-check", WORKLOADS["kombu_restore"], tmp_path)
+    try:
+        run.start()
+        first = run.slots[0]
+        assert all(isinstance(p, Child) for p in run.slots)
+        run.apply(Fault(0.0, "freeze", 0))
+        assert state(first.pid, "T") == "T" and first.frozen
+        run.thaw(0)
+        assert state(first.pid, "running") != "T" and not first.frozen
+        run.apply(Fault(0.0, "kill", 0))
+        assert not first.alive and first.returncode == -9
+        assert run.slots[0] is not first and run.slots[0].alive
+    finally:
+        run.close()
+    assert not any(p.alive for p in run.all)

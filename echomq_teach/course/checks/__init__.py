@@ -8,6 +8,8 @@ hint, and a prediction's run is shown only after the prediction is kept.
 
 from __future__ import annotations
 
+from . import case_files  # noqa: F401  # isort: skip (notebook 10: a line of its own, apart from the list)
+
 from . import (
     claim_and_lease,
     completion_and_recovery,

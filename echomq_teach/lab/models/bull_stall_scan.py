@@ -68,8 +68,9 @@ class BullLike(Model):
 
 class BullStallScan(BullLike):
     name = "bull_stall_scan"
-    #: how often each worker runs the stalled-job check, as every bull queue did
-    every = 4
+    #: how often each worker runs the stalled-job check (every other beat: bull ran it on a timer in
+    #: every worker, so several checks overlap each other and the jobs they look at)
+    every = 2
 
     def beat(self, w: Any) -> bool:
         w.beats = getattr(w, "beats", 0) + 1
@@ -79,8 +80,12 @@ class BullStallScan(BullLike):
 
     def check_stalled(self, w: Any) -> None:
         r = w.r
-        for job in r.lrange(self.key("active"), 0, -1):  # round trip 1: the list as it was
-            data = r.hgetall(self.key(f"job:{job}"))  # the job's data, read before the take
+        listed = r.lrange(self.key("active"), 0, -1)  # round trip 1: the list as it was
+        p = r.pipeline(transaction=False)
+        for job in listed:
+            p.hgetall(self.key(f"job:{job}"))
+        seen = p.execute()  # and every listed job's data, read with it, before any take
+        for job, data in zip(listed, seen):
             if not data:
                 continue
             token = int(data.get("attempts", 0)) + 1
@@ -88,6 +93,7 @@ class BullStallScan(BullLike):
             def take(job: str = job) -> Any:
                 return r.eval(TAKE_STALLED, 1, self.key("completed"), self.key(""), job, w.name, self.lease_ms)
 
+            # one round trip per job, each later than the read: a job that ended meanwhile has no lock
             took = w.rec.call("claim", take, shape=lambda t, job=job, token=token: {"job": job, "token": token}
                               if t else {}, extra={"lease_ms": self.lease_ms, "via": "stalled check"})
             if took:  # round trip 2 said: no lock, not completed; this queue runs the job itself

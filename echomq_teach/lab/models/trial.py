@@ -3,14 +3,15 @@
 ``trial(case, node, seed)`` answers a ``Trial`` for each side: the checker's
 report (``findings.judge``), the history (for ``lab.timeline``) and the faults
 the nemesis applied. The model's workers are processes
-(``python -m echomq_teach.lab.models.worker``) started and stopped by PID; this
-queue's are the lab's own (``Run``). Both sides get the same jobs, the same
+(``python -m echomq_teach.lab.models.worker``), each a ``nodes.process.Child``
+(as the lab's ``WorkerProcess`` is) that the nemesis freezes, thaws and kills
+by its PID; this queue's are the lab's own (``Run``). Both sides get the same jobs, the same
 handler work, the same lease, the same schedule of faults, and a supervisor
 that starts a worker again in a slot whose process died on its own (a poison
 job), as a service manager would. Every run is bounded in time.
 
 This module is the one place the case files import the fault lab's run
-harness and nemesis (``Run``, ``Nemesis``, ``Fault``) and the kit's launcher.
+harness and nemesis (``Run``, ``Nemesis``, ``Fault``) and the kit's ``Child``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,7 +32,7 @@ from typing import Any
 from ... import flows, ids, jobs
 from ...errors import BadInput
 from ...nodes.local import LocalNode
-from ...nodes.process import launcher
+from ...nodes.process import Child
 from ..checker import Report
 from ..history import History, Recorder, ServerClock
 from ..nemesis import Nemesis
@@ -82,8 +82,9 @@ WORKLOADS: dict[str, Workload] = {
                                 kinds=("kill",), count=3, recovery="stalled", supervise=True),
     "bull_stall_scan": Workload(_work(5, 200), workers=4, lease_ms=1000, kinds=("freeze",), count=3,
                                 gap_s=(0.05, 0.2), freeze_s=(0.05, 0.15)),
-    "bullmq_flow_release": Workload(flows=[("work 5", ["fail", "work 150", "work 150"])] * 4, workers=4,
-                                    lease_ms=1000, kinds=("freeze",), count=2, gap_s=(0.05, 0.1),
+    # more workers than long children: a worker is free to claim a parent the failure released too soon
+    "bullmq_flow_release": Workload(flows=[("work 5", ["fail", "work 1000", "work 1000"])] * 2, workers=5,
+                                    lease_ms=3000, kinds=("freeze",), count=2, gap_s=(0.05, 0.1),
                                     freeze_s=(0.05, 0.1), max_attempts=1, policy="ignore"),
     "bullmq_evicted_locks": Workload(_work(1500, 4), workers=5, lease_ms=5000, kinds=("freeze",), count=1,
                                      gap_s=(0.2, 0.4), freeze_s=(0.05, 0.1), recovery="stalled", settle_s=5.0,
@@ -120,8 +121,9 @@ class Trial:
 
 
 # -- the model's side -------------------------------------------------------------------------------------
-class _Proc:
-    """One model worker process, known by its PID."""
+class _Proc(Child):
+    """One model worker process: the kit's ``Child`` (tied to this process, reached by its PID), as
+    ``lab.worker_process.WorkerProcess`` is for this queue's workers."""
 
     def __init__(self, run: ModelRun, name: str) -> None:
         self.name = name
@@ -130,26 +132,18 @@ class _Proc:
                "--history", str(run.folder), "--lease-ms", str(run.workload.lease_ms),
                "--timeout", str(run.timeout)]
         env = dict(os.environ, ECHOMQ_ADDRESS=json.dumps(run.address), PYTHONUNBUFFERED="1")
-        with open(run.folder / f"{name}.log", "ab") as log:
-            self.proc = launcher.popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
+        self._history = run.folder / f"{name}.jsonl"
+        super().__init__(cmd, log=run.folder / f"{name}.log", env=env, what=f"model worker {name}")
 
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
+    def _started(self) -> bool:
+        try:
+            return '"op":"start"' in self._history.read_text()
+        except OSError:
+            return False
 
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def wait_ready(self, timeout: float = 30.0) -> None:
-        path = self.folder / f"{self.name}.jsonl"
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.alive:
-            if path.exists() and '"op":"start"' in path.read_text():
-                return
-            time.sleep(0.02)
-        if self.alive:
-            raise RuntimeError(f"model worker {self.name} did not start")
+    def wait_ready(self, timeout: float = 30.0) -> None:  # type: ignore[override]
+        """Until the worker recorded its start; a ``ChildError`` with its log's tail if it never does."""
+        super().wait_ready(self._started, timeout)
 
     def child(self) -> int | None:
         """The pool child running a task now (a celery-like model writes its PID), checked to be ours."""
@@ -161,20 +155,9 @@ class _Proc:
         ppid = next((int(ln.split()[1]) for ln in status.splitlines() if ln.startswith("PPid:")), None)
         return pid if ppid == self.pid else None
 
-    def signal(self, sig: int) -> None:
-        if self.alive:
-            self.proc.send_signal(sig)
-
-    def stop(self) -> None:
-        if not self.alive:
-            return
-        self.signal(signal.SIGCONT)
-        self.signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=STOP_WAIT_S)
+    def stop(self, grace: float = STOP_WAIT_S) -> int:
+        """SIGCONT (should it be frozen) and SIGTERM: it ends after its beat; SIGKILL if it will not go."""
+        return super().stop(grace)
 
 
 class ModelRun:
@@ -255,26 +238,38 @@ class ModelRun:
             p = self.slots[fault.slot or 0]
             assert p is not None
             if fault.kind == "kill":
-                child = p.child() if self.model.kill_target == "child" else None
+                child = self._running_child(p) if self.model.kill_target == "child" else None
                 self.nemesis.note("kill", worker=p.name, pid=child or p.pid, child=child is not None)
                 if child is not None:
                     os.kill(child, signal.SIGKILL)  # the pool child: its parent lives on
                 else:
-                    p.signal(signal.SIGKILL)
-                    p.proc.wait(timeout=STOP_WAIT_S)
+                    p.kill()  # SIGKILL by its PID, reaped
                     self.spawn(fault.slot or 0)
             elif fault.kind == "freeze":
                 self.nemesis.note("freeze", worker=p.name, pid=p.pid)
-                p.signal(signal.SIGSTOP)
+                p.freeze()
             else:
                 raise BadInput(f"the case files use kill and freeze, not {fault.kind!r}")
+
+    @staticmethod
+    def _running_child(p: _Proc, wait_s: float = 1.0) -> int | None:
+        """The pool child running a task in ``p``, waited for a moment if ``p`` is between tasks.
+
+        The OOM killer strikes a process whose task is growing, not an idle parent: on a loaded
+        machine a worker spends much of its time between children, and a kill that found none
+        would hit the parent instead and show nothing of the report.
+        """
+        deadline = time.monotonic() + wait_s
+        while (child := p.child()) is None and p.alive and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return child
 
     def thaw(self, slot: int) -> None:
         with self.lock:
             p = self.slots[slot]
             if p is not None:
                 self.nemesis.note("thaw", worker=p.name, pid=p.pid)
-                p.signal(signal.SIGCONT)
+                p.thaw()
 
     def quiet(self) -> bool:
         f = self.model.final(self.r)

@@ -2,9 +2,11 @@
 
     python -m echomq_teach.lab.models.worker CASE QUEUE --name w0 --history DIR [options]
 
-The node's address comes in ``$ECHOMQ_ADDRESS`` (JSON), as for the lab's own
-worker. A lost link abandons the beat (the call in flight stays without an
-answer) and the next beat goes on; SIGTERM ends the worker after its beat.
+``lab.models.trial`` starts it as a ``nodes.process.Child`` (tied: it dies with
+the process that started it) and the nemesis reaches it by its PID. The node's
+address comes in ``$ECHOMQ_ADDRESS`` (JSON), as for the lab's own worker. A
+lost link abandons the beat (the call in flight stays without an answer) and
+the next beat goes on; SIGTERM ends the worker after its beat.
 """
 
 from __future__ import annotations
