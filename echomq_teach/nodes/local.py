@@ -37,7 +37,7 @@ from .. import ending, keyspace
 from ..connector import Connector, address_from_url, connect, make_client
 from ..errors import NodeError
 from . import trafikey, valkey
-from .process import Child, ChildError, pid_alive, read_tail
+from .process import Child, ChildError, pid_alive, read_tail, run_tool
 
 READY_TIMEOUT_S = 15.0
 INSTALL_HOW = (
@@ -78,7 +78,7 @@ def server_binary() -> str:
 
 @functools.lru_cache(maxsize=8)
 def _version_of(path: str, mtime_ns: int) -> str:
-    out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout
+    out = run_tool([path, "--version"], timeout_s=10).stdout
     m = re.search(r"v=(\d+\.\d+\.\d+)", out)
     if not m:
         raise NodeError(f"{path} --version did not name a Valkey version: {out.strip()[:200]!r}")

@@ -1,8 +1,10 @@
 """One child process the kit starts: launched, awaited, tailed and stopped by its PID.
 
-Every process the kit runs goes through ``Child``: a node's ``valkey-server``,
-the object store's ``weed``, a fault run's worker, the floor's driver, the
-container node's reaper. ``Child`` launches argv with its env and folder,
+Every process the kit keeps running goes through ``Child``: a node's
+``valkey-server``, the object store's ``weed``, a fault run's worker, the
+floor's driver, the container node's reaper, a case model's worker, the
+throughput lab's stranded worker; a one-shot tool (the C compiler, a server's
+``--version``) goes through ``run_tool``, on the same launcher. ``Child`` launches argv with its env and folder,
 sends what it prints to a log file (``tail(n)`` reads its end), waits for it to
 be ready by a predicate (bounded; the error names the exit code and the log's
 tail), and stops it by its PID: SIGCONT (a frozen process cannot act on
@@ -144,6 +146,29 @@ class Launcher:
 
 
 launcher = Launcher()
+
+
+def run_tool(argv: Sequence[str], timeout_s: float = 300.0) -> subprocess.CompletedProcess[str]:
+    """Run a one-shot tool (the C compiler, ``valkey-server --version``) to its end and answer what it printed.
+
+    The same launcher as every long-lived child, so a tool still running when the kernel dies dies with
+    it; bounded by ``timeout_s`` (then killed, reaped, and a ``ChildError`` names the tool). A tool that
+    is not there, or cannot run, raises ``FileNotFoundError``/``PermissionError`` before anything is forked
+    (the launcher's wrapper would otherwise turn it into an exit code).
+    """
+    argv = [str(a) for a in argv]
+    found = shutil.which(argv[0])
+    if found is None:
+        raise FileNotFoundError(f"{argv[0]!r} is not an executable file")
+    proc = launcher.popen([found, *argv[1:]], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise ChildError(f"{' '.join(argv[:2])} did not finish within {timeout_s:g} s") from None
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def pid_alive(pid: int) -> bool:

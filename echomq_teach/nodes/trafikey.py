@@ -9,10 +9,10 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from ..errors import NodeError
+from .process import run_tool
 
 MODULE_NAME = "trafikey"
 CFLAGS = ["-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
@@ -74,7 +74,7 @@ def build(force: bool = False) -> Path:
     tmp = out.with_suffix(f".{os.getpid()}.tmp")
     cmd = [compiler(), *CFLAGS, "-I", str(src), "-o", str(tmp), *[str(f) for f in files if f.suffix == ".c"]]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = run_tool(cmd)
     except OSError as exc:
         # the compiler vanished or cannot run (no execute bit): still one clear error
         raise NativeBuildError(f"could not run the C compiler {cmd[0]!r}: {exc}; " + _INSTALL_CC) from exc

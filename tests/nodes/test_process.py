@@ -167,3 +167,25 @@ def test_an_orphaned_launch_runs_nothing(tmp_path) -> None:
         args = [setpriv, "--pdeathsig", "KILL", "--", sh, "-c", process.PARENT_GUARD, "echomq-launch", str(parent)]
         assert subprocess.run(args + run).returncode == code
         assert mark.exists() is ran
+
+
+# -- one-shot tools (the compiler, a server's --version) --------------------------------------------------------
+def test_run_tool_answers_the_exit_code_and_what_the_tool_printed():
+    done = process.run_tool([PY, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"])
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")
+
+
+def test_run_tool_kills_and_reaps_a_tool_past_its_bound(tmp_path):
+    pidfile = tmp_path / "pid"
+    script = f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(30)"
+    t0 = time.monotonic()
+    with pytest.raises(ChildError, match="did not finish within 0.5 s"):
+        process.run_tool([PY, "-c", script], timeout_s=0.5)
+    assert time.monotonic() - t0 < 20  # it did not wait for the tool's own 30 s
+    # the launcher's wrapper execs the tool itself: the PID it wrote is the one killed and reaped
+    assert pid_gone(int(pidfile.read_text()))
+
+
+def test_run_tool_refuses_a_missing_tool_before_forking(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nonexistent-tool"):
+        process.run_tool([str(tmp_path / "nonexistent-tool"), "--version"])
