@@ -1,0 +1,62 @@
+"""Notebooks 07–09 (issue 20): each exercise's reference passes; wrong answers written for the purpose fail,
+each with the finding that explains why; the builds are judged by the checker over several seeds."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+from pathlib import Path
+
+import pytest
+from wrong_answers import pass_the_nemesis as wrong_capstones
+
+from echomq_teach.course import exercises, registry
+
+SOLUTIONS = Path(__file__).resolve().parents[2] / "notebooks" / "solutions"
+
+
+def _solution(stem: str):
+    path = SOLUTIONS / f"{stem}.py"
+    spec = importlib.util.spec_from_file_location(f"solution_{stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (fn,) = [f for _, f in inspect.getmembers(module, inspect.isfunction) if f.__module__ == module.__name__]
+    return fn
+
+
+def _fails_with(verdict, *says: str) -> str:
+    assert not verdict.ok, str(verdict)
+    text = str(verdict)
+    for s in says:
+        assert s in text, (s, text)
+    return text
+
+
+# -- 07.2 · the capstone: the provider and the nemesis inject the failures, not the learner's handler -----------
+WRONG_CAPSTONES = {
+    # the old loophole: never raise, one attempt; a timeout before the charge settles an order never charged
+    "never raises": (wrong_capstones.never_raises, ("settled without their customer ever being charged",
+                                                     "of 3 seeds")),
+    "not idempotent": (wrong_capstones.not_idempotent, ("customers were charged more than once",)),
+    "one attempt": (wrong_capstones.one_attempt, ("orders ended in dead",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_CAPSTONES))
+def test_a_wrong_capstone_fails_with_its_finding(name, conn):
+    answer, says = WRONG_CAPSTONES[name]
+    text = _fails_with(exercises.check("07.2", answer, conn), *says)
+    assert registry.REGISTRY["07.2"].hint not in text
+
+
+def test_the_loophole_fails_on_every_seed(conn):
+    # the provider's timeouts are in every run, whatever the seed: no seed passes the loophole by luck
+    verdict = exercises.check("07.2", wrong_capstones.never_raises, conn)
+    assert "failed on 3 of 3 seeds" in str(verdict), str(verdict)
+
+
+def test_the_capstone_reference_passes_and_leaves_nothing(conn):
+    before = conn.client.dbsize()
+    verdict = exercises.check("07.2", _solution("07_2_pass_the_nemesis"), conn)
+    assert verdict.ok, str(verdict)
+    assert conn.client.dbsize() == before  # each seed's queue is dropped once judged
