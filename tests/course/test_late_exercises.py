@@ -60,3 +60,29 @@ def test_the_capstone_reference_passes_and_leaves_nothing(conn):
     verdict = exercises.check("07.2", _solution("07_2_pass_the_nemesis"), conn)
     assert verdict.ok, str(verdict)
     assert conn.client.dbsize() == before  # each seed's queue is dropped once judged
+
+
+# -- 09.1 · the WAIT setting, judged on failovers of a cluster the judge starts --------------------------------
+from wrong_answers import keep_what_failover_loses as wrong_waits  # noqa: E402 - answers written to fail
+
+WRONG_WAITS = {
+    # what the window's writes became varies (an enqueue lost, or its job's settle unrecorded and run again);
+    # that the checker finds one of them, inside the window, on every seed, does not
+    "no WAIT": (wrong_waits.no_wait, ("the checker says invalid (", "Its counterexample:\n",
+                                      "inside the window the replica held back", "failed on 3 of 3 seeds")),
+    "short WAIT": (wrong_waits.short_wait, ("the checker says invalid (", "answered by a WAIT that timed out",
+                                            "failed on 3 of 3 seeds")),
+    "two replicas": (wrong_waits.two_replicas, ("each shard of this cluster has one",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_WAITS))
+def test_a_wrong_wait_fails_with_its_finding(name):
+    answer, says = WRONG_WAITS[name]
+    text = _fails_with(exercises.check("09.1", answer), *says)
+    assert registry.REGISTRY["09.1"].hint not in text
+
+
+def test_the_wait_reference_passes_on_every_seed():
+    verdict = exercises.check("09.1", _solution("09_1_keep_what_failover_loses"))
+    assert verdict.ok, str(verdict)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import (
     claim_and_lease,
+    cluster,
     completion_and_recovery,
     durable_floor,
     flows,
@@ -20,3 +21,4 @@ from . import (
 
 __all__ = ["claim_and_lease", "completion_and_recovery", "durable_floor", "flows", "lifecycle", "two_executors",
            "when_things_fail"]
+__all__ += ["cluster"]  # 09
