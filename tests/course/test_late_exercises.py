@@ -62,7 +62,7 @@ def test_the_capstone_reference_passes_and_leaves_nothing(conn):
     assert conn.client.dbsize() == before  # each seed's queue is dropped once judged
 
 
-# -- 09.1 · the WAIT setting, judged on failovers of a cluster the judge starts --------------------------------
+# -- 09.2 · the WAIT setting, judged on failovers of a cluster the judge starts --------------------------------
 from wrong_answers import keep_what_failover_loses as wrong_waits  # noqa: E402 - answers written to fail
 
 WRONG_WAITS = {
@@ -73,16 +73,37 @@ WRONG_WAITS = {
     "short WAIT": (wrong_waits.short_wait, ("the checker says invalid (", "answered by a WAIT that timed out",
                                             "failed on 3 of 3 seeds")),
     "two replicas": (wrong_waits.two_replicas, ("each shard of this cluster has one",)),
+    # the notebook's WAIT 1 2000 copied: the judge's longest lag (2.5 s, in every judged run) outlasts it
+    "as in the notebook": (wrong_waits.as_in_the_notebook, ("held back 2.50 s", "answered by a WAIT that timed out")),
 }
 
 
 @pytest.mark.parametrize("name", sorted(WRONG_WAITS))
 def test_a_wrong_wait_fails_with_its_finding(name):
     answer, says = WRONG_WAITS[name]
-    text = _fails_with(exercises.check("09.1", answer), *says)
-    assert registry.REGISTRY["09.1"].hint not in text
+    text = _fails_with(exercises.check("09.2", answer), *says)
+    assert registry.REGISTRY["09.2"].hint not in text
 
 
 def test_the_wait_reference_passes_on_every_seed():
-    verdict = exercises.check("09.1", _solution("09_1_keep_what_failover_loses"))
+    verdict = exercises.check("09.2", _solution("09_2_keep_what_failover_loses"))
     assert verdict.ok, str(verdict)
+
+
+# -- 09.1 · predict the failover: a committed prediction, the run on a cluster the check starts ------------------
+from wrong_answers import predict_the_failover as wrong_failovers  # noqa: E402 - answers written to fail
+
+WRONG_FAILOVERS = {
+    "synchronous": (wrong_failovers.replication_is_synchronous,
+                    ("no WAIT: verdict: you predicted 'valid'; the run gave 'invalid'.",
+                     "WAIT 1 2000: burst enqueues answered: you predicted 20; the run gave 0.")),
+    "WAIT answers late": (wrong_failovers.wait_answers_late,
+                          ("WAIT 1 2000: verdict: you predicted 'invalid'; the run gave 'valid'.",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_FAILOVERS))
+def test_a_wrong_failover_prediction_fails_with_its_finding(name, conn):
+    answer, says = WRONG_FAILOVERS[name]
+    text = _fails_with(exercises.check("09.1", answer, conn), *says)
+    assert "no WAIT: burst enqueues answered:" not in text  # the part predicted right is not named wrong

@@ -1,6 +1,11 @@
-"""Notebook 09 · the cluster: the WAIT setting that keeps what a failover would lose, judged by the checker.
+"""Notebook 09 · the cluster: predict a failover's verdicts; the WAIT setting that keeps what it would lose.
 
-09.1 is a build judged on a cluster of the judge's own (never the learner's
+09.1 is a prediction: what the checker says of a queue without WAIT and of one
+with ``WAIT 1 2000`` when their primary dies with its replica held back, and
+how many of the window's enqueues each producer was told were stored. Its run
+is a failover on a cluster the check starts.
+
+09.2 is a build judged on a cluster of the judge's own (never the learner's
 notebook cluster): the learner chooses ``wait``, the ``(numreplicas,
 timeout_ms)`` every process of the run sends ``WAIT`` with after each write,
 and the judge runs one failover per seed (``lab.failover``: the replica held
@@ -22,7 +27,7 @@ from typing import Any
 
 from ...lab.failover import Failover, failover
 from ...nodes.cluster import start_cluster
-from ..registry import Findings, judged
+from ..registry import Findings, judged, prediction
 
 
 @dataclass(frozen=True)
@@ -51,15 +56,16 @@ class FAILOVER:
     WORKERS = 2
     BURST = 10
     SEEDS = 3
-    #: the longest the replica lags before the kill; the prose tells the learner this bound
-    MAX_WINDOW_S = 0.9
+    #: the longest the replica lags before the kill (the exercise tells the learner this bound); every
+    #: judged run has one seed that lags that long, so a timeout inside it fails whatever the draw
+    MAX_WINDOW_S = 2.5
     TIMEOUT_S = 40.0
 
     @staticmethod
-    def schedule(seed: int, shards: int = 3) -> Schedule:
+    def schedule(seed: int, shards: int = 3, longest: bool = False) -> Schedule:
         rng = random.Random(seed)
-        return Schedule(seed, seed % shards, round(rng.uniform(0.3, FAILOVER.MAX_WINDOW_S), 2),
-                        round(rng.uniform(0.1, 0.4), 2))
+        window = FAILOVER.MAX_WINDOW_S if longest else round(rng.uniform(0.3, FAILOVER.MAX_WINDOW_S), 2)
+        return Schedule(seed, seed % shards, window, round(rng.uniform(0.1, 0.4), 2))
 
 
 def _wait_of(answer: Any, f: Findings) -> tuple[int, int] | None | bool:
@@ -113,7 +119,7 @@ def _one_seed(cluster: Any, wait: tuple[int, int] | None, sched: Schedule, f: Fi
 
 
 def judge_failover(answer: Any, f: Findings, seeds: Iterable[int] | None = None) -> None:
-    """Judge a ``wait`` setting (09.1) on a cluster of the judge's own, one failover per seed it draws."""
+    """Judge a ``wait`` setting (09.2) on a cluster of the judge's own, one failover per seed it draws."""
     wait = _wait_of(answer, f)
     if wait is False:
         return
@@ -122,8 +128,9 @@ def judge_failover(answer: Any, f: Findings, seeds: Iterable[int] | None = None)
     try:
         # one failover at a time: two primaries of three killed at once leave no majority to promote a replica
         found = {s: Findings() for s in seeds}
-        for s in seeds:
-            _one_seed(cluster, wait, FAILOVER.schedule(s, cluster.shards), found[s])  # type: ignore[arg-type]
+        for i, s in enumerate(seeds):
+            sched = FAILOVER.schedule(s, cluster.shards, longest=i == 0)
+            _one_seed(cluster, wait, sched, found[s])  # type: ignore[arg-type]
     finally:
         cluster.stop()
     failed = [s for s in seeds if found[s].items]
@@ -133,12 +140,72 @@ def judge_failover(answer: Any, f: Findings, seeds: Iterable[int] | None = None)
 
 
 @judged(
-    "09.1",
+    "09.2",
     "Keep what the failover would lose",
     "Hint: WAIT confirms a write only once numreplicas replicas have it; each shard here has one replica. A "
     "WAIT that times out answers anyway, and that write is the primary's alone: the timeout must outlast the "
-    "longest the replica can lag (here up to 0.9 s) by a good margin.",
-    solution="09_1_keep_what_failover_loses.py",
+    "longest the replica can lag (here up to 2.5 s) by a good margin, or be 0 (wait as long as it takes).",
+    solution="09_2_keep_what_failover_loses.py",
 )
 def _j091(answer: Any, f: Findings) -> None:
     judge_failover(answer, f)
+
+
+# -- 09.1 · predict the failover ------------------------------------------------------------------------------
+PREDICT_BURST = 20
+FAILOVER_FACTS = (
+    "no WAIT: verdict",
+    "no WAIT: burst enqueues answered",
+    "WAIT 1 2000: verdict",
+    "WAIT 1 2000: burst enqueues answered",
+)
+
+
+def _failover_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
+    if not isinstance(answer, dict) or set(answer) != set(FAILOVER_FACTS):
+        return f"return a dict with exactly the keys {list(FAILOVER_FACTS)}; got {answer!r}."
+    bad = [k for k in FAILOVER_FACTS if k.endswith("verdict") and answer[k] not in ("valid", "invalid")]
+    bad += [k for k in FAILOVER_FACTS if k.endswith("answered") and (
+        isinstance(answer[k], bool) or not isinstance(answer[k], int) or not 0 <= answer[k] <= PREDICT_BURST)]
+    return (f'a verdict is "valid" or "invalid", a count a whole number 0 … {PREDICT_BURST}; {bad} are not.'
+            if bad else None)
+
+
+def _answered_in_window(fo: Failover) -> int:
+    """The producer's enqueues sent inside the window that were answered (the producer was told: stored)."""
+    lo = fo.window[0]
+    return sum(1 for o in fo.history.calls("enqueue") if o.worker == "producer" and o.sent >= lo
+               and o.answered is not None and o.ok)
+
+
+@prediction(
+    "09.1",
+    "Predict the failover",
+    "Hint: without WAIT, the primary answers each enqueue at once, whatever its replica holds. With WAIT, each "
+    "write waits for a replica that is applying nothing, until the kill cuts the link. The checker counts an "
+    "answered write that is gone; a write nobody was answered about is an unknown outcome, never a loss.",
+    solution="09_1_predict_the_failover.py",
+    shape=_failover_shape,
+    explain="the primary answered the burst's enqueues itself, and its replica, held back, never applied them: "
+    "the new primary lacks writes the producer was told were stored (lost, or a settle gone and the job run "
+    "again), so the checker says invalid. With WAIT 1 2000 each of those writes waited for the replica, which "
+    "confirmed none; the kill cut the links first, so no enqueue of the window was answered, and nothing "
+    "answered was lost: valid.",
+)
+def _r091(conn: Any, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
+    # the run on a cluster of the check's own: the learner's cluster keeps its primaries
+    cluster = start_cluster(native=True)
+    try:
+        plain_q, waited_q = cluster.queue_on(1, f"{queue}-plain"), cluster.queue_on(1, f"{queue}-waited")
+        runs = failover(cluster, {plain_q: None, waited_q: (1, 2000)}, jobs_n=FAILOVER.JOBS,
+                        workers=FAILOVER.WORKERS, hold_ms=1_500, window_s=0.4, burst=PREDICT_BURST,
+                        timeout=FAILOVER.TIMEOUT_S)
+    finally:
+        cluster.stop()
+    plain, waited = runs[plain_q], runs[waited_q]
+    return {
+        "no WAIT: verdict": plain.report.verdict,
+        "no WAIT: burst enqueues answered": _answered_in_window(plain),
+        "WAIT 1 2000: verdict": waited.report.verdict,
+        "WAIT 1 2000: burst enqueues answered": _answered_in_window(waited),
+    }
