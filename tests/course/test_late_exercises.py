@@ -107,3 +107,28 @@ def test_a_wrong_failover_prediction_fails_with_its_finding(name, conn):
     answer, says = WRONG_FAILOVERS[name]
     text = _fails_with(exercises.check("09.1", answer, conn), *says)
     assert "no WAIT: burst enqueues answered:" not in text  # the part predicted right is not named wrong
+
+
+# -- 07.1, 08.1, 08.2 · two wrong answers each ------------------------------------------------------------------
+from wrong_answers import durable_floor as wrong_floor  # noqa: E402 - answers written to fail
+from wrong_answers import predict_the_crashes as wrong_crashes  # noqa: E402 - answers written to fail
+
+WRONG_OTHERS = {
+    "07.1 as charge": ("07.1", wrong_crashes.as_charge,
+                       ("handler: you predicted {'handler runs': 2, 'charges': 1}; the run gave "
+                        "{'handler runs': 2, 'charges': 2}.",)),
+    "07.1 unseen settle": ("07.1", wrong_crashes.unseen_settle_runs_again,
+                           ("settle-sent: you predicted {'handler runs': 2, 'charges': 2}; the run gave "
+                            "{'handler runs': 1, 'charges': 1}.",)),
+    "08.1 rolled back": ("08.1", wrong_floor.crash_rolls_back, ("floor: you predicted 20; the run gave 30.",)),
+    "08.1 folded twice": ("08.1", wrong_floor.folds_twice, ("floor_after: you predicted 45; the run gave 35.",)),
+    "08.2 stream only": ("08.2", wrong_floor.stream_only, ("10 of the ids you named were not lost",)),
+    "08.2 floor only": ("08.2", wrong_floor.floor_only, ("5 of the ids you named were not lost",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_OTHERS))
+def test_a_wrong_answer_fails_with_its_finding(name, conn):
+    key, answer, says = WRONG_OTHERS[name]
+    text = _fails_with(exercises.check(key, answer, conn), *says)
+    assert registry.REGISTRY[key].hint not in text
