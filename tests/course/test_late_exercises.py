@@ -132,3 +132,35 @@ def test_a_wrong_answer_fails_with_its_finding(name, conn):
     key, answer, says = WRONG_OTHERS[name]
     text = _fails_with(exercises.check(key, answer, conn), *says)
     assert registry.REGISTRY[key].hint not in text
+
+
+# -- 08.3 · a fold step killed by SIGKILL at every step of its second fold ---------------------------------------
+from wrong_answers import survive_every_kill as wrong_folds  # noqa: E402 - answers written to fail
+
+WRONG_FOLDS = {
+    # trimmed before the commit: killed between the two, the slice is in neither place
+    "trim first": (wrong_folds.trim_first, ("killed at step 6 (trim of fold 2): 10 settles were lost",
+                                            "failed at 2 of the 4 steps of a fold")),
+    # read from the stream's start: killed between commit and trim, the next fold commits the slice again
+    "from the start": (wrong_folds.from_the_start, ("(commit of fold 2)", "committed again settles the floor "
+                                                    "already holds", "line 7 of your fold step")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_FOLDS))
+def test_a_wrong_fold_fails_with_its_finding(name):
+    answer, says = WRONG_FOLDS[name]
+    text = _fails_with(exercises.check("08.3", answer), *says)
+    assert registry.REGISTRY["08.3"].hint not in text
+
+
+def test_a_fold_that_raises_is_a_finding_naming_its_line():
+    def broken():
+        def fold_step(kit):
+            return kit.read(kit.cursor(), 10)[0].nothing
+
+        return fold_step
+
+    text = _fails_with(exercises.check("08.3", broken), "with no kill: the next runner's fold failed",
+                       "AttributeError", "line 2 of your fold step")
+    assert "Traceback" not in text
