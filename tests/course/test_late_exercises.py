@@ -35,8 +35,9 @@ def _fails_with(verdict, *says: str) -> str:
 # -- 07.2 · the capstone: the provider and the nemesis inject the failures, not the learner's handler -----------
 WRONG_CAPSTONES = {
     # the old loophole: never raise, one attempt; a timeout before the charge settles an order never charged
+    # the provider's timeouts are in every run, whatever the seed: no seed passes the loophole by luck
     "never raises": (wrong_capstones.never_raises, ("settled without their customer ever being charged",
-                                                     "of 3 seeds")),
+                                                     "failed on 3 of 3 seeds")),
     "not idempotent": (wrong_capstones.not_idempotent, ("customers were charged more than once",)),
     "one attempt": (wrong_capstones.one_attempt, ("orders ended in dead",)),
 }
@@ -47,12 +48,6 @@ def test_a_wrong_capstone_fails_with_its_finding(name, conn):
     answer, says = WRONG_CAPSTONES[name]
     text = _fails_with(exercises.check("07.2", answer, conn), *says)
     assert registry.REGISTRY["07.2"].hint not in text
-
-
-def test_the_loophole_fails_on_every_seed(conn):
-    # the provider's timeouts are in every run, whatever the seed: no seed passes the loophole by luck
-    verdict = exercises.check("07.2", wrong_capstones.never_raises, conn)
-    assert "failed on 3 of 3 seeds" in str(verdict), str(verdict)
 
 
 def test_the_capstone_reference_passes_and_leaves_nothing(conn):
@@ -84,10 +79,6 @@ def test_a_wrong_wait_fails_with_its_finding(name):
     text = _fails_with(exercises.check("09.2", answer), *says)
     assert registry.REGISTRY["09.2"].hint not in text
 
-
-def test_the_wait_reference_passes_on_every_seed():
-    verdict = exercises.check("09.2", _solution("09_2_keep_what_failover_loses"))
-    assert verdict.ok, str(verdict)
 
 
 # -- 09.1 · predict the failover: a committed prediction, the run on a cluster the check starts ------------------
