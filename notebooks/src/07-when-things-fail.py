@@ -495,7 +495,7 @@ print(source.getsource(handlers.Context.charge))
 # sent to a worker process must. Its `ctx` (a `handlers.Context`) does the 60 ms of work
 # (`ctx.work`) and talks to the provider (`ctx.charge`). Try the team's settings first, if you like,
 # with `"handler": "echomq_teach.lab.handlers:careless_charge"`, and read what the check says. A try
-# takes about ten seconds. *Solution: `solutions/07_2_pass_the_nemesis.py`.*
+# takes about fifteen seconds. *Solution: `solutions/07_2_pass_the_nemesis.py`.*
 
 # %%
 def pass_the_nemesis(conn, queue):

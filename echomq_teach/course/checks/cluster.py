@@ -77,6 +77,8 @@ def _wait_of(answer: Any, f: Findings) -> tuple[int, int] | None | bool:
     wait = answer["wait"]
     if wait is None:
         return None
+    if isinstance(wait, list):
+        wait = tuple(wait)  # [1, 5000] means what (1, 5000) means
     ok = isinstance(wait, tuple) and len(wait) == 2 and all(
         isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in wait)
     if not f.expect(ok, f"wait must be None or (numreplicas, timeout_ms), two whole numbers >= 0; got {wait!r}."):
