@@ -39,9 +39,9 @@
 # | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | 45 min |
 # | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 45 min |
 # | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | 30 min |
-# | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 45 min |
-# | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 45 min |
-# | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 45 min |
+# | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 60 min |
+# | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 60 min |
+# | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 60 min |
 #
 # Each notebook opens with its goals and closes with a recap and further reading. In between: prose, real calls with
 # their traces, the scripts themselves (read from the kit's `lua/` folder, never retyped), a widget
