@@ -351,9 +351,11 @@ print(cleandoc(FoldKit.__doc__))
 # own until it answers 0. Then, for **each step** of its second fold (each read, each commit, the
 # middle of each commit's transaction, each trim), it starts again on 25 fresh settles with a process
 # that kills itself with SIGKILL right at that step, and then a second process that folds until your
-# step answers 0. It passes when, after every one of those kills, every settle is on the floor exactly
-# once and the stream holds none of them. A try takes about fifteen seconds; a failed one names the
-# step whose kill broke it. *Solution: `solutions/08_3_survive_every_kill.py`.*
+# step answers 0. The settles' enqueues, claims and completions were recorded, so the checker of
+# notebook 07 reads that history against the floor and the stream together, as one archive. It passes
+# when, after every one of those kills, the checker says *valid*, every settle is on the floor exactly
+# once and the stream holds none of them. A try takes a few seconds; a failed one names the step whose
+# kill broke it. *Solution: `solutions/08_3_survive_every_kill.py`.*
 
 # %%
 def survive_every_kill():

@@ -165,28 +165,51 @@ def _steps(out: str) -> list[tuple[int, int, str]]:
     return [(int(n), int(k), name) for n, k, name in re.findall(r"^step (\d+) (\d+) (\w+)$", out, re.M)]
 
 
-def _fold_outcome(conn: Connector, queue: str, path: str, settled: list[str]) -> dict[str, Any]:
+def _recorded_settles(conn: Connector, queue: str, folder: Path) -> list[str]:
+    """``FOLD.SETTLES`` jobs enqueued, claimed and completed (recorded: on the stream), every call in a history."""
+    from ...lab.history import Recorder, ServerClock
+
+    clock = ServerClock(conn)
+    producer, worker = Recorder(folder, "producer", clock), Recorder(folder, "w0", clock)
+    try:
+        ids = producer.enqueue_many(conn, queue, [f"job {i}" for i in range(FOLD.SETTLES)])
+        for _ in ids:
+            job = worker.claim(conn, queue, 30_000)
+            assert job is not None
+            worker.complete(conn, queue, job.id, job.attempts, f"done {job.payload}", record=True)
+    finally:
+        producer.close()
+        worker.close()
+    return ids
+
+
+def _fold_outcome(conn: Connector, queue: str, path: str, history: Path) -> dict[str, Any]:
+    """The checker's report on the settles' run, the floor and the stream read as one archive, and what is where."""
     from ... import floor as floor_mod
     from ...floor.driver import completions_stream
+    from ...lab.checker import FinalState, check
+    from ...lab.history import History
 
     stream = completions_stream(queue)
     with floor_mod.open_floor(path, readonly=True) as fl:
-        on_floor = Counter(s.job_id for s in fl.settles(stream))
-    in_stream = [f["id"] for _, f in conn.call("XRANGE", stream, "-", "+")]
-    return {"twice": sorted(j for j, n in on_floor.items() if n > 1),
-            "lost": sorted(set(settled) - set(on_floor) - set(in_stream)),
-            "unfolded": sorted(set(settled) - set(on_floor)), "left": len(in_stream)}
+        archived = fl.settles(stream)
+    final = FinalState.read(conn, queue)
+    in_stream = [s.job_id for s in final.stream]
+    # the floor is the stream's past: an ending neither holds is one the archive lost ("unrecorded")
+    final.stream = archived + final.stream
+    on_floor = Counter(s.job_id for s in archived)
+    return {"report": check(History.read(history), final), "on_floor": on_floor, "left": len(in_stream)}
 
 
 def _one_kill(node: Any, conn: Connector, base: dict[str, Any], kill: tuple[int, int, str] | None,
               f: Findings) -> str:
-    """Settles in a fresh queue; a runner killed at ``kill`` (None: no kill); a second runner to the end."""
-    from ...floor.workload import settle_jobs
-
+    """Settles in a fresh queue; a runner killed at ``kill`` (None: no kill); a second runner to the end; the
+    checker's verdict on the settles' history against the floor and the stream."""
     n = kill[0] if kill else 0
     queue = f"{base['prefix']}-{n}"
+    history = Path(base["folder"]) / f"history-{n}"
     path = str(Path(base["folder"]) / f"floor-{n}.sqlite3")
-    settled = settle_jobs(conn, queue, FOLD.SETTLES)
+    ids = _recorded_settles(conn, queue, history)
     spec = dict(base, queue=queue, floor=path)
     said = f"killed at step {n} ({kill[2]} of fold {kill[1]})" if kill else "with no kill"
     if kill:
@@ -197,16 +220,23 @@ def _one_kill(node: Any, conn: Connector, base: dict[str, Any], kill: tuple[int,
     last = _runner(node, dict(spec, kill_at=0))
     if not f.expect(last.returncode == 0, f"{said}: the next runner's fold failed: {_crashed(last)}"):
         return ""
-    out = _fold_outcome(conn, queue, path, settled)
-    f.expect(not out["lost"], f"{said}: {len(out['lost'])} settles were lost, on neither the floor nor in the "
-             f"stream (e.g. {out['lost'][0] if out['lost'] else ''}): the stream was trimmed of what no commit held.")
-    f.expect(not out["twice"], f"{said}: {len(out['twice'])} settles are on the floor twice (e.g. "
-             f"{out['twice'][0] if out['twice'] else ''}): a fold read again what an earlier one had committed.")
-    if not out["lost"]:
-        f.expect(not out["unfolded"], f"{said}: {len(out['unfolded'])} of {FOLD.SETTLES} settles were never "
-                 "folded onto the floor once the folds answered 0.")
-    f.expect(out["left"] == 0 or out["unfolded"], f"{said}: {out['left']} entries the floor holds are still in "
-             "the stream: the folds did not trim what they committed.")
+    out = _fold_outcome(conn, queue, path, history)
+    report, on_floor = out["report"], out["on_floor"]
+    if not report.valid:
+        counts = ", ".join(f"{k.replace('_', ' ')} {c}" for k, c in report.counts().items() if c)
+        first_finding = report.findings[0]
+        f.expect(False, f"{said}: the checker, reading the floor and the stream as one archive, says invalid "
+                 f"({counts}): {first_finding.kind.replace('_', ' ')}: {first_finding.job} — {first_finding.detail}. "
+                 "The stream was trimmed of settles no commit held.")
+        return ""
+    twice = sorted(j for j, c in on_floor.items() if c > 1)
+    f.expect(not twice, f"{said}: {len(twice)} settles are on the floor twice (e.g. {twice[:1]}): a fold read "
+             "again what an earlier one had committed.")
+    unfolded = [j for j in ids if j not in on_floor]
+    f.expect(not unfolded, f"{said}: {len(unfolded)} of {FOLD.SETTLES} settles were never folded onto the floor "
+             "once the folds answered 0.")
+    f.expect(out["left"] == 0 or unfolded, f"{said}: {out['left']} entries the floor holds are still in the "
+             "stream: the folds did not trim what they committed.")
     return last.stdout
 
 
