@@ -161,3 +161,16 @@ def test_a_fold_that_raises_is_a_finding_naming_its_line():
     text = _fails_with(exercises.check("08.3", broken), "with no kill: the next runner's fold failed",
                        "AttributeError", "line 2 of your fold step")
     assert "Traceback" not in text
+
+
+# -- the tables above cover every exercise of 07-09, twice at least; each of the three has a build --------------
+def test_every_exercise_of_07_to_09_has_two_wrong_answers_and_each_notebook_a_build():
+    tested = (
+        ["07.2"] * len(WRONG_CAPSTONES) + ["09.2"] * len(WRONG_WAITS) + ["09.1"] * len(WRONG_FAILOVERS)
+        + [key for key, _, _ in WRONG_OTHERS.values()] + ["08.3"] * len(WRONG_FOLDS)
+    )
+    mine = sorted(k for k in registry.REGISTRY if k[:2] in ("07", "08", "09"))
+    assert mine == sorted(set(tested))
+    assert all(tested.count(k) >= 2 for k in mine), {k: tested.count(k) for k in mine}
+    for nb in ("07", "08", "09"):
+        assert any(e.kind == "build" for k, e in registry.REGISTRY.items() if k.startswith(nb)), nb
