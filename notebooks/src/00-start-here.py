@@ -41,7 +41,7 @@
 # | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | 30 min |
 # | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 60 min |
 # | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 60 min |
-# | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 60 min |
+# | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 45 min |
 #
 # Each notebook opens with its goals and closes with a recap and further reading. In between: prose, real calls with
 # their traces, the scripts themselves (read from the kit's `lua/` folder, never retyped), a widget
