@@ -37,6 +37,25 @@ def once_key(queue: str) -> str:
     return queue_key(queue, "effects:once")
 
 
+def provider_calls_key(queue: str) -> str:
+    """The hash the payment provider counts its calls in, per job (``Context.charge``)."""
+    return queue_key(queue, "provider:calls")
+
+
+def provider_keys_key(queue: str) -> str:
+    """The hash of the idempotency keys the payment provider has charged, each with its job's id."""
+    return queue_key(queue, "provider:keys")
+
+
+#: a payload ending in one of these marks an order the provider times out on, the first time it is asked:
+#: ``!`` after it took the money, ``?`` before (the caller cannot tell which)
+TIMEOUT_AFTER, TIMEOUT_BEFORE = "!", "?"
+
+
+class ProviderTimeout(RuntimeError):
+    """The payment provider did not answer in time: whether it took the money, its caller cannot tell."""
+
+
 @dataclass
 class Context:
     """What a handler in a worker process may use: its worker's connector, the queue, the work time."""
@@ -82,6 +101,29 @@ class Context:
         """The same side effect, idempotent (HSETNX keyed by the job): True only the first time."""
         return self.conn.call("HSETNX", once_key(self.queue), job.id, self.worker) == 1
 
+    def charge(self, job: Claimed, key: str | None = None) -> bool:
+        """Ask the payment provider to charge ``job``'s customer; True when this call took money.
+
+        The provider is not the handler's: the first call for an order marked
+        ``!`` takes the money and then raises ``ProviderTimeout``; for one
+        marked ``?`` it raises before taking it. With an idempotency ``key``
+        the provider charges a key once (a later call with it takes nothing and
+        answers False, as real providers do); without one, every call charges.
+        Each charge is one command on the node, so a kill never leaves half of one.
+        """
+        first = self.conn.call("HINCRBY", provider_calls_key(self.queue), job.id, 1) == 1
+        timeout = "the payment provider timed out"
+        if first and job.payload.endswith(TIMEOUT_BEFORE):
+            raise ProviderTimeout(timeout)
+        if key is None:
+            self.conn.call("RPUSH", effects_key(self.queue), job.id)
+            took = True
+        else:
+            took = self.conn.call("HSETNX", provider_keys_key(self.queue), str(key), job.id) == 1
+        if first and job.payload.endswith(TIMEOUT_AFTER):
+            raise ProviderTimeout(timeout)
+        return took
+
 
 def effects(conn: Connector, queue: str) -> Counter[str]:
     """How many times each job's not-idempotent effect was made (the list ``effect`` appends to)."""
@@ -91,6 +133,18 @@ def effects(conn: Connector, queue: str) -> Counter[str]:
 def effects_once(conn: Connector, queue: str) -> dict[str, str]:
     """Each job whose idempotent effect was made, with the worker that made it."""
     return dict(conn.client.hgetall(once_key(queue)))
+
+
+def charges(conn: Connector, queue: str) -> Counter[str]:
+    """How many times the payment provider charged each job's customer (``Context.charge``, keyed or not)."""
+    made = effects(conn, queue)
+    made.update(conn.client.hvals(provider_keys_key(queue)))
+    return made
+
+
+def provider_calls(conn: Connector, queue: str) -> dict[str, int]:
+    """How many times each job asked the payment provider to charge."""
+    return {j: int(n) for j, n in conn.client.hgetall(provider_calls_key(queue)).items()}
 
 
 # -- ready handlers ------------------------------------------------------------------------------
@@ -130,11 +184,9 @@ def charge_first(job: Claimed, ctx: Context) -> str:
 
 
 def careless_charge(job: Claimed, ctx: Context) -> str:
-    """A team's first handler: it charges, then the provider fails the first try of a job marked ``!``."""
+    """A team's first handler: it works, then asks the provider to charge, with no idempotency key."""
     ctx.work()
-    ctx.effect(job)
-    if job.payload.endswith("!") and job.attempts == 1:
-        raise RuntimeError("the payment provider timed out (after it took the money)")
+    ctx.charge(job)
     return f"charged {job.id}"
 def renewing(job: Claimed, ctx: Context, sha: str, lease_ms: int, every_ms: int) -> str | Error:
     """Work ``work_ms`` in slices of ``every_ms``, renewing the lease (``ctx.extend``) after each slice.

@@ -220,7 +220,40 @@ assert all(o.report.valid for o in outcomes)
 # - **settle-sent** — killed after the settle reached the node, before reading its answer. The node
 #   settled the job; the worker never knew. Nothing is recovered, nothing runs twice. The history
 #   holds a settle with *no answer*; the completions stream says it took effect.
+
+# %% [markdown]
+# ### 07.1 · Predict the crash points
 #
+# A check says what is not yet true; after a try that does not pass, `exercises.hint("07.1")` gives a
+# hint.
+#
+# `handlers.charge_first` charges the customer *before* its work, where `handlers.charge` charged
+# after it:
+
+# %%
+from echomq_teach.course import exercises  # noqa: E402
+
+print(source.getsource(handlers.charge_first))
+
+# %% [markdown]
+# **Predict**, without running anything: with `charge_first`, how many times does the handler run,
+# and how many charges are made, when the worker is killed at each of the four crash points? Return
+# `{"claimed": {"handler runs": n, "charges": n}, "handler": {…}, "handled": {…}, "settle-sent": {…}}`.
+# The check runs the four crashes for real and compares.
+# *Solution: `solutions/07_1_predict_the_crashes.py`.*
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell.
+
+# %%
+def predict_the_crashes():
+    # your prediction here
+    raise NotImplementedError
+
+
+print(exercises.check("07.1", predict_the_crashes, conn))
+
+# %% [markdown]
 # ## At least once: the frozen worker
 #
 # A killed worker is the easy case — it never comes back. A *frozen* one does: a long garbage
@@ -436,7 +469,44 @@ durable.stop()
 # Grey bars are claims whose settle the worker never sent (it was killed) or never heard back from;
 # blue shading is a frozen worker; the red dashed line is the node's restart; the carets on the
 # metronome's lane are reaps that put jobs back.
+
+# %% [markdown]
+# ### 07.2 · Capstone: pass the nemesis
 #
+# A team runs a payment queue. Their handler is `handlers.careless_charge`; it asks the payment
+# provider, `ctx.charge`, to charge the order's customer:
+
+# %%
+print(source.getsource(handlers.careless_charge))
+print(source.getsource(handlers.Context.charge))
+
+# %% [markdown]
+# The provider is not yours, and it is not always quick: on some orders its first answer is a timeout,
+# and from the timeout alone nobody can tell whether the money was taken. The team runs with
+# `lease_ms=50` and `max_attempts=1`. The check below starts three worker processes on 60 orders, lets
+# the provider time out on a dozen of them, throws a seeded nemesis of kills and freezes (a freeze
+# longer than a sound lease) at the workers, and gives each run 15 seconds to drain. It does that for
+# three seeds it draws, side by side, one queue each on your node. It passes only if, on every seed, the
+# checker says *valid*, every order completed (none dead, none left over), and **every customer was
+# charged exactly once**, which the queue alone does not give
+# ([ledger](../docs/guarantees.md#one-settle-per-life)).
+#
+# Your function returns your choices: `{"lease_ms": …, "max_attempts": …, "handler": h}`, where `h`
+# is a handler you write in this cell: a function `h(job, ctx)` that stands alone, as every handler
+# sent to a worker process must. Its `ctx` (a `handlers.Context`) does the 60 ms of work
+# (`ctx.work`) and talks to the provider (`ctx.charge`). Try the team's settings first, if you like,
+# with `"handler": "echomq_teach.lab.handlers:careless_charge"`, and read what the check says. A try
+# takes about fifteen seconds. *Solution: `solutions/07_2_pass_the_nemesis.py`.*
+
+# %%
+def pass_the_nemesis(conn, queue):
+    # return {"lease_ms": ..., "max_attempts": ..., "handler": ...}
+    raise NotImplementedError
+
+
+print(exercises.check("07.2", pass_the_nemesis, conn))
+
+# %% [markdown]
 # ## Your turn: break it yourself
 #
 # The widget below runs four worker processes on a durable node of its own and draws the four sets
@@ -464,72 +534,6 @@ judged = chaos.wait_drained(timeout=120)
 print("verdict:", judged.verdict, "· enqueued:", judged.report.enqueued, "· settled:", judged.report.settled)
 assert judged.valid and judged.report.settled == 400
 chaos
-
-# %% [markdown]
-# ## Exercises
-#
-# Each check runs real worker processes on your node and compares what they did with your answer. A
-# check says what is not yet true; after a try that does not pass, `exercises.hint("07.1")` (and so
-# on) gives a hint.
-#
-# ### 07.1 · Predict the crash points
-#
-# `handlers.charge_first` charges the customer *before* its work, where `handlers.charge` charged
-# after it:
-
-# %%
-from echomq_teach.course import exercises  # noqa: E402
-
-print(source.getsource(handlers.charge_first))
-
-# %% [markdown]
-# **Predict**, without running anything: with `charge_first`, how many times does the handler run,
-# and how many charges are made, when the worker is killed at each of the four crash points? Return
-# `{"claimed": {"handler runs": n, "charges": n}, "handler": {…}, "handled": {…}, "settle-sent": {…}}`.
-# The check runs the four crashes for real and compares.
-# *Solution: `solutions/07_1_predict_the_crashes.py`.*
-#
-# Your function is handed no connection, and your **first** answer of the right form is kept and graded
-# (it survives a kernel restart): think it through before you run the cell.
-
-# %%
-def predict_the_crashes():
-    # your prediction here
-    raise NotImplementedError
-
-
-print(exercises.check("07.1", predict_the_crashes, conn))
-
-# %% [markdown]
-# ### 07.2 · Capstone: pass the nemesis
-#
-# A team runs a payment queue. Their handler is `handlers.careless_charge`:
-
-# %%
-print(source.getsource(handlers.careless_charge))
-
-# %% [markdown]
-# They run it with `lease_ms=50` and `max_attempts=1`. The check below starts four worker processes
-# on 120 orders (every tenth one marked `!`, which the provider fails on its first try), throws a
-# seeded nemesis of kills and freezes at them, and gives the run 25 seconds to drain. It passes only
-# if the checker says *valid*, every order completed (none dead, none left over), and **every
-# customer was charged exactly once** — which the queue alone does not give
-# ([ledger](../docs/guarantees.md#one-settle-per-life)).
-#
-# Your function returns your choices: `{"lease_ms": …, "max_attempts": …, "handler": h}`, where `h`
-# is a handler you write in this cell — a function `h(job, ctx)` that stands alone, as every
-# handler sent to a worker process must; its `ctx` (a `handlers.Context`) does the 60 ms of work and
-# makes the charges, as in the handlers you met above. Try the team's settings first, if you like, with
-# `"handler": "echomq_teach.lab.handlers:careless_charge"`, and read what the check says.
-# *Solution: `solutions/07_2_pass_the_nemesis.py`.*
-
-# %%
-def pass_the_nemesis(conn, queue):
-    # return {"lease_ms": ..., "max_attempts": ..., "handler": ...}
-    raise NotImplementedError
-
-
-print(exercises.check("07.2", pass_the_nemesis, conn))
 
 # %% [markdown]
 # ## Recap

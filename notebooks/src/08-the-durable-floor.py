@@ -242,6 +242,30 @@ assert ran[0].settled == 400 and rows == sorted(rows)
 assert sum(count.values()) == len(count) == 425 and stream_len(conn, Q) == 0
 
 # %% [markdown]
+# ### 08.1 · Predict the crash
+#
+# Before you watch a driver die mid-fold, predict what it leaves. A stream of 35 settles. A driver folds
+# it in slices of 10 and is killed after the **commit of its third fold**, before that fold's trim; then
+# a second driver runs until the stream is empty. Before you run anything, predict three numbers: the
+# rows on the floor and the entries left in the stream at the moment of the kill, and the rows on the
+# floor once the second driver is done. The check then runs exactly that, with real driver processes,
+# and compares.
+#
+# Stuck after a try? `exercises.hint("08.1")`. The reference solution is in
+# `notebooks/solutions/08_1_predict_the_crash.py`.
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell.
+
+# %%
+def predict_the_crash():
+    # return {"floor": ..., "stream": ..., "floor_after": ...}
+    raise NotImplementedError
+
+
+print(exercises.check("08.1", predict_the_crash, conn))
+
+# %% [markdown]
 # ## A driver killed between its commit and its trim
 #
 # A deployment runs the driver as a process of its own: `python -m echomq_teach.floor QUEUE --floor
@@ -307,6 +331,39 @@ print("exit code:", code, "· floor:", sum(count.values()), "rows ·", "twice:",
 assert code == 0 and count == collections.Counter(crash_ids) and stream_len(conn, QC) == 0
 # its first fold trimmed the dead driver's committed slice as well as its own: 10 + 10
 assert "read 10" in folds[0] and folds[0].endswith("trimmed 20 · stream 10 · floor 30")
+
+# %% [markdown]
+# ### 08.3 · Build: a fold that survives a kill at every step
+#
+# Now write the fold yourself. Your function returns a function `fold_step(kit)` that folds **one**
+# slice of at most 10 settles and answers how many it folded (0 when there was nothing left to fold).
+# The `kit` is all it needs, and all it may use:
+
+# %%
+from inspect import cleandoc  # noqa: E402
+
+from echomq_teach.course.fold_runner import FoldKit  # noqa: E402
+
+print(cleandoc(FoldKit.__doc__))
+
+# %% [markdown]
+# The check starts a node of its own, settles 25 jobs, and calls your `fold_step` in a process of its
+# own until it answers 0. Then, for **each step** of its second fold (each read, each commit, the
+# middle of each commit's transaction, each trim), it starts again on 25 fresh settles with a process
+# that kills itself with SIGKILL right at that step, and then a second process that folds until your
+# step answers 0. The settles' enqueues, claims and completions were recorded, so the checker of
+# notebook 07 reads that history against the floor and the stream together, as one archive. It passes
+# when, after every one of those kills, the checker says *valid*, every settle is on the floor exactly
+# once and the stream holds none of them. A try takes a few seconds; a failed one names the step whose
+# kill broke it. *Solution: `solutions/08_3_survive_every_kill.py`.*
+
+# %%
+def survive_every_kill():
+    # define fold_step(kit) here, then return it (the function, not a call of it)
+    raise NotImplementedError
+
+
+print(exercises.check("08.3", survive_every_kill))
 
 # %% [markdown]
 # ## A driver that sleeps through its lease
@@ -453,36 +510,12 @@ fig = reads.plot_throughput(f, Q, bucket_ms=100)
 plt.show()
 
 # %% [markdown]
-# ## Exercises
-#
-# ### 08.1 · Predict the crash
-#
-# A stream of 35 settles. A driver folds it in slices of 10 and is killed after the **commit of its
-# third fold**, before that fold's trim; then a second driver runs until the stream is empty. Before
-# you run anything, predict three numbers: the rows on the floor and the entries left in the stream
-# at the moment of the kill, and the rows on the floor once the second driver is done. The check then
-# runs exactly that, with real driver processes, and compares.
-#
-# Stuck after a try? `exercises.hint("08.1")`. The reference solution is in
-# `notebooks/solutions/08_1_predict_the_crash.py`.
-#
-# Your function is handed no connection, and your **first** answer of the right form is kept and graded
-# (it survives a kernel restart): think it through before you run the cell.
-
-# %%
-def predict_the_crash():
-    # return {"floor": ..., "stream": ..., "floor_after": ...}
-    raise NotImplementedError
-
-
-print(exercises.check("08.1", predict_the_crash, conn))
-
-# %% [markdown]
 # ### 08.2 · Find what was lost
 #
-# The check settles 20 jobs, lets a driver fold one slice, and then an operator, short of memory, runs
-# a plain `XTRIM … MAXLEN 5` on the stream. Some settles are now gone for good. Your function gets the
-# floor's path and the ids of all 20 settled jobs: return the set of ids that were lost.
+# Now that you can read both places a settle can be, a diagnosis. The check settles 20 jobs, lets a
+# driver fold one slice, and then an operator, short of memory, runs a plain `XTRIM … MAXLEN 5` on the
+# stream. Some settles are now gone for good. Your function gets the floor's path and the ids of all 20
+# settled jobs: return the set of ids that were lost.
 #
 # Stuck after a try? `exercises.hint("08.2")`. The reference solution is in
 # `notebooks/solutions/08_2_find_the_lost.py`.

@@ -214,8 +214,26 @@ c4.close()
 # stall sweep, and every call is recorded. Then the checker reads each history against what the new
 # primary holds.
 #
-# *Predict before you run it:* for each queue, how many of the burst's 20 enqueues will the checker
-# call lost?
+# ### 09.1 · Predict the failover
+#
+# **Predict**, before the run below: what will the checker say of `plain` and of `waited` (`"valid"` or
+# `"invalid"`), and how many of the burst's 20 enqueues will each producer be *answered* for (told: stored)?
+# Return `{"no WAIT: verdict": …, "no WAIT: burst enqueues answered": n, "WAIT 1 2000: verdict": …,
+# "WAIT 1 2000: burst enqueues answered": n}`. Your function is handed no connection, and your **first**
+# answer of the right form is kept and graded (it survives a kernel restart). Only then does the check run
+# the same failover, smaller, on a cluster of its own, and show what it gave beside your answer.
+# *Solution: `solutions/09_1_predict_the_failover.py`.*
+
+# %%
+from echomq_teach.course import exercises  # noqa: E402
+
+
+def predict_the_failover():
+    # your prediction here
+    raise NotImplementedError
+
+
+print(exercises.check("09.1", predict_the_failover, conn))
 
 # %%
 plain_q, waited_q = cluster.queue_on(1, "plain"), cluster.queue_on(1, "waited")
@@ -298,6 +316,27 @@ assert w.valid and sum(w.counts().values()) == 0 and w.enqueue_unknown == 20 and
 # run's timeout been shorter than the window (say `WAIT 1 50`), its writes would have been answered and
 # lost like `plain`'s. The bench runs that case too.
 #
+# ### 09.2 · Build: keep what the failover would lose
+#
+# Now choose the setting yourself, and let the checker judge it. The judge starts a cluster of its own
+# (three primaries, one replica each; yours is left alone) and, for each of three seeds it draws, runs
+# the failover above on a small queue: worker processes draining 60 jobs, the replica held back, a burst
+# of enqueues, the primary killed, the replica promoted. Each seed draws which shard it hits and how long
+# the replica lags before the kill: **up to 2.5 s**, and one seed of every judged run lags that long.
+# Your function returns the one setting every process of the run then uses: `{"wait": None}` for no WAIT,
+# or `{"wait": (numreplicas, timeout_ms)}` for `WAIT numreplicas timeout_ms` after every write (a timeout
+# of 0 waits as long as it takes). It passes when, on every seed, the checker says *valid* and every job
+# is done. A try takes about half a minute. *Solution: `solutions/09_2_keep_what_failover_loses.py`.*
+
+# %%
+def keep_what_failover_loses():
+    # return {"wait": None} or {"wait": (numreplicas, timeout_ms)}
+    raise NotImplementedError
+
+
+print(exercises.check("09.2", keep_what_failover_loses))
+
+# %% [markdown]
 # ## The run_id and the lapsed leases
 #
 # A native claim stamps the row with its server's `run_id` as `lease_epoch`. The promoted replica is

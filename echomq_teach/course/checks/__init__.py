@@ -8,10 +8,10 @@ hint, and a prediction's run is shown only after the prediction is kept.
 
 from __future__ import annotations
 
-from . import case_files  # noqa: F401  # isort: skip (notebook 10: a line of its own, apart from the list)
-
 from . import (
+    case_files,
     claim_and_lease,
+    cluster,
     completion_and_recovery,
     durable_floor,
     flows,
@@ -21,5 +21,5 @@ from . import (
     workshop,
 )
 
-__all__ = ["claim_and_lease", "completion_and_recovery", "durable_floor", "flows", "lifecycle", "two_executors",
-           "when_things_fail", "workshop"]
+__all__ = ["case_files", "claim_and_lease", "cluster", "completion_and_recovery", "durable_floor", "flows", "lifecycle",
+           "two_executors", "when_things_fail", "workshop"]

@@ -1,0 +1,117 @@
+"""A learner's fold step in a process of its own, killed (SIGKILL, by itself) at one step of it: 08.3's runner.
+
+``python -m echomq_teach.course.fold_runner SPEC`` (SPEC a JSON object: the
+queue, the floor's path, the module and function of the learner's fold step,
+and ``kill_at``, the step event to die at, 0 for none). The node comes from
+``ECHOMQ_ADDRESS``. The runner takes the stream's floor lease (waiting,
+bounded, for one a killed runner left), hands the fold step a ``FoldKit``,
+and calls it until it answers 0. Every step the kit takes is printed as one
+line, ``step <n> <fold> <name>``, so the judge knows the steps of a fold; at
+step ``kill_at`` the process kills itself with SIGKILL, as a crash would:
+nothing after it runs, no ``finally``, no SQLite commit.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from ..completions import Settle, StreamId, completions_stream, parse_entry
+from ..connector import Connector, connect
+from ..errors import DriverBusy
+from ..floor.embedded import Floor, open_floor
+from ..floor.lease import Lease
+
+MAX_FOLDS = 20
+LEASE_MS = 1_000
+
+
+class FoldKit:
+    """What a fold step is handed: the floor's cursor, and the steps a fold is made of.
+
+    kit.cursor()                the last stream id the floor holds (0-0 before the first commit)
+    kit.read(after, n)          at most n entries of the stream after the id `after`, as Settles
+    kit.commit(since, settles)  the settles' rows and the new cursor, in one SQLite transaction;
+                                refused when the floor's cursor is no longer `since`
+    kit.trim_below()            the first stream id the floor does not hold (None before a commit)
+    kit.trim(minid)             XTRIM MINID minid: every entry of the stream below minid goes
+    """
+
+    def __init__(self, conn: Connector, queue: str, floor: Floor, lease: Lease, kill_at: int) -> None:
+        self.conn, self.queue, self.floor, self.lease = conn, queue, floor, lease
+        self.stream = completions_stream(queue)
+        self.kill_at, self.steps, self.fold = kill_at, 0, 0
+
+    def _step(self, name: str) -> None:
+        self.steps += 1
+        print(f"step {self.steps} {self.fold} {name}", flush=True)
+        if self.steps == self.kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def cursor(self) -> StreamId:
+        return self.floor.cursor(self.stream)
+
+    def read(self, after: StreamId | str, n: int) -> list[Settle]:
+        entries = self.conn.call("XRANGE", self.stream, f"({after}", "+", "COUNT", int(n))
+        self._step("read")
+        return [parse_entry(self.stream, eid, fields) for eid, fields in entries]
+
+    def commit(self, since: StreamId, settles: list[Settle]) -> StreamId:
+        last = self.floor.commit(self.stream, since, settles, self.lease.token, midway=lambda: self._step("write"))
+        self._step("commit")
+        return last
+
+    def trim_below(self) -> StreamId | None:
+        return self.floor.trim_below(self.stream)
+
+    def trim(self, minid: StreamId | str) -> int:
+        if self.lease.age_ms() > self.lease.lease_ms / 2:
+            # a slow fold (a busy machine) renews its lease before trimming, as the driver does
+            self.floor.fence(self.stream, self.lease.take(self.floor.token(self.stream)))
+        n = self.lease.trim(self.stream, str(minid), str(self.cursor()))
+        self._step("trim")
+        return n
+
+
+def _take(lease: Lease, floor: Floor, stream: str, wait_s: float = 10.0) -> int:
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return lease.take(floor.token(stream))
+        except DriverBusy:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
+def main(argv: list[str]) -> int:
+    spec: dict[str, Any] = json.loads(argv[0])
+    sys.path.insert(0, spec["folder"])
+    fold_step = getattr(importlib.import_module(spec["module"]), spec["function"])
+    conn = connect(json.loads(os.environ["ECHOMQ_ADDRESS"]))
+    with open_floor(spec["floor"]) as floor:
+        lease = Lease(conn, spec["queue"], LEASE_MS)
+        stream = completions_stream(spec["queue"])
+        floor.fence(stream, _take(lease, floor, stream))
+        kit = FoldKit(conn, spec["queue"], floor, lease, int(spec["kill_at"]))
+        for kit.fold in range(1, MAX_FOLDS + 1):
+            print(f"fold {kit.fold}", flush=True)
+            n = fold_step(kit)
+            if not isinstance(n, int) or isinstance(n, bool):
+                print(f"answer fold step answered {n!r}, not a whole number", flush=True)
+                return 3
+            if n == 0:
+                print("done", flush=True)
+                break
+            floor.fence(stream, lease.take(floor.token(stream)))  # renewed between folds, as a driver does
+        lease.release()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

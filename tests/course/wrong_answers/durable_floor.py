@@ -1,0 +1,28 @@
+"""Wrong answers to 08.1 (predict the crash) and 08.2 (find what was lost), each with the finding that must name why."""
+
+
+def crash_rolls_back():
+    # 08.1: "a crash undoes the fold it was in": but the third commit was on disk before the crash
+    return {"floor": 20, "stream": 15, "floor_after": 35}
+
+
+def folds_twice():
+    # 08.1: "the next driver folds again what it finds in the stream": it trims to its cursor first
+    return {"floor": 30, "stream": 15, "floor_after": 45}
+
+
+def stream_only(conn, queue, floor_path, settled):
+    # 08.2: reads the stream alone: every settle already on the floor is taken for lost
+    from echomq_teach import floor
+
+    still = {f["id"] for _, f in conn.call("XRANGE", floor.completions_stream(queue), "-", "+")}
+    return set(settled) - still
+
+
+def floor_only(conn, queue, floor_path, settled):
+    # 08.2: reads the floor alone: the settles still waiting in the stream are taken for lost
+    from echomq_teach import floor
+
+    with floor.open_floor(floor_path, readonly=True) as f:
+        archived = {s.job_id for s in f.settles(floor.completions_stream(queue))}
+    return set(settled) - archived
