@@ -33,16 +33,16 @@
 # | notebook | what it teaches | time |
 # | --- | --- | --- |
 # | `00-start-here` | your node, the connector and its trace, the words and values used throughout | 20 min |
-# | `01-lifecycle` | the four sets and the row; every state and every way into it | 45 min |
-# | `02-claim-and-lease` | `@claim2` line by line; the lease, the fencing token, the ghost guard, pause | 45 min |
-# | `03-completion-and-recovery` | the fence; the retry fork; reap, the counted sweep, who calls them | 60 min |
-# | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | 45 min |
-# | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 45 min |
+# | `01-lifecycle` | the four sets and the row; every state and every way into it | 55 min |
+# | `02-claim-and-lease` | `@claim2` line by line; the lease, the fencing token, the ghost guard, pause | 70 min |
+# | `03-completion-and-recovery` | the fence; the retry fork; reap, the counted sweep, who calls them | 105 min |
+# | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | 70 min |
+# | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 80 min |
 # | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | 30 min |
-# | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 60 min |
-# | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 60 min |
-# | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 45 min |
-# | `10-case-files` | six real failures of other queues, modelled and run beside this one under one nemesis | 45 min |
+# | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 70 min |
+# | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 80 min |
+# | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 65 min |
+# | `10-case-files` | six real failures of other queues, modelled and run beside this one under one nemesis | 65 min |
 #
 # Each notebook opens with its goals and closes with a recap and further reading. In between: prose, real calls with
 # their traces, the scripts themselves (read from the kit's `lua/` folder, never retyped), a widget

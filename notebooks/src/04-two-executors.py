@@ -321,21 +321,6 @@ for node, wire in ((scripted, 6), (native, 4)):
 assert refused == [6, 4]
 
 # %% [markdown]
-# ### 04.2 · Read the brands (diagnose)
-#
-# Return a dict `{"scripted": …, "native": …}` with what `{emq}:version` says on each node —
-# read it through the connectors (`conn.call("GET", …)`), so it shows in their traces.
-# *Solution: `solutions/04_2_read_brands.py`.*
-
-# %%
-def read_brands(s_conn, n_conn, queue):
-    # your code here
-    raise NotImplementedError
-
-
-print(exercises.check("04.2", read_brands, s_conn, n_conn))
-
-# %% [markdown]
 # The connector is one guard; the command is the other. On a node whose brand is missing, or foreign
 # (another wire's, or another program's), `EMQ.CLAIM` itself refuses, whoever sends it, and writes
 # nothing. (Changing a brand is not something to try on a shared node, so this cell starts a private
@@ -380,6 +365,24 @@ except WireError as exc:
 print(no_module)
 assert no_module and no_module.startswith("EMQWIRE") and "trafikey" in no_module
 plain.stop()
+
+# %% [markdown]
+# ### 04.2 · Which wire does each node take? (diagnose)
+#
+# A night of maintenance left four nodes in odd states: a brand deleted here, rewritten there, a module
+# loaded or not. The check starts the four nodes of its own (in an order that changes each time) and hands
+# you the list `nodes`. For each, in order, say which connector it would accept now: `"wire 4"`,
+# `"wire 6"` or `"neither"`. Diagnose from what each node answers (`node.client()` reads it); the
+# check asks the connectors themselves afterwards, and your diagnosis must leave every node as it was.
+# *Solution: `solutions/04_2_which_wire.py`.*
+
+# %%
+def which_wire(s_conn, n_conn, queue, nodes):
+    # your code here
+    raise NotImplementedError
+
+
+print(exercises.check("04.2", which_wire, s_conn, n_conn))
 
 # %% [markdown]
 # ## The stall sweep's native twin, and a restart

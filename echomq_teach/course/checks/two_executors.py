@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
 import secrets
 from typing import Any
 
 from ... import jobs, keyspace, snapshots
 from ...connector import Connector
+from ...errors import WireError
+from ...nodes.providers import start_node
 from ..registry import Findings, exercise, keyed_dict, prediction, setup_for
 
 # -- 04.1 · leases a former server granted ---------------------------------------------------------------
@@ -51,22 +54,94 @@ def _s041(conns: Any, queue: str) -> tuple[Any, ...]:
     return ()
 
 
+# -- 04.2 · which wire does each node take? ----------------------------------------------------------------
+# What a night of maintenance left on four nodes of the check's own (a brand is never changed on a shared
+# node): (module loaded, brand). Each is a state a connector judges differently from a glance at one of the two.
+FOREIGN = "somebody-else:1.0"
+_STATES: tuple[tuple[bool, str | None], ...] = (
+    (False, keyspace.BRAND_WIRE6),  # the brand with no module behind it
+    (True, None),  # a native node whose brand was deleted
+    (True, keyspace.BRAND_WIRE4),  # a native node rebranded for the scripts
+    (False, FOREIGN),  # another program's brand
+)
+WIRES = ("wire 4", "wire 6", "neither")
+_LEFT: dict[str, list[tuple[bool, str | None]]] = {}
+
+
+def _wire_taken(node: Any) -> str:
+    """What the connectors themselves say about ``node`` now: the wire one accepts, or neither."""
+    for wire in (6, 4):  # wire 6 first: it writes nothing; a wire 4 connector may brand the node
+        try:
+            node.connector(wire=wire).close()
+        except WireError:
+            continue
+        return f"wire {wire}"
+    return "neither"
+
+
+def _why(n: int, module: bool, brand: str | None) -> str:
+    """Why node ``n`` takes the wire it takes, from its brand and its module: the finding for a wrong answer."""
+    has = "has trafikey loaded" if module else "has no trafikey"
+    if brand is None:
+        return (f"node {n} has no brand and {has}: a wire 4 connector brands an unbranded node echomq:4.0.0, "
+                "module or not; a wire 6 connector needs echomq:6.0.0 already there.")
+    if brand == keyspace.BRAND_WIRE4:
+        return (f"node {n} is branded echomq:4.0.0 and {has}: a wire 4 connector asks only for its brand; "
+                "a wire 6 connector refuses any other brand than its own.")
+    if brand == keyspace.BRAND_WIRE6:
+        return (f"node {n} is branded echomq:6.0.0 and {has}: a wire 6 connector also asks for the module, "
+                "a wire 4 connector for its own brand.")
+    return f"node {n} is branded {brand!r}: no connector accepts another program's brand, module or not."
+
+
 @exercise(
     "04.2",
-    "Read the brands",
-    "Hint: the brand is one string key, keyspace.VERSION_KEY; a connector sends any command with conn.call.",
-    solution="04_2_read_brands.py",
+    "Which wire does each node take?",
+    "Hint: read each node's brand (GET {emq}:version on node.client()) and whether trafikey is loaded "
+    "(MODULE LIST); the connectors' rules are in the cells above. Trying a connector is not reading: "
+    "a wire 4 connector brands a node that has no brand.",
+    solution="04_2_which_wire.py",
     kind="diagnose",
 )
 def _v042(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    s_conn, n_conn = conns
-    want = {"scripted": "echomq:4.0.0", "native": "echomq:6.0.0"}
-    f.expect(result == want, f"expected {want}; got {result!r}.")
-    for name, c in (("scripted", s_conn), ("native", n_conn)):
-        f.expect(
-            any(e.line == "GET {emq}:version" for e in c.last(5)),
-            f"read the {name} brand through its connector, so it shows in the trace.",
-        )
+    (nodes,) = args
+    states = _LEFT.pop(queue)
+    try:
+        if not f.expect(isinstance(result, (list, tuple)) and len(result) == len(nodes)
+                        and all(r in WIRES for r in result),
+                        f"return a list of {len(nodes)} answers, one per node in order, each one of {WIRES}; "
+                        f"got {result!r}."):
+            return
+        for n, (node, (_, brand)) in enumerate(zip(nodes, states)):
+            now = node.client().get(keyspace.VERSION_KEY)
+            if not f.expect(now == brand, f"node {n}: your diagnosis wrote its brand ({brand!r} before, {now!r} "
+                            "after): a wire 4 connector brands a node that has none; read the node, do not "
+                            "try a connector on it."):
+                node.client().execute_command("DEL" if brand is None else "SET", keyspace.VERSION_KEY,
+                                              *(() if brand is None else (brand,)))
+        for n, (node, (module, brand), said) in enumerate(zip(nodes, states, result)):
+            taken = _wire_taken(node)  # the connectors' own answer, asked after yours
+            f.expect(said == taken, f"you said {said!r}; " + _why(n, module, brand))
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+@setup_for("04.2")
+def _s042(conns: Any, queue: str) -> tuple[Any, ...]:
+    states = list(_STATES)
+    random.shuffle(states)  # the order changes from one check to the next: no answer by position
+    nodes = []
+    for module, brand in states:
+        node = start_node(native=module, provider="local")  # the check's own: a brand is changed below
+        raw = node.client()
+        if brand is None:
+            raw.delete(keyspace.VERSION_KEY)
+        else:
+            raw.set(keyspace.VERSION_KEY, brand)
+        nodes.append(node)
+    _LEFT[queue] = states  # kept from the learner: what a node is in, it must say itself
+    return (nodes,)
 
 
 # -- 04.3 · where the two part ways --------------------------------------------------------------------------

@@ -17,17 +17,37 @@ def this_servers_leases(s_conn, n_conn, queue):
     return sorted(i for i in s.active if s.rows[i].get("lease_epoch") == run_id)
 
 
-# -- 04.2 · read the brands ---------------------------------------------------------------------------------
-def brands_by_raw_client(s_conn, n_conn, queue):
-    # the right values, read past the connectors: nothing shows in their traces
-    return {"scripted": s_conn.client.get(keyspace.VERSION_KEY), "native": n_conn.client.get(keyspace.VERSION_KEY)}
+# -- 04.2 · which wire does each node take? ----------------------------------------------------------------
+def wire_by_brand_alone(s_conn, n_conn, queue, nodes):
+    # the brand read as the whole story: the module never asked about, an unbranded node taken for nobody's
+    said = {keyspace.BRAND_WIRE4: "wire 4", keyspace.BRAND_WIRE6: "wire 6"}
+    return [said.get(node.client().get(keyspace.VERSION_KEY), "neither") for node in nodes]
 
 
-def brands_as_wires(s_conn, n_conn, queue):
-    # the wire numbers, not what the nodes say
-    s_conn.call("GET", keyspace.VERSION_KEY)
-    n_conn.call("GET", keyspace.VERSION_KEY)
-    return {"scripted": f"echomq:{s_conn.wire}", "native": f"echomq:{n_conn.wire}"}
+def wire_by_trying_connectors(s_conn, n_conn, queue, nodes):
+    # the right answers, found by trying: the wire 4 connector brands the node that had no brand
+    from echomq_teach import WireError
+
+    answers = []
+    for node in nodes:
+        for wire in (4, 6):
+            try:
+                node.connector(wire=wire).close()
+            except WireError:
+                continue
+            answers.append(f"wire {wire}")
+            break
+        else:
+            answers.append("neither")
+    return answers
+
+
+def wire_by_module_alone(s_conn, n_conn, queue, nodes):
+    # the module read as the whole story: a node with trafikey taken for a wire 6 node, whatever its brand
+    def module(node):
+        return any(m["name"] == "trafikey" for m in node.client().execute_command("MODULE", "LIST"))
+
+    return ["wire 6" if module(node) else "wire 4" for node in nodes]
 
 
 # -- 04.3 · where the two part ways --------------------------------------------------------------------------
