@@ -21,6 +21,8 @@
 # 3. Use `attempts` as a fencing token.
 # 4. Feed the ghost guard, and watch a paused queue answer empty.
 # 5. Tell at-least-once handler runs from exactly-once settles.
+# 6. Write a lease extension in Lua, fenced by the token, and have the checker judge it under faults
+#    (02.6).
 
 # %%
 import inspect  # the standard library's: it reads a function's source
@@ -408,7 +410,8 @@ view
 #   worker that completes when no sweep ran first.
 # - The row key is built inside the script from the declared base, in the same slot.
 #
-# Next: **03-completion-and-recovery** — what the token is for.
+# Next: **03-completion-and-recovery** — how a claimed job ends: completed, failed and retried, or
+# recovered from a worker that vanished.
 
 
 # %% [markdown]
