@@ -168,8 +168,10 @@ def _predicted(ex: Exercise, solution: Callable[..., Any], conn: Any, queue: str
         f.expect(kept.answer == seen, f"you predicted {kept.answer!r}; the run gave {seen!r}.")
     notes = []
     if answer != kept.answer:
-        notes.append(f"graded: your first prediction, kept since {kept.at} ({kept.answer!r}); this try's answer "
-                     "is shown beside the run, not graded.")
+        # the learner should see this try too, and whether it would have matched the run
+        matches = ", though it matches the run" if answer == seen else ""
+        notes.append(f"graded: your first prediction, kept since {kept.at} ({kept.answer!r}); this try "
+                     f"({answer!r}) is not graded{matches}.")
     notes.append(f"why: {ex.explanation()}")
     if f.items:
         TRIED.add(ex.key)

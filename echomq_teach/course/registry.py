@@ -47,7 +47,9 @@ class Verdict:
     findings: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
-        head = f"✓ {self.exercise}: solved." if self.ok else f"✗ {self.exercise}: not yet."
+        # a title that is a question reads badly with a colon after its "?"
+        sep = " —" if self.exercise.endswith("?") else ":"
+        head = f"✓ {self.exercise}{sep} solved." if self.ok else f"✗ {self.exercise}{sep} not yet."
         return "\n".join([head] + [f"  • {f}" for f in self.findings])
 
     def __repr__(self) -> str:

@@ -108,7 +108,9 @@ class Finding:
     def __str__(self) -> str:
         lines = [f"{self.kind}: {self.job} — {self.detail}"]
         t0 = min((o.sent for o in self.ops), default=0.0)
-        lines += [f"    {o.describe(t0)}" for o in self.ops[:8]]
+        # a long story keeps its start and its end: the op that proves the finding is often the last
+        shown = self.ops if len(self.ops) <= 16 else [*self.ops[:6], None, *self.ops[-9:]]
+        lines += [f"    {o.describe(t0)}" if o else f"    … {len(self.ops) - 15} ops between" for o in shown]
         return "\n".join(lines)
 
 

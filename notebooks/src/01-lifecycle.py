@@ -135,8 +135,8 @@ tour.close()
 # %% [markdown]
 # ### 01.4 · Which transition put it there? (diagnose)
 #
-# Each exercise's check runs your function on a fresh queue of your node and says what is not yet
-# true; after a try that did not pass, `exercises.hint("01.4")` (with the exercise's number) gives a
+# Each exercise's check builds a fresh queue on your node, judges your function there, and says what
+# is not yet true; after a try that did not pass, `exercises.hint("01.4")` (with the exercise's number) gives a
 # hint. The reference solutions are in `solutions/`, one file per exercise — try first.
 #
 # The check walks nine jobs down different ways into their sets and hands you their ids, not what it
@@ -186,6 +186,7 @@ assert s.rows[job_id]["state"] == "pending" and s.rows[job_id]["attempts"] == "0
 from echomq_teach import ids
 
 side = node.connector()  # ledger: minted-ids-are-fresh
+jobs.drop(side, "mint-order")  # a re-run of this cell starts from an empty queue, as the first run did
 batch = [ids.mint() for _ in range(5)]
 for n, minted_id in enumerate(batch):
     jobs.enqueue(side, "mint-order", f"job {n}", job_id=minted_id)

@@ -21,6 +21,8 @@
 # 3. Use `attempts` as a fencing token.
 # 4. Feed the ghost guard, and watch a paused queue answer empty.
 # 5. Tell at-least-once handler runs from exactly-once settles.
+# 6. Write a lease extension in Lua, fenced by the token, and have the checker judge it under faults
+#    (02.6).
 
 # %%
 import inspect  # the standard library's: it reads a function's source
@@ -298,6 +300,7 @@ print(exercises.check("02.6", renew_the_lease))
 
 # %%
 Q3 = "ghosts"
+jobs.drop(conn, Q3)  # a re-run of this cell starts from an empty queue, as the first run did
 real = jobs.enqueue(conn, Q3, "waiting behind a ghost")
 raw.zadd(keyspace.queue_key(Q3, "pending"), {"JOB00000ghost0": 0})  # sorts before every minted id
 before = snapshots.snapshot(conn, Q3)
@@ -318,6 +321,7 @@ assert next_claim.id == real
 
 # %%
 Q4 = "paused"
+jobs.drop(conn, Q4)  # a re-run of this cell starts from an empty queue, as the first run did (and unpaused)
 waiting = jobs.enqueue(conn, Q4, "after the break")
 jobs.pause(conn, Q4)
 conn.clear_trace()
@@ -366,7 +370,7 @@ assert jobs.resume(conn, Q4b) is True
 # by step, and shows the native command closing it.
 
 # %% [markdown]
-# ### 02.5 · Empty, yet not empty
+# ### 02.5 · Empty, yet not empty (diagnose and repair)
 #
 # A colleague says: "there is a job in pending, I can see it with `ZRANGE`, and every claim answers
 # `None`". The check builds that queue and hands you the real job's id. **Diagnose** why the claims
@@ -406,7 +410,8 @@ view
 #   worker that completes when no sweep ran first.
 # - The row key is built inside the script from the declared base, in the same slot.
 #
-# Next: **03-completion-and-recovery** — what the token is for.
+# Next: **03-completion-and-recovery** — how a claimed job ends: completed, failed and retried, or
+# recovered from a worker that vanished.
 
 
 # %% [markdown]

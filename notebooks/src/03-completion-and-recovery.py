@@ -136,8 +136,8 @@ assert third.attempts == 3 and jobs.complete(conn, Q2, job, 1, "late") == jobs.S
 # %% [markdown]
 # ### 03.1 · Out of the morgue (repair)
 #
-# Each exercise's check runs your function on a fresh queue of your node and says what is not yet
-# true; after a try that did not pass, `exercises.hint("03.1")` (with the exercise's number) gives a
+# Each exercise's check builds a fresh queue on your node, judges your function there, and says what
+# is not yet true; after a try that did not pass, `exercises.hint("03.1")` (with the exercise's number) gives a
 # hint. Solutions: `solutions/`, one per file — try first.
 #
 # "The invoice job died while the mailer was down; the mailer is back, send it." The check builds

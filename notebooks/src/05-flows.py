@@ -187,6 +187,7 @@ assert flows.dependencies(conn, Q, parent) == 0 and flows.dependencies(conn, Q, 
 
 # %%
 Q2 = "once"
+jobs.drop(conn, Q2)  # a re-run of this cell starts from an empty queue, as the first run did
 f2 = flows.add(conn, Q2, "parent", ["a", "b"])
 a = jobs.claim(conn, Q2, 50)
 time.sleep(0.08)
@@ -216,6 +217,7 @@ assert flows.children_values(conn, Q2, f2.parent_id) == {a.id: "on time"}
 
 # %%
 Q3 = "guard"
+jobs.drop(conn, Q3)  # a re-run of this cell starts from an empty queue, as the first run did
 f3 = flows.add(conn, Q3, "parent", ["orphaned by a half-done claim", "fine"])
 half = f3.child_ids[0]
 keys = [keyspace.queue_key(Q3, "pending"), keyspace.queue_key(Q3, "active"), keyspace.queue_key(Q3, "")]
@@ -347,7 +349,7 @@ assert swept["fail"][1] == "dead" and swept["fail"][2].endswith("failed: stalled
 assert [swept[p][1] for p in ("ignore", "remove", "wait")] == ["pending", "pending", "awaiting_children"]
 
 # %% [markdown]
-# ### 05.3 · Why does this parent never release?
+# ### 05.3 · Why does this parent never release? (diagnose and repair)
 #
 # "Two of its three children finished an hour ago; the parent is still waiting." The check builds
 # that flow and hands you the parent's id. **Diagnose** which child holds it and why, **repair** it so
@@ -363,7 +365,7 @@ def never_releases(conn, queue, parent_id):
 print(exercises.check("05.3", never_releases, conn))
 
 # %% [markdown]
-# ### 05.4 · Predict the counter
+# ### 05.4 · Predict the counter (predict)
 #
 # A flow of three children `a`, `b`, `c`, each with the policy `ignore`. **Predict** `:dependencies`
 # after each of these steps, and the parent's state at the end:
@@ -392,12 +394,12 @@ print(exercises.check("05.4", predict_the_counter, conn))
 # %% [markdown]
 # ## Flows run only as scripts
 #
-# The module registers four commands and none of them lands a flow, so `flows.add` sends
-# `@enqueue_flow` even on a wire 6 connector. `EMQ.COMPLETE` and `EMQ.FAIL` both turn a flow child
-# away before they write anything — a row that carries `parent`, and the flow's key layout itself
-# (the five keys, or a parent id), whatever the row says. So on a wire 6 connector `jobs.complete`
-# sends the `@complete` script for a flow child. The proof is long, so its code is folded: read what
-# it prints, and click the `…` to open it.
+# The module registers five commands — the twins of four flat transitions, and a batch claim — and
+# none of them lands a flow, so `flows.add` sends `@enqueue_flow` even on a wire 6 connector.
+# `EMQ.COMPLETE` and `EMQ.FAIL` both turn a flow child away before they write anything — a row that
+# carries `parent`, and the flow's key layout itself (the five keys, or a parent id), whatever the
+# row says. So on a wire 6 connector `jobs.complete` sends the `@complete` script for a flow child.
+# The proof is long, so its code is folded: read what it prints, and click the `…` to open it.
 
 # %% jupyter={"source_hidden": true}
 native = start_node(native=True)

@@ -99,8 +99,9 @@ print("happy path, failure fork and recovery: each ended where the course says")
 native = start_node(native=True)
 n_conn = native.connector()
 lines = []
-jobs.drop(n_conn, "q")  # a classroom's native node keeps an earlier run's job too
 for cn in (conn, n_conn):
+    # a classroom's native node, and a re-run of this cell, keep an earlier run's job: start empty
+    jobs.drop(cn, "q")
     jobs.enqueue(cn, "q", "<payload>", job_id="JOB0KHTOWnGLuC")
     jobs.claim(cn, "q", 30_000)
     lines.append(cn.last()[0].line)
@@ -153,6 +154,7 @@ sizes
 
 # %%
 Q = "compose"
+jobs.drop(conn, Q)  # a re-run of this cell starts from an empty queue, as the first run did
 flow = flows.add(conn, Q, "parent", ["one", "two", "three"])
 counter = [flows.dependencies(conn, Q, flow.parent_id)]
 for _ in flow.child_ids:
@@ -178,6 +180,7 @@ from echomq_teach import keyspace
 from echomq_teach.consumer import Consumer, Error
 
 Q = "floor"
+jobs.drop(conn, Q)  # a re-run of this cell starts from an empty queue, as the first run did
 if node.owned:
     assert node.client().config_get("appendonly")["appendonly"] == "no"
 floor_ids = [jobs.enqueue(conn, Q, f"job {i}") for i in range(5)]
@@ -269,7 +272,8 @@ print(exercises.check("06.1", waiting_for, conn))
 #   and the token), `03-completion-and-recovery.ipynb` (complete, retry, the sweeps),
 #   `04-two-executors.ipynb` (the script and the command, body by body), `05-flows.ipynb` (the land and
 #   the fan-in), `07-when-things-fail.ipynb` (races and crash points),
-#   `08-the-durable-floor.ipynb` (an archive of every settle).
+#   `08-the-durable-floor.ipynb` (an archive of every settle), `09-cluster.ipynb` (shards and a
+#   failover), `10-case-files.ipynb` (other queues' failures, judged by the same checker).
 
 # %% [markdown]
 # ## Recap — the machine, end to end

@@ -111,7 +111,7 @@ show(model, ours)
 # long job should renew its lease, fenced by the same token (02.6), instead of relying on one long
 # timeout.
 #
-# ### 10.1 · Which jobs run twice
+# ### 10.1 · Which jobs run twice (diagnose)
 #
 # The check builds this state on your node with the model's own calls: six messages; worker `w0`
 # fetches three, waits past a 150 ms visibility timeout, fetches two more; the restore runs; worker
@@ -121,7 +121,7 @@ show(model, ours)
 # `unacked_index` (a sorted set) and `deliveries` (how many times each id was handed out).
 #
 # Stuck after a try? `exercises.hint("10.1")`. The reference solution is in
-# `notebooks/solutions/10_1_which_run_twice.py`.
+# `solutions/10_1_which_run_twice.py`.
 
 # %%
 def which_run_twice(conn, queue, held):
@@ -166,7 +166,7 @@ show(model, ours)
 
 # %% [markdown]
 # Here the dying process decides the job's fate, and decides wrong. In this queue nobody decides at
-# the moment of death: the killed worker's claim simply stops being renewed, its lease lapses, and the
+# the moment of death: the killed worker never settles its claim, its lease lapses, and the
 # metronome's sweep (a script on the node) puts the job back. A job that kills its worker every time
 # does not loop forever either: every claim counts an attempt, and at `max_attempts` the job goes to
 # `dead`, where an operator can see it.
@@ -212,9 +212,9 @@ show(model, ours)
 # A replacement process starts at once, before the dead one's heartbeat has lapsed, so its one look
 # at start finds no orphans, and it never looks again. This queue's stall sweep runs on the
 # metronome, every tick, whatever started when. It counts each job's stalls and buries the poison
-# job once the count reaches its limit.
+# job once the count goes over its limit (`max_stalled`, notebook 03).
 #
-# ### 10.2 · Find the orphans
+# ### 10.2 · Find the orphans (diagnose)
 #
 # The check runs three processes of the model on your node: `host-a:1` fetches two jobs and is
 # killed, `host-c:1` finishes its one job and is killed, `host-b:1` lives on and fetches again after
@@ -224,7 +224,7 @@ show(model, ours)
 # list of `id|payload`).
 #
 # Stuck after a try? `exercises.hint("10.2")`. The reference solution is in
-# `notebooks/solutions/10_2_find_the_orphans.py`.
+# `solutions/10_2_find_the_orphans.py`.
 
 # %%
 def find_the_orphans(conn, queue):
@@ -307,7 +307,7 @@ show(model, ours)
 # and the parent's counter moves in the same script as each child's ending. The parent is released
 # only in the step that takes the counter to zero, whichever way each child ended (notebook 05).
 #
-# ### 10.3 · Released too soon
+# ### 10.3 · Released too soon (diagnose)
 #
 # The check builds five flows of the model on your node, each a parent and three children. One worker
 # holds every child; then each flow's children end differently: some complete, some take the
@@ -317,7 +317,7 @@ show(model, ours)
 # `job:<id>` (a hash).
 #
 # Stuck after a try? `exercises.hint("10.3")`. The reference solution is in
-# `notebooks/solutions/10_3_released_too_soon.py`.
+# `solutions/10_3_released_too_soon.py`.
 
 # %%
 def released_too_soon(conn, queue, parents):
