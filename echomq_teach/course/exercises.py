@@ -1,6 +1,6 @@
 """Exercise checks for the course notebooks: what a learner calls.
 
-``exercises.check("02.4", my_answer, conn)`` runs a check, ``exercises.hint("02.4")``
+``exercises.check("02.1", my_answer, conn)`` runs a check, ``exercises.hint("02.1")``
 gives a hint after a try that did not pass, ``exercises.catalog()`` lists every
 exercise with its notebook and its kind, ``exercises.progress()`` says what this
 kernel solved, tried and asked hints for.
@@ -16,7 +16,7 @@ answer). By kind:
   valid shape is committed (``predictions``, kept across kernel restarts), and
   only then does the check run the scenario and show what it gave, with why;
   every later try is graded on that first answer, shown beside the run;
-* a **build judged by the checker** (``02.6``) is handed nothing: it starts a node
+* a **build judged by the checker** (``02.2``) is handed nothing: it starts a node
   of its own and runs the learner's mechanism under a seeded nemesis.
 
 Reference solutions live in ``notebooks/solutions/``, one file per exercise,

@@ -1,7 +1,7 @@
 """The course's judge: a learner's mechanism run inside a recorded run, under a seeded nemesis.
 
 A build exercise judged by the checker hands its answer (a Lua script: a
-lease extension for 02.6, a reap for 03.5, a flow child's completion for 05.2)
+lease extension for 02.2, a reap for 03.3, a flow child's completion for 05.2)
 to a judge here (``judge_script`` is what they share). The judge starts a node of its own (never the
 learner's notebook node, never a classroom's shared one), loads the script,
 and runs it in worker processes that drain a queue while a seeded nemesis
@@ -51,9 +51,9 @@ def lua_error(what: str, exc: BaseException) -> str:
     return f"{what}: {where}: {reason}"
 
 
-# -- 02.6 · the lease extension ----------------------------------------------------------------------
+# -- 02.2 · the lease extension ----------------------------------------------------------------------
 class LEASE:
-    """The judged run of 02.6: handlers that work 2× their lease, renewing it every ``EVERY_MS``."""
+    """The judged run of 02.2: handlers that work 2× their lease, renewing it every ``EVERY_MS``."""
 
     LEASE_MS = 500
     EVERY_MS = 100
@@ -252,14 +252,14 @@ def judge_script(source: Any, f: Findings, *, dry_run: DryRun, one_seed: OneSeed
 
 
 def judge_lease_extension(source: Any, f: Findings, seeds: Iterable[int] | None = None) -> None:
-    """Judge a lease extension script (02.6) on a node of the judge's own, over seeds it draws."""
+    """Judge a lease extension script (02.2) on a node of the judge's own, over seeds it draws."""
     judge_script(source, f, dry_run=_dry_run, one_seed=_one_seed, seeds=seeds, n_seeds=LEASE.SEEDS,
                  join_s=LEASE.DEADLINE_S * 4 + 60)
 
 
-# -- 03.5 · the learner's own reap ---------------------------------------------------------------------------
+# -- 03.3 · the learner's own reap ---------------------------------------------------------------------------
 class REAP:
-    """The judged run of 03.5: workers killed mid-job; only the learner's reap brings their jobs back."""
+    """The judged run of 03.3: workers killed mid-job; only the learner's reap brings their jobs back."""
 
     LEASE_MS = 600
     WORK_MS = 250
@@ -430,7 +430,7 @@ def _one_reap_seed(node: Any, sha: str, seed: int, f: Findings, recovered: dict[
 
 
 def judge_reap(source: Any, f: Findings, seeds: Iterable[int] | None = None) -> None:
-    """Judge a reap script (03.5) on a node of the judge's own, under worker kills, over seeds it draws.
+    """Judge a reap script (03.3) on a node of the judge's own, under worker kills, over seeds it draws.
 
     It passes when every seed passes and, over the seeds, at least one job of a killed worker was brought
     back by the learner's reap and then done (a schedule whose kills all hit idle workers proves nothing).

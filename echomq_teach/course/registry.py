@@ -3,7 +3,7 @@
 Both the learner's module (``exercises``) and the per-notebook checks
 (``checks/``) import this one; it imports neither, so there is no import
 circle. Each exercise declares its kind and belongs to the notebook its key
-names (``"02.4"`` → ``02-claim-and-lease``):
+names (``"02.1"`` → ``02-claim-and-lease``):
 
 * **predict** — answer from knowledge what a run will do; the first answer is
   committed (``predictions``), then the run is shown beside it;

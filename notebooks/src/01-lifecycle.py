@@ -133,17 +133,17 @@ assert all(where == ([set_of[state]] if set_of[state] else []) for state, where 
 tour.close()
 
 # %% [markdown]
-# ### 01.4 · Which transition put it there? (diagnose)
+# ### 01.1 · Which transition put it there? (diagnose)
 #
 # Each exercise's check builds a fresh queue on your node, judges your function there, and says what
-# is not yet true; after a try that did not pass, `exercises.hint("01.4")` (with the exercise's number) gives a
+# is not yet true; after a try that did not pass, `exercises.hint("01.1")` (with the exercise's number) gives a
 # hint. The reference solutions are in `solutions/`, one file per exercise — try first.
 #
 # The check walks nine jobs down different ways into their sets and hands you their ids, not what it
 # did. Read the queue (`snapshots.snapshot(conn, queue)`: the sets, and each row's fields) and return a
 # dict from each id to the transition that put the job where it is, one of `"enqueue"`, `"claim"`,
 # `"retry"`, `"retry at the cap"`, `"reap"`, `"promote"`, `"stall sweep"`, `"flow land"`.
-# *Solution: `solutions/01_4_which_transition.py`.*
+# *Solution: `solutions/01_1_which_transition.py`.*
 
 # %%
 from echomq_teach.course import exercises  # noqa: E402
@@ -154,7 +154,7 @@ def which_transition(conn, queue, job_ids):
     raise NotImplementedError
 
 
-print(exercises.check("01.4", which_transition, conn))
+print(exercises.check("01.1", which_transition, conn))
 
 # %% [markdown]
 # ## The happy path, by hand
@@ -264,13 +264,13 @@ for entry in walk:
 assert [e.script or e.args[0] for e in walk] == ["@enqueue", "EXISTS", "@claim2", "HGET", "@complete"]
 
 # %% [markdown]
-# ### 01.1 · Put c last (repair)
+# ### 01.2 · Put c last (repair)
 #
 # A producer meant three jobs, `"a"`, `"b"` and `"c"`, to be claimed in that order. It enqueued them
 # in that order, but gave `c` a caller's id, `"A-c-urgent"`. The check builds that queue. **Repair**
 # it with the kit's calls, so that the next three claims hand out `a`, `b`, `c`, each payload once
 # (`jobs.remove(conn, queue, job_id)` deletes one job, its row with it). Return nothing.
-# *Solution: `solutions/01_1_put_c_last.py`.*
+# *Solution: `solutions/01_2_put_c_last.py`.*
 
 # %%
 def put_c_last(conn, queue):
@@ -278,7 +278,7 @@ def put_c_last(conn, queue):
     raise NotImplementedError
 
 
-print(exercises.check("01.1", put_c_last, conn))
+print(exercises.check("01.2", put_c_last, conn))
 
 # %% [markdown]
 # ### 01.3 · Predict the claim order (predict)
@@ -303,14 +303,14 @@ def predict_the_order(labels):
 print(exercises.check("01.3", predict_the_order, conn))
 
 # %% [markdown]
-# ### 01.2 · Three completions (predict)
+# ### 01.4 · Three completions (predict)
 #
 # The check enqueues one job and claims it (token 1). Then it completes it three times: with a token
 # nobody was given (2), with the token the claim answered (1), and once more the same way. **Predict**
 # each answer, `"ok"` or `"stale"` (`jobs.OK`, `jobs.STALE`), and the queue's completed count at the
 # end. Return a dict from `"a token nobody was given"`, `"the token the claim answered"`,
 # `"the same completion again"` and `"completed count"` to your predictions.
-# *Solution: `solutions/01_2_three_completions.py`.*
+# *Solution: `solutions/01_4_three_completions.py`.*
 #
 # Your function is handed no connection, and your **first** answer of the right form is kept and graded
 # (it survives a kernel restart): think it through before you run the cell.
@@ -321,7 +321,7 @@ def three_completions():
     raise NotImplementedError
 
 
-print(exercises.check("01.2", three_completions, conn))
+print(exercises.check("01.4", three_completions, conn))
 
 # %% [markdown]
 # ## Step it yourself

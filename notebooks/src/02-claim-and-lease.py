@@ -22,7 +22,7 @@
 # 4. Feed the ghost guard, and watch a paused queue answer empty.
 # 5. Tell at-least-once handler runs from exactly-once settles.
 # 6. Write a lease extension in Lua, fenced by the token, and have the checker judge it under faults
-#    (02.6).
+#    (02.2).
 
 # %%
 import inspect  # the standard library's: it reads a function's source
@@ -158,7 +158,7 @@ assert t0 <= deadline - 30_000 <= t1
 # ([ledger](../docs/guarantees.md#server-clock)).
 
 # %% [markdown]
-# ### 02.4 · Late, but not too late (predict before you read on)
+# ### 02.1 · Late, but not too late (predict before you read on)
 #
 # A lease has a deadline on the server's clock. What happens to a worker that comes back after it?
 # Before the next sections show it, **predict** four completions, each `"ok"` or `"stale"`
@@ -171,7 +171,7 @@ assert t0 <= deadline - 30_000 <= t1
 # 4. `"reaped and claimed again: the second worker completes"`
 #
 # Return a dict from those four strings to your predictions; the check runs each on the node.
-# *Solution: `solutions/02_4_late_worker.py`.*
+# *Solution: `solutions/02_1_late_worker.py`.*
 #
 # Your function is handed no connection, and your **first** answer of the right form is kept and graded
 # (it survives a kernel restart): think it through before you run the cell.
@@ -185,7 +185,7 @@ def late_worker():
     raise NotImplementedError
 
 
-print(exercises.check("02.4", late_worker, conn))
+print(exercises.check("02.1", late_worker, conn))
 
 # %% [markdown]
 # ## Attempts is the fencing token
@@ -262,7 +262,7 @@ print("lease lapsed:", lapsed, "· no sweep ran · the late completion:", late_o
 assert lapsed and late_ok == jobs.OK
 
 # %% [markdown]
-# ### 02.6 · Build: renew the lease, only while it is yours
+# ### 02.2 · Build: renew the lease, only while it is yours
 #
 # A handler that works longer than its lease loses its job to a sweep, and runs twice. The usual
 # cure is a **lease extension**: every so often the handler asks the node to push its deadline on.
@@ -280,7 +280,7 @@ assert lapsed and late_ok == jobs.OK
 # a seeded nemesis freezes and kills them, on three seeds it draws. It passes only when, on every
 # seed, the checker finds the run valid **and** your renewal kept the lease of every handler no fault
 # touched. A Lua error comes back as a finding naming its line. About five seconds a check.
-# *Solution: `solutions/02_6_renew_the_lease.py`.*
+# *Solution: `solutions/02_2_renew_the_lease.py`.*
 
 # %%
 def renew_the_lease():
@@ -288,7 +288,7 @@ def renew_the_lease():
     raise NotImplementedError
 
 
-print(exercises.check("02.6", renew_the_lease))
+print(exercises.check("02.2", renew_the_lease))
 
 # %% [markdown]
 # ## The ghost guard
@@ -370,12 +370,12 @@ assert jobs.resume(conn, Q4b) is True
 # by step, and shows the native command closing it.
 
 # %% [markdown]
-# ### 02.5 · Empty, yet not empty (diagnose and repair)
+# ### 02.3 · Empty, yet not empty (diagnose and repair)
 #
 # A colleague says: "there is a job in pending, I can see it with `ZRANGE`, and every claim answers
 # `None`". The check builds that queue and hands you the real job's id. **Diagnose** why the claims
 # come back empty, **repair** the queue without deleting or re-enqueueing the real job, and return
-# the claim that finally hands it out. *Solution: `solutions/02_5_empty_yet_not.py`.*
+# the claim that finally hands it out. *Solution: `solutions/02_3_empty_yet_not.py`.*
 
 # %%
 def empty_yet_not(conn, queue, job_id):
@@ -383,7 +383,7 @@ def empty_yet_not(conn, queue, job_id):
     raise NotImplementedError
 
 
-print(exercises.check("02.5", empty_yet_not, conn))
+print(exercises.check("02.3", empty_yet_not, conn))
 
 # %% [markdown]
 # ## Watch it

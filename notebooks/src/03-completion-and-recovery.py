@@ -13,7 +13,7 @@
 # 4. Run a consumer that does all of this in a loop, and plot the sets while it works; see who calls
 #    promote and the sweeps in a pool.
 # 5. See what a full node answers.
-# 6. Write a reap of your own, in Lua, and have the checker judge it under worker kills (03.5).
+# 6. Write a reap of your own, in Lua, and have the checker judge it under worker kills (03.3).
 
 # %%
 import time
@@ -248,7 +248,7 @@ def recover(conn, queue, job_id, old_token):
 print(exercises.check("03.2", recover, conn))
 
 # %% [markdown]
-# ### 03.5 · Build: your own reap, judged under worker kills
+# ### 03.3 · Build: your own reap, judged under worker kills
 #
 # Write the reap yourself, as a Lua script. It takes
 #
@@ -267,7 +267,7 @@ print(exercises.check("03.2", recover, conn))
 # passes only when, on every seed, the checker finds the run valid (no job lost, none handed out
 # twice, no stale settle accepted) **and** your reap brought back every job a killed worker held, and
 # moved no lease before it lapsed. A Lua error comes back as a finding naming its line. A few seconds
-# a check. *Solution: `solutions/03_5_your_own_reap.py`.*
+# a check. *Solution: `solutions/03_3_your_own_reap.py`.*
 
 # %%
 def your_own_reap():
@@ -275,7 +275,7 @@ def your_own_reap():
     raise NotImplementedError
 
 
-print(exercises.check("03.5", your_own_reap))
+print(exercises.check("03.3", your_own_reap))
 
 # %% [markdown]
 # ## The counted sweep — `Stalled.check/3` → `@stalled_check`
@@ -312,14 +312,14 @@ assert rounds == [(["pending"], "1"), (["dead"], "2")]
 assert snapshots.snapshot(conn, Q7).rows[poison]["last_error"] == "stalled"
 
 # %% [markdown]
-# ### 03.3 · Predict the counted sweep (predict)
+# ### 03.4 · Predict the counted sweep (predict)
 #
 # One job waits in pending. The check will run three rounds; in each, a worker claims whatever is at
 # the head with a 20 ms lease and dies, and `stalled.check(conn, queue, max_stalled=2)` runs once the
 # lease has lapsed. **Predict**, without running anything: where is the job after each round
 # (`"pending"`, `"active"`, `"dead"` or `"nowhere"`), and what is its `stalled` count at the end?
 # Return `{"where after each round": [...], "stalled count at the end": n}`.
-# *Solution: `solutions/03_3_predict_the_sweep.py`.*
+# *Solution: `solutions/03_4_predict_the_sweep.py`.*
 #
 # Your function is handed no connection, and your **first** answer of the right form is kept and graded
 # (it survives a kernel restart): think it through before you run the cell.
@@ -330,7 +330,7 @@ def predict_the_sweep():
     raise NotImplementedError
 
 
-print(exercises.check("03.3", predict_the_sweep, conn))
+print(exercises.check("03.4", predict_the_sweep, conn))
 
 # %% [markdown]
 # The sweep counts lapses, and a lapse is all it sees: it cannot tell a worker that died from one that
@@ -561,13 +561,13 @@ assert jobs.reap(conn, Q9) == [abandoned]  # recovery: somebody else's call
 # workers leave promotion to it. Nothing on the node does.
 
 # %% [markdown]
-# ### 03.4 · Two stuck jobs (diagnose and repair)
+# ### 03.5 · Two stuck jobs (diagnose and repair)
 #
 # "Our consumer ran with `recovery=None` and `promote=False`, and now two jobs never come back." The
 # check builds that queue and hands you the two ids. **Diagnose** where each one is stuck, free both
 # (back to pending, not completed) with the right call each, and return a dict from each id to the
 # call that freed it (`"promote"`, `"reap"` or `"stall sweep"`).
-# *Solution: `solutions/03_4_unstick.py`.*
+# *Solution: `solutions/03_5_unstick.py`.*
 
 # %%
 def unstick(conn, queue, stuck):
@@ -575,7 +575,7 @@ def unstick(conn, queue, stuck):
     raise NotImplementedError
 
 
-print(exercises.check("03.4", unstick, conn))
+print(exercises.check("03.5", unstick, conn))
 
 # %% [markdown]
 # ## A full node

@@ -108,7 +108,7 @@ show(model, ours)
 # the settle is refused (`stale settles refused` above). One ending per job, not two
 # ([ledger](../docs/guarantees.md#one-settle-per-life)). The handler's
 # *effects* still happen twice, which is why notebook 07 asks for idempotent handlers, and why a
-# long job should renew its lease, fenced by the same token (02.6), instead of relying on one long
+# long job should renew its lease, fenced by the same token (02.2), instead of relying on one long
 # timeout.
 #
 # ### 10.1 · Which jobs run twice (diagnose)

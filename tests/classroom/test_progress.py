@@ -154,15 +154,15 @@ def test_store_file_is_private_and_in_the_state_folder(hub):
 
 
 def test_reports_land_under_the_tokens_owner_and_the_grid_shows_them(hub):
-    assert _post(hub, "ada", _verdict("01.1", True, 1)).status_code == 204
+    assert _post(hub, "ada", _verdict("01.2", True, 1)).status_code == 204
     for n in (1, 2):
-        assert _post(hub, "bob", _verdict("01.1", False, n, "the job is still in wait")).status_code == 204
+        assert _post(hub, "bob", _verdict("01.2", False, n, "the job is still in wait")).status_code == 204
     grid = _get(hub, "instructor", "api/grid")
     assert grid.status_code == 200, grid.text
     g = grid.json()
     assert {"ada", "bob"} <= set(g["students"])
-    assert g["cells"]["ada\t01.1"] == "solved"
-    assert g["cells"]["bob\t01.1"] == "tried 2"
+    assert g["cells"]["ada\t01.2"] == "solved"
+    assert g["cells"]["bob\t01.2"] == "tried 2"
 
 
 def test_students_who_never_reported_have_a_row_marked_as_such(hub):
@@ -180,12 +180,12 @@ def test_students_who_never_reported_have_a_row_marked_as_such(hub):
 
 def test_a_report_naming_another_student_is_refused_and_writes_nothing(hub):
     before = _rows(hub)
-    r = _post(hub, "bob", _verdict("01.1", True, 3) | {"student": "ada"})
+    r = _post(hub, "bob", _verdict("01.2", True, 3) | {"student": "ada"})
     assert r.status_code == 400 and "student" in r.json()["error"]
-    r = _post(hub, "bob", _verdict("01.1", "yes", 3))  # a bad field: named, nothing written
+    r = _post(hub, "bob", _verdict("01.2", "yes", 3))  # a bad field: named, nothing written
     assert r.status_code == 400 and "solved" in r.json()["error"]
     assert _rows(hub) == before
-    r = requests.post(hub.url + SERVICE + "api/verdicts", json=_verdict("01.1", True, 1), timeout=10)
+    r = requests.post(hub.url + SERVICE + "api/verdicts", json=_verdict("01.2", True, 1), timeout=10)
     assert r.status_code == 403  # no token: nobody
     assert _rows(hub) == before
 
@@ -218,26 +218,26 @@ def test_the_kits_check_reports_from_a_hub_server_and_prints_the_same(hub, conn,
     def buggy(conn, queue, *args):
         raise ValueError("not this way")
 
-    plain = str(exercises.check("01.1", buggy, conn))
+    plain = str(exercises.check("01.2", buggy, conn))
     out_plain = capsys.readouterr()
     before = len(_rows(hub))
     monkeypatch.setenv("JUPYTERHUB_API_TOKEN", hub.tokens["dee"])
     monkeypatch.setenv("ECHOMQ_PROGRESS_URL", hub.url + SERVICE + "api/verdicts")
-    reported = str(exercises.check("01.1", buggy, conn))
+    reported = str(exercises.check("01.2", buggy, conn))
     assert reported == plain and capsys.readouterr() == out_plain
     deadline = time.monotonic() + 10
     while len(_rows(hub)) == before and time.monotonic() < deadline:
         time.sleep(0.1)
     row = _rows(hub)[-1]
-    assert row[1:4] == ("dee", "01.1", 0) and "not this way" in row[6]
+    assert row[1:4] == ("dee", "01.2", 0) and "not this way" in row[6]
     # a dead service: the same verdict, the same (empty) output, no traceback
     monkeypatch.setenv("ECHOMQ_PROGRESS_URL", f"http://127.0.0.1:{_port()}/api/verdicts")
-    dead = str(exercises.check("01.1", buggy, conn))
+    dead = str(exercises.check("01.2", buggy, conn))
     assert dead == plain and capsys.readouterr() == out_plain
 
 
 def test_send_to_a_dead_service_answers_none_quickly_enough_to_be_bounded():
-    body = progress_report.payload("01.1", exercises.Verdict("01.1 x", False, ["f"]))
+    body = progress_report.payload("01.2", exercises.Verdict("01.2 x", False, ["f"]))
     assert progress_report.send(f"http://127.0.0.1:{_port()}/", "t", body, timeout=1) is None
 
 
@@ -302,7 +302,7 @@ def test_a_hub_that_does_not_answer_costs_the_silent_rows_not_the_page(tmp_path)
     roster = tmp_path / "roster.txt"
     roster.write_text("ada\nzed\ninstructor-two\n")
     store = ProgressStore(tmp_path / "p.sqlite")
-    store.record("ada", _verdict("01.1", True, 1))
+    store.record("ada", _verdict("01.2", True, 1))
     dead = HubAuth(api_url=f"http://127.0.0.1:{_port()}/hub/api", api_token="not-a-token")
     settings = {"token_auth": dead, "readers": {"instructor-two"}, "roster": str(roster)}
     known = asyncio.run(progress.known_students(settings))

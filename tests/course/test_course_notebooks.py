@@ -72,6 +72,16 @@ def test_every_exercise_of_the_course_is_in_a_notebook():
     assert set(keys) == set(exercises.titles())
 
 
+def test_a_notebooks_exercises_are_numbered_in_the_order_a_learner_meets_them():
+    # CELLS is in notebook order: NN.1, NN.2, ... with no gap, whatever cell a check sits in
+    by_notebook: dict[str, list[str]] = {}
+    for notebook, key, _, _ in CELLS:
+        by_notebook.setdefault(notebook, []).append(key)
+    for notebook, keys in by_notebook.items():
+        nn = notebook[:2]
+        assert keys == [f"{nn}.{i}" for i in range(1, len(keys) + 1)], (notebook, keys)
+
+
 @pytest.mark.parametrize(("notebook", "key", "stored", "source"), CELLS, ids=[f"{c[1]}" for c in CELLS])
 def test_an_unsolved_exercise_shows_no_answer(notebook, key, stored, source):
     ex = registry.REGISTRY[key]
@@ -91,8 +101,8 @@ def test_an_exercise_names_its_solution(notebook, key, stored, source):
 
 
 def test_the_check_catches_a_leak():
-    key, lines = "03.4", _solution_lines("03.4")
-    leaked = "✗ 03.4 …: not yet.\n" + lines[0]
+    key, lines = "03.5", _solution_lines("03.5")
+    leaked = "✗ 03.5 …: not yet.\n" + lines[0]
     assert any(line in leaked for line in lines) and registry.REGISTRY[key].hint not in leaked
 
 
@@ -116,8 +126,8 @@ def test_every_stored_widget_says_what_it_shows(path):
 # -- issue 20: no stored output above a prediction shows its answer -----------------------------------------
 #: what a demo cell prints that answers a prediction: none of it may be stored above that prediction
 TELLS = {
-    "01.2": ("wrong token:", "the same completion again:"),
-    "02.4": ("the first worker's late completion:", "the late completion:"),
+    "01.4": ("wrong token:", "the same completion again:"),
+    "02.1": ("the first worker's late completion:", "the late completion:"),
     "04.3": ("raw EMQ.CLAIM on a paused queue", "script error:", "native refusal:", "first claim:"),
 }
 
@@ -165,4 +175,4 @@ def test_no_stored_output_above_a_prediction_shows_its_answer(notebook, key, abo
 
 def test_the_tells_catch_a_leak():
     assert "raw EMQ.CLAIM on a paused queue" in TELLS["04.3"]
-    assert "['pending', 'pending', 'dead']" in _answer_tells("03.3")
+    assert "['pending', 'pending', 'dead']" in _answer_tells("03.4")

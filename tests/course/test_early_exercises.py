@@ -1,6 +1,6 @@
 """Notebooks 01–03 (issue 20): every exercise is a predict, diagnose, repair or build; each reference
 solution passes (tests/course/test_exercises.py) and plausible wrong answers fail, each with the finding
-that says why. The wrong answers of 03.5 (a build judged by the checker) are in test_judged_reap.py."""
+that says why. The wrong answers of 03.3 (a build judged by the checker) are in test_judged_reap.py."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from echomq_teach.course import exercises, registry
 EARLY = ("01", "02", "03")
 
 WRONG = {
-    "01.1": {
+    "01.2": {
         "enqueued again": (early.c_enqueued_again, "would hand out the payloads ['c', 'a', 'b', 'c']"),
         "ZREM by hand": (early.c_zrem_by_hand, "the rows of ['A-c-urgent'] are in no set"),
         "scored last": (early.c_scored_last, "every pending score is 0"),
     },
-    "01.2": {
+    "01.4": {
         "idempotent": (early.completion_is_idempotent,
                        "the same completion again: you predicted 'ok'; the run gave 'stale'"),
         "no fence": (early.token_is_not_checked, "a token nobody was given: you predicted 'ok'; the run gave 'stale'"),
@@ -42,9 +42,9 @@ def test_a_wrong_answer_fails_with_its_finding(key, name, conn):
 
 
 def test_every_early_exercise_has_two_wrong_answers_tested():
-    # 01.3, 01.4, 02.4, 02.5, 03.2, 03.3, 03.4: their wrong answers are below; 02.6 and 03.5 in their own files
+    # 01.3, 01.1, 02.1, 02.3, 03.2, 03.4, 03.5: their wrong answers are below; 02.2 and 03.3 in their own files
     keys = {k for k in registry.REGISTRY if k[:2] in EARLY}
-    covered = set(WRONG) | set(MORE) | {"02.6", "03.5"}
+    covered = set(WRONG) | set(MORE) | {"02.2", "03.3"}
     assert keys <= covered, sorted(keys - covered)
     assert all(len(v) >= 2 for v in (*WRONG.values(), *MORE.values()))
 
@@ -52,9 +52,10 @@ def test_every_early_exercise_has_two_wrong_answers_tested():
 def test_no_transcription_is_left_in_01_to_03():
     kinds = {k: e.kind for k, e in registry.REGISTRY.items() if k[:2] in EARLY}
     assert set(kinds.values()) <= set(registry.KINDS)
-    assert {"02.1", "02.2", "02.3"}.isdisjoint(kinds)  # worked examples now, not exercises
-    assert kinds["01.1"] == "repair" and kinds["01.2"] == "predict" and kinds["03.1"] == "repair"
-    assert kinds["03.5"] == "build" and registry.REGISTRY["03.5"].judge is not None
+    # the claim with a 5 s lease, the paused claim and the ghost guard are worked examples now, not exercises
+    assert [kinds[k] for k in ("02.1", "02.2", "02.3")] == ["predict", "build", "repair"]
+    assert kinds["01.2"] == "repair" and kinds["01.4"] == "predict" and kinds["03.1"] == "repair"
+    assert kinds["03.3"] == "build" and registry.REGISTRY["03.3"].judge is not None
 
 
 # -- the exercises that were already real: two wrong answers each ---------------------------------------------------
@@ -139,17 +140,17 @@ def _unstick_swapped(conn, queue, stuck):
 
 MORE = {
     "01.3": {"reversed": (_order_reversed, "you predicted"), "as enqueued": (_order_as_enqueued, "you predicted")},
-    "01.4": {"by set": (_transitions_by_set, "are not right"), "all enqueue": (_transitions_all_enqueue,
+    "01.1": {"by set": (_transitions_by_set, "are not right"), "all enqueue": (_transitions_all_enqueue,
                                                                               "are not right")},
-    "02.4": {"all ok": (_late_all_ok, "you predicted 'ok'; the run gave 'stale'"),
+    "02.1": {"all ok": (_late_all_ok, "you predicted 'ok'; the run gave 'stale'"),
              "the clock decides": (_late_clock, "you predicted 'stale'; the run gave 'ok'")},
-    "02.5": {"resume only": (_empty_resume_only, "should be claimed (active)"),
+    "02.3": {"resume only": (_empty_resume_only, "should be claimed (active)"),
              "ghosts only": (_empty_zrem_ghosts_only, "the queue is still paused")},
     "03.2": {"waits": (_recover_waits, "must come back through @reap"),
              "old token": (_recover_reap_old_token, "should be settled")},
-    "03.3": {"never buried": (_sweep_never_buried, "the run gave ['pending', 'pending', 'dead']"),
+    "03.4": {"never buried": (_sweep_never_buried, "the run gave ['pending', 'pending', 'dead']"),
              "buried at the cap": (_sweep_buried_at_the_cap, "stalled count at the end: you predicted 2")},
-    "03.4": {"reap only": (_unstick_reap_only, "should be back in pending"),
+    "03.5": {"reap only": (_unstick_reap_only, "should be back in pending"),
              "swapped": (_unstick_swapped, "is not the call that frees it")},
 }
 MORE_CASES = [(key, name) for key, answers in MORE.items() for name in answers]

@@ -86,13 +86,13 @@ def test_a_learner_bug_is_reported_with_its_line(conn):
     def buggy(conn, queue):
         return 1 / 0
 
-    verdict = exercises.check("01.1", buggy, conn)
+    verdict = exercises.check("01.2", buggy, conn)
     assert not verdict.ok and "ZeroDivisionError" in str(verdict) and "line" in str(verdict)
 
 
 def test_a_wrong_prediction_is_told_what_the_run_gave(conn):
     verdict = exercises.check(
-        "03.3", lambda: {"where after each round": ["pending"] * 3, "stalled count at the end": 3}, conn
+        "03.4", lambda: {"where after each round": ["pending"] * 3, "stalled count at the end": 3}, conn
     )
     assert not verdict.ok
     assert any("the run gave ['pending', 'pending', 'dead']" in f for f in verdict.findings), verdict.findings
@@ -100,7 +100,7 @@ def test_a_wrong_prediction_is_told_what_the_run_gave(conn):
 
 
 def test_a_hint_for_an_unknown_exercise_names_the_known_ones():
-    with pytest.raises(KeyError, match="01.1"):
+    with pytest.raises(KeyError, match="01.2"):
         exercises.hint("99.9")
 
 
@@ -112,7 +112,7 @@ def test_a_check_that_fails_on_what_the_learner_left_is_a_finding(conn):
         # a plain SET where pending should be: the check's own snapshot is refused (WRONGTYPE)
         conn.call("SET", keyspace.queue_key(queue, "pending"), "three jobs")
 
-    verdict = exercises.check("01.1", spoils_the_set, conn)
+    verdict = exercises.check("01.2", spoils_the_set, conn)
     assert not verdict.ok
     text = str(verdict)
     assert "the check could not read your queue" in text and "WRONGTYPE" in text, text
@@ -140,7 +140,7 @@ def test_the_catalog_names_every_exercise_with_its_kind_and_notebook():
         assert e.kind in registry.KINDS, e
         assert e.notebook == registry.NOTEBOOKS[e.key[:2]] and e.notebook.startswith(e.key[:2])
     text = str(cat)
-    assert "02.4" in text and "predict" in text and "02-claim-and-lease" in text
+    assert "02.1" in text and "predict" in text and "02-claim-and-lease" in text
     with pytest.raises(ValueError, match="kind must be one of"):
         registry.exercise("02.99", "nothing", "Hint: none", kind="transcribe")(lambda *a: None)
     assert "02.99" not in registry.REGISTRY  # refused: nothing registered
@@ -157,14 +157,14 @@ def test_no_prediction_is_handed_a_connection():
 
 def test_progress_tells_solved_tried_and_hinted(conn):
     for s in (registry.SOLVED, registry.TRIED, registry.HINTED):
-        s.difference_update({"01.1", "01.2"})
-    exercises.check("01.1", lambda c, q: None, conn)
-    assert exercises.hint("01.1").startswith("Hint:")
-    exercises.check("01.2", _solution(next(p for p in SOLUTIONS if _key(p) == "01.2")), conn)
+        s.difference_update({"01.2", "01.4"})
+    exercises.check("01.2", lambda c, q: None, conn)
+    assert exercises.hint("01.2").startswith("Hint:")
+    exercises.check("01.4", _solution(next(p for p in SOLUTIONS if _key(p) == "01.4")), conn)
     p = exercises.progress()
-    assert "01.1" in p.tried and "01.1" in p.hinted and "01.1" not in p.solved
-    assert "01.2" in p.solved and "01.2" not in p.tried
-    assert "01.1" in str(p) and "hint asked" in str(p)
+    assert "01.2" in p.tried and "01.2" in p.hinted and "01.2" not in p.solved
+    assert "01.4" in p.solved and "01.4" not in p.tried
+    assert "01.2" in str(p) and "hint asked" in str(p)
 
 
 WRONG_SWEEP = {"where after each round": ["pending"] * 3, "stalled count at the end": 3}
@@ -172,30 +172,30 @@ RIGHT_SWEEP = {"where after each round": ["pending", "pending", "dead"], "stalle
 
 
 def test_the_first_prediction_is_kept_and_graded(conn, predictions_folder):
-    first = exercises.check("03.3", lambda: WRONG_SWEEP, conn)
+    first = exercises.check("03.4", lambda: WRONG_SWEEP, conn)
     assert not first.ok
-    kept = predictions_folder / "03.3.json"
+    kept = predictions_folder / "03.4.json"
     assert kept.is_file()
     # the run and its explanation come after the prediction is kept
     assert any("the run gave ['pending', 'pending', 'dead']" in f for f in first.findings)
     assert any(f.startswith("why: ") for f in first.findings)
     # a second try copies the run's answer: the first prediction is still the one graded, shown beside it
-    second = exercises.check("03.3", lambda: RIGHT_SWEEP, conn)
+    second = exercises.check("03.4", lambda: RIGHT_SWEEP, conn)
     assert not second.ok
     text = str(second)
     assert "graded: your first prediction" in text and "not graded" in text
     assert "['pending', 'pending', 'pending']" in text
-    assert predictions.committed("03.3").answer == WRONG_SWEEP
+    assert predictions.committed("03.4").answer == WRONG_SWEEP
 
 
 def test_a_kept_prediction_outlives_the_kernel(conn, predictions_folder):
     import subprocess
     import sys
 
-    assert exercises.check("03.3", lambda: RIGHT_SWEEP, conn).ok
+    assert exercises.check("03.4", lambda: RIGHT_SWEEP, conn).ok
     # another process (a restarted kernel) finds it, in the folder the environment names
     out = subprocess.run(
-        [sys.executable, "-c", "from echomq_teach.course import predictions as p; print(p.committed('03.3').answer)"],
+        [sys.executable, "-c", "from echomq_teach.course import predictions as p; print(p.committed('03.4').answer)"],
         capture_output=True, text=True, timeout=60, check=True,
     )
     assert "dead" in out.stdout
@@ -210,13 +210,13 @@ def test_the_learners_own_folder_is_the_jupyter_data_folder(monkeypatch):
 
 def test_a_prediction_of_the_wrong_form_is_not_kept_and_shows_no_run(conn, predictions_folder):
     for answer in (None, {"where after each round": {"a", "b"}, "stalled count at the end": 3}, ["dead"]):
-        verdict = exercises.check("03.3", lambda answer=answer: answer, conn)
+        verdict = exercises.check("03.4", lambda answer=answer: answer, conn)
         assert not verdict.ok
         assert "the run gave" not in str(verdict) and "why:" not in str(verdict)
         assert not predictions_folder.exists() or not any(predictions_folder.iterdir())  # nothing written
 
 
-# -- 02.6: a build judged by the checker, on a node of the judge's own ----------------------------------------
+# -- 02.2: a build judged by the checker, on a node of the judge's own ----------------------------------------
 from wrong_answers import renew_the_lease as wrong_renewals  # noqa: E402 - answers written to fail
 
 WRONG_RENEWALS = {
@@ -233,25 +233,25 @@ WRONG_RENEWALS = {
 @pytest.mark.parametrize("name", sorted(WRONG_RENEWALS))
 def test_a_wrong_renewal_fails_with_its_finding(name):
     source, says = WRONG_RENEWALS[name]
-    verdict = exercises.check("02.6", lambda: source)
+    verdict = exercises.check("02.2", lambda: source)
     assert not verdict.ok
     text = str(verdict)
     for s in says:
         assert s in text, (name, text)
-    assert registry.REGISTRY["02.6"].hint not in text
+    assert registry.REGISTRY["02.2"].hint not in text
 
 
 def test_the_naive_renewal_fails_on_every_seed():
     # a seed that lets the zombie through by luck would not be enough: the judge's seeds catch it, each on its
     # own (under a heavily loaded machine a thaw can now and then land after the job's new holder settled it,
     # so one seed of three may miss; the verdict needs only one)
-    verdict = exercises.check("02.6", lambda: wrong_renewals.NO_TOKEN)
+    verdict = exercises.check("02.2", lambda: wrong_renewals.NO_TOKEN)
     m = re.search(r"failed on (\d) of 3 seeds", str(verdict))
     assert m and int(m.group(1)) >= 2, str(verdict)
 
 
 def test_the_judge_starts_its_own_node(conn):
     before = conn.client.dbsize()
-    ref = _solution(next(p for p in SOLUTIONS if _key(p) == "02.6"))
-    assert exercises.check("02.6", ref, conn).ok
+    ref = _solution(next(p for p in SOLUTIONS if _key(p) == "02.2"))
+    assert exercises.check("02.2", ref, conn).ok
     assert conn.client.dbsize() == before  # nothing of the judged run is on the learner's node

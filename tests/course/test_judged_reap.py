@@ -1,4 +1,4 @@
-"""03.5 · your own reap: a build judged by the checker under worker kills, on a node of the judge's own.
+"""03.3 · your own reap: a build judged by the checker under worker kills, on a node of the judge's own.
 
 The reference passes; each wrong answer fails with the finding that names why: the checker's
 counterexample (a job stranded, a job handed out twice), or the dry run's (no limit, the wrong clock,
@@ -15,7 +15,7 @@ from wrong_answers import your_own_reap as wrong
 from echomq_teach.course import exercises, judge, registry
 from echomq_teach.course.registry import Findings
 
-SOLUTION = Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "03_5_your_own_reap.py"
+SOLUTION = Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "03_3_your_own_reap.py"
 
 
 def _reference() -> str:
@@ -43,12 +43,12 @@ WRONG = {
 @pytest.mark.parametrize("name", sorted(WRONG))
 def test_a_wrong_reap_fails_with_its_finding(name):
     source, says = WRONG[name]
-    verdict = exercises.check("03.5", lambda: source)
+    verdict = exercises.check("03.3", lambda: source)
     assert not verdict.ok
     text = str(verdict)
     for s in says:
         assert s in text, (name, text)
-    assert registry.REGISTRY["03.5"].hint not in text
+    assert registry.REGISTRY["03.3"].hint not in text
 
 
 def test_the_reference_reap_passes_on_its_seeds_and_recovers_the_kills():
@@ -66,12 +66,12 @@ def test_the_reference_reap_passes_on_its_seeds_and_recovers_the_kills():
 def test_a_runtime_error_in_the_run_is_a_finding_naming_the_line():
     # compiles, passes nothing: the error comes from the node at the first call, with its line
     source = wrong.HEADER + "local n = tonumber(ARGV[1]) + nothing_here\nreturn {}\n"
-    verdict = exercises.check("03.5", lambda: source)
+    verdict = exercises.check("03.3", lambda: source)
     assert not verdict.ok
     assert "line 3 of your script" in str(verdict) and "nothing_here" in str(verdict), str(verdict)
 
 
 def test_the_reap_judge_leaves_the_learners_node_alone(conn):
     before = conn.client.dbsize()
-    assert exercises.check("03.5", _reference, conn).ok
+    assert exercises.check("03.3", _reference, conn).ok
     assert conn.client.dbsize() == before

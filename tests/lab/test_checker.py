@@ -137,7 +137,7 @@ def test_a_fence_violation_is_reported():
 
 
 def test_a_zombies_lease_extension_is_a_fence_violation():
-    # issue 20 (02.6): a renewal is held to the fence as a settle is; a refused one ("stale") is fine
+    # issue 20 (02.2): a renewal is held to the fence as a settle is; a refused one ("stale") is fine
     s, stream = clean()
     s.enqueue("X")
     s.claim("w1", "X", 1)

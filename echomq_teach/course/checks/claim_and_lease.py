@@ -13,7 +13,7 @@ from ...connector import Connector
 from ..judge import judge_lease_extension
 from ..registry import Findings, exercise, judged, prediction, setup_for
 
-# -- 02.4 · late, but not too late ---------------------------------------------------------------------
+# -- 02.1 · late, but not too late ---------------------------------------------------------------------
 SCENARIOS = (
     "lease lapsed, no sweep yet: the first worker completes",
     "lease lapsed, a reap ran: the first worker completes",
@@ -30,11 +30,11 @@ def _late_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
 
 
 @prediction(
-    "02.4",
+    "02.1",
     "Late, but not too late",
     "Hint: read the first lines of @complete (scripts.show('complete')): which two fields of the row does "
     "the fence compare, and does it read the clock at all?",
-    solution="02_4_late_worker.py",
+    solution="02_1_late_worker.py",
     shape=_late_shape,
     explain="@complete compares the caller's token with the row's attempts, and wants the row active; it never "
     "reads the clock. A lapsed lease nobody swept is still the caller's; a reap moved the row out of active; a "
@@ -63,13 +63,13 @@ def _r024(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, str]:
     return seen
 
 
-# -- 02.5 · empty, yet not empty ---------------------------------------------------------------------------
+# -- 02.3 · empty, yet not empty ---------------------------------------------------------------------------
 @exercise(
-    "02.5",
+    "02.3",
     "Empty, yet not empty",
     "Hint: two different things answer an empty claim here. Look at what jobs.paused says, and at the first "
     "members of the pending set (ZRANGE … 0 2): does each of them have a row?",
-    solution="02_5_empty_yet_not.py",
+    solution="02_3_empty_yet_not.py",
     kind="repair",
 )
 def _v025(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
@@ -86,7 +86,7 @@ def _v025(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
     f.expect(not s.pending, f"the ghosts should be gone from pending; it holds {s.pending}.")
 
 
-@setup_for("02.5")
+@setup_for("02.3")
 def _s025(conn: Connector, queue: str) -> tuple[Any, ...]:
     job_id = jobs.enqueue(conn, queue, "the job someone is waiting for")
     # two ids with no row, sorting before every minted id: what a hand-typed ZADD leaves behind
@@ -95,14 +95,14 @@ def _s025(conn: Connector, queue: str) -> tuple[Any, ...]:
     return (job_id,)
 
 
-# -- 02.6 · build: renew a lease, judged by the checker ------------------------------------------------------------
+# -- 02.2 · build: renew a lease, judged by the checker ------------------------------------------------------------
 @judged(
-    "02.6",
+    "02.2",
     "Renew the lease, only while it is yours",
     "Hint: two things decide whether this caller still holds the job: the job is in active, and the row's "
     "attempts still equal the caller's token (a new claim raised it). Only then ZADD the active score to the "
     "server's TIME plus the lease, in milliseconds; else answer 0 and write nothing.",
-    solution="02_6_renew_the_lease.py",
+    solution="02_2_renew_the_lease.py",
 )
 def _j026(answer: Any, f: Findings) -> None:
     judge_lease_extension(answer, f)

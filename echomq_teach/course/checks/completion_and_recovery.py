@@ -85,17 +85,17 @@ def _s032(conn: Connector, queue: str) -> tuple[Any, ...]:
     return job_id, claimed.attempts
 
 
-# -- 03.3 · predict the counted sweep ----------------------------------------------------------------------
+# -- 03.4 · predict the counted sweep ----------------------------------------------------------------------
 ROUNDS = 3
 MAX_STALLED = 2
 
 
 @prediction(
-    "03.3",
+    "03.4",
     "Predict the counted sweep",
     "Hint: each sweep adds one to the row's stalled count for a lapsed lease; the job is buried only when "
     "the count goes OVER max_stalled. A buried job is in no pending set, so the next round's claim finds nothing.",
-    solution="03_3_predict_the_sweep.py",
+    solution="03_4_predict_the_sweep.py",
     shape=keyed_dict(("where after each round", "stalled count at the end")),
 )
 def _r033(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
@@ -110,21 +110,21 @@ def _r033(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     return {"where after each round": where_after, "stalled count at the end": int(row.get("stalled", 0))}
 
 
-@setup_for("03.3")
+@setup_for("03.4")
 def _s033(conn: Connector, queue: str) -> tuple[Any, ...]:
     return (jobs.enqueue(conn, queue, "a job whose workers keep dying"),)
 
 
-# -- 03.4 · two stuck jobs -----------------------------------------------------------------------------------
+# -- 03.5 · two stuck jobs -----------------------------------------------------------------------------------
 _STUCK: dict[str, dict[str, str]] = {}
 
 
 @exercise(
-    "03.4",
+    "03.5",
     "Two stuck jobs",
     "Hint: look at which set each id is in and at its score against server now (snapshots.snapshot(conn, "
     "queue).render()). One set is emptied of due members by promote/3, the other of lapsed leases by reap/2.",
-    solution="03_4_unstick.py",
+    solution="03_5_unstick.py",
     kind="repair",
 )
 def _v034(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
@@ -144,7 +144,7 @@ def _v034(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
     f.expect({"@promote", "@reap"} <= sent, "each job comes back by its own sweep: @promote and @reap.")
 
 
-@setup_for("03.4")
+@setup_for("03.5")
 def _s034(conn: Connector, queue: str) -> tuple[Any, ...]:
     parked = jobs.enqueue(conn, queue, "failed once, due again")
     c = jobs.claim(conn, queue, 30_000)
@@ -156,15 +156,15 @@ def _s034(conn: Connector, queue: str) -> tuple[Any, ...]:
     return (sorted([parked, lapsed]),)
 
 
-# -- 03.5 · build: your own reap, judged by the checker under worker kills ----------------------------------------
+# -- 03.3 · build: your own reap, judged by the checker under worker kills ----------------------------------------
 @judged(
-    "03.5",
+    "03.3",
     "Your own reap",
     "Hint: the server's TIME in milliseconds is seconds * 1000 + microseconds // 1000; ZRANGEBYSCORE active "
     "-inf (now LIMIT 0 N finds the lapsed leases, earliest first. For each: ZREM from active, ZADD pending 0, "
     "and the row's state back to pending. Leave attempts alone: the next claim raises it, and that new token "
     "is what the dead worker's settle will not match.",
-    solution="03_5_your_own_reap.py",
+    solution="03_3_your_own_reap.py",
 )
 def _j035(answer: Any, f: Findings) -> None:
     judge_reap(answer, f)

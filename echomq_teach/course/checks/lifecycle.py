@@ -9,20 +9,20 @@ from ... import flows, ids, jobs, snapshots, stalled
 from ...connector import Connector
 from ..registry import Findings, exercise, prediction, setup_for
 
-# 01.4: the transitions a learner may name, as the table in notebook 01 names them
+# 01.1: the transitions a learner may name, as the table in notebook 01 names them
 TRANSITIONS = ("enqueue", "claim", "retry", "retry at the cap", "reap", "promote", "stall sweep", "flow land")
 # what the setup did, by queue: kept here, never handed to the learner's function
 _TRUTH: dict[str, dict[str, str]] = {}
 
 
-# -- 01.1 · repair: the claim order a producer asked for --------------------------------------------------
+# -- 01.2 · repair: the claim order a producer asked for --------------------------------------------------
 @exercise(
-    "01.1",
+    "01.2",
     "Put c last",
     "Hint: pending hands out its members in byte order, and 'A' sorts before 'JOB'. The custom id cannot be "
     "renamed: remove that job (jobs.remove takes its row with it) and enqueue its payload again with a "
     "minted id, which sorts after every id minted before it.",
-    solution="01_1_put_c_last.py",
+    solution="01_2_put_c_last.py",
     kind="repair",
 )
 def _v011(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
@@ -44,7 +44,7 @@ def _v011(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
     f.expect(all(s.rows[i].get("state") == "pending" for i in s.pending), "every row should say pending.")
 
 
-@setup_for("01.1")
+@setup_for("01.2")
 def _s011(conn: Connector, queue: str) -> tuple[Any, ...]:
     # a producer meant a, b, c; c came with a caller's id that sorts before every minted one
     for payload in ("a", "b"):
@@ -53,7 +53,7 @@ def _s011(conn: Connector, queue: str) -> tuple[Any, ...]:
     return ()
 
 
-# -- 01.2 · predict: three completions -------------------------------------------------------------------------
+# -- 01.4 · predict: three completions -------------------------------------------------------------------------
 COMPLETIONS = ("a token nobody was given", "the token the claim answered", "the same completion again")
 
 
@@ -70,11 +70,11 @@ def _completions_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
 
 
 @prediction(
-    "01.2",
+    "01.4",
     "Three completions",
     "Hint: @complete compares the token with the row's attempts, and a completion deletes the row. What is "
     "left for a second completion to compare with?",
-    solution="01_2_three_completions.py",
+    solution="01_4_three_completions.py",
     shape=_completions_shape,
     explain="@complete passes only when the token equals the row's attempts (the claim's answer) and the row is "
     "active; anything else answers stale and writes nothing. The right completion deletes the row, so the same "
@@ -91,7 +91,7 @@ def _r012(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     return seen
 
 
-@setup_for("01.2")
+@setup_for("01.4")
 def _s012(conn: Connector, queue: str) -> tuple[Any, ...]:
     return (jobs.enqueue(conn, queue, "the job to finish"),)
 
@@ -144,13 +144,13 @@ def _s013(conn: Connector, queue: str) -> tuple[Any, ...]:
     return (labels,)
 
 
-# -- 01.4 · which transition put it there? -------------------------------------------------------------
+# -- 01.1 · which transition put it there? -------------------------------------------------------------
 @exercise(
-    "01.4",
+    "01.1",
     "Which transition put it there?",
     "Hint: read each row, not only its set: attempts (0 means never claimed), last_error (a retry wrote it), "
     "stalled (the counted sweep wrote it), parent (a flow child), and the state awaiting_children.",
-    solution="01_4_which_transition.py",
+    solution="01_1_which_transition.py",
     kind="diagnose",
 )
 def _v014(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
@@ -171,7 +171,7 @@ def _v014(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
     )
 
 
-@setup_for("01.4")
+@setup_for("01.1")
 def _s014(conn: Connector, queue: str) -> tuple[Any, ...]:
     # minted up front and used highest first: a job sent back to pending has a higher id than the next
     # one enqueued, so each claim below pops the job just enqueued

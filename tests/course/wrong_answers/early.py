@@ -5,7 +5,7 @@ Each is what a learner could plausibly write; tests/course/test_early_exercises.
 from echomq_teach import jobs, keyspace, snapshots
 
 
-# -- 01.1 · put c last ------------------------------------------------------------------------------------------
+# -- 01.2 · put c last ------------------------------------------------------------------------------------------
 def c_enqueued_again(conn, queue):
     # "add c at the end": the urgent one is still there, at the head
     jobs.enqueue(conn, queue, "c")
@@ -22,7 +22,7 @@ def c_scored_last(conn, queue):
     conn.call("ZADD", keyspace.queue_key(queue, "pending"), "XX", 1, "A-c-urgent")
 
 
-# -- 01.2 · three completions -----------------------------------------------------------------------------------
+# -- 01.4 · three completions -----------------------------------------------------------------------------------
 def completion_is_idempotent():
     # "completing twice is harmless, so it answers ok": the second call finds no row to compare with
     return {"a token nobody was given": jobs.STALE, "the token the claim answered": jobs.OK,

@@ -1,4 +1,4 @@
-"""Wrong answers to 02.6 (renew the lease), each with the finding that must name why."""
+"""Wrong answers to 02.2 (renew the lease), each with the finding that must name why."""
 
 NO_TOKEN = """
 -- KEYS[1] active, KEYS[2] row; ARGV[1] id, ARGV[2] token, ARGV[3] lease_ms; reply 1 renewed, 0 not

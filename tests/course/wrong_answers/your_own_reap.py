@@ -1,4 +1,4 @@
-"""Wrong answers to 03.5 (your own reap), each with the finding that must name why."""
+"""Wrong answers to 03.3 (your own reap), each with the finding that must name why."""
 
 HEADER = """
 -- KEYS[1] active, KEYS[2] pending, KEYS[3] base emq:{q}:; ARGV[1] limit; reply the ids moved back
