@@ -467,8 +467,9 @@ durable.stop()
 
 # %% [markdown]
 # Grey bars are claims whose settle the worker never sent (it was killed) or never heard back from;
-# blue shading is a frozen worker; the red dashed line is the node's restart; the carets on the
-# metronome's lane are reaps that put jobs back.
+# blue shading is a frozen worker, and an orange bar the claim it held, whose settle came after its
+# lease and was refused (stale); a red triangle is a dropped link; the red dashed line is the node's
+# restart; the carets on the metronome's lane are reaps that put jobs back.
 
 # %% [markdown]
 # ### 07.2 · Capstone: pass the nemesis
