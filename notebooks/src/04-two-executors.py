@@ -63,6 +63,7 @@ if native.owned:
 Q = "twins"
 same_id = "JOB0KHTOWnGLuC"
 for conn in (s_conn, n_conn):
+    jobs.drop(conn, Q)  # the queue starts empty, so the cell can be run again
     jobs.enqueue(conn, Q, "<payload>", job_id=same_id)
 s_claim = jobs.claim(s_conn, Q, 30_000)
 n_claim = jobs.claim(n_conn, Q, 30_000)
@@ -132,6 +133,7 @@ print(exercises.check("04.1", part_ways, s_conn, n_conn))
 
 # %%
 Q1 = "paused"
+jobs.drop(n_conn, Q1)  # the queue starts empty, so the cell can be run again
 waiting = jobs.enqueue(n_conn, Q1, "held")
 jobs.pause(n_conn, Q1)
 keys = [keyspace.queue_key(Q1, "pending"), keyspace.queue_key(Q1, "active"), keyspace.queue_key(Q1, "")]
@@ -191,6 +193,7 @@ from echomq_teach import scripts
 
 Q2 = "half-done"
 for conn in (s_conn, n_conn):
+    jobs.drop(conn, Q2)  # the queue starts empty, so the cell can be run again
     jobs.enqueue(conn, Q2, "fragile", job_id="JOB0halfdone01")
 keys = [keyspace.queue_key(Q2, "pending"), keyspace.queue_key(Q2, "active"), keyspace.queue_key(Q2, "")]
 before = snapshots.snapshot(s_conn, Q2)
@@ -291,6 +294,7 @@ print(exercises.check("04.2", former_leases, s_conn, n_conn))
 Q5 = "ghost"
 ghost_rows = []
 for conn in (s_conn, n_conn):
+    jobs.drop(conn, Q5)  # the queue starts empty, so the cell can be run again
     real = jobs.enqueue(conn, Q5, "behind the ghost", job_id="JOB0KHTOWnGLuD")
     conn.call("ZADD", keyspace.queue_key(Q5, "pending"), 0, "JOB00000ghost0")
     first_claim = jobs.claim(conn, Q5, 30_000)

@@ -429,13 +429,13 @@ assert (c.attempts, late) == (1, jobs.OK) and not reuse.valid
 # The same seed always draws the same schedule:
 
 # %%
-durable = start_node(durable=True, provider="local")
 nemesis = Nemesis(seed=17, kinds=("kill", "freeze", "drop_link", "script_flush"), count=10,
                   gap_s=(0.1, 0.3), freeze_s=(0.7, 1.0), must=("restart",))
 for fault in nemesis.draw(4):
     print(fault)
 
 # %%
+durable = start_node(durable=True, provider="local")  # a node of this run's own: run the cell again for a fresh one
 with Run(durable, "nemesis", workers=4, lease_ms=500, work_ms=2, tick_ms=50) as run:
     jobs.drop(run.conn, "nemesis")
     run.produce(2_000)

@@ -560,12 +560,7 @@ print(exercises.check("08.3", find_the_lost, conn))
 # %% [markdown]
 # ## When you are done
 #
-# The object store and the nodes the kit started stop with this kernel; this cell stops the store
-# now (by its PID: SIGTERM, a few seconds' grace, then SIGKILL) and gives the driver's lease back.
-
-# %%
-driver.stop()
-f.close()
-store.stop()
-print(store)
-assert not store.running
+# The object store and the nodes the kit started for this notebook stop with its kernel (the store by
+# its PID: SIGTERM, a few seconds' grace, then SIGKILL), so there is nothing to stop by hand: the floor
+# and the store stay open for your own questions until you leave. Then shut the kernel down
+# (**Kernel → Shut Down Kernel**).
