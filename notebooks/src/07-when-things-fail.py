@@ -173,6 +173,7 @@ print("every job settled twice was first handed out twice:",
 
 # %%
 atomic_dir = tempfile.mkdtemp(prefix="atomic-")  # ledger: one-holder-per-lease
+jobs.drop(conn, "atomic")  # the queue starts empty, so the cell can be run again
 races.produce(conn, "atomic", atomic_dir, 200)
 races.race(conn, "atomic", atomic_dir, claim=jobs.claim, threads=8)
 atomic = races.judge(conn, "atomic", atomic_dir)
@@ -265,6 +266,7 @@ print(exercises.check("07.1", predict_the_crashes, conn))
 # %%
 def frozen_run(queue, handler):
     """One job; w0 frozen mid-handler past its 300 ms lease; w1 takes over; w0 thawed. Answers the run's facts."""
+    jobs.drop(conn, queue)  # the queue starts empty, so the cell can be run again
     with Run(node, queue, workers=2, lease_ms=300, work_ms=120, handler=handler, tick_ms=20) as run:
         [job] = run.produce(1)
         run.spawn(0).wait_ready()
@@ -351,6 +353,7 @@ assert jobs.complete(conn, "late", slow.id, slow.attempts) == jobs.STALE
 # 100 ms lease for 400 ms of work, watched until the handler has run five times:
 
 # %%
+jobs.drop(conn, "short")  # the queue starts empty, so the cell can be run again
 with Run(node, "short", workers=2, lease_ms=100, work_ms=400, tick_ms=20) as run:
     [job] = run.produce(1)
     run.start()
