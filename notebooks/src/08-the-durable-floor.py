@@ -274,8 +274,9 @@ print(exercises.check("08.1", predict_the_crash, conn))
 
 # %%
 QC = "crash"
+jobs.drop(conn, QC)  # the queue (and a dead driver's lease) starts empty, and the floor new: run it again at will
 crash_ids = settle_jobs(conn, QC, 40)
-crash_floor = work / "crash.sqlite3"
+crash_floor = Path(tempfile.mkdtemp(dir=work)) / "crash.sqlite3"
 cstream = floor.completions_stream(QC)
 # ledger: floor-fold-survives-a-kill
 victim = DriverProcess(conn.address, QC, crash_floor, "--slice", "10", "--lease-ms", "2000", "--halt-at", "commit:2")
@@ -378,8 +379,9 @@ print(exercises.check("08.2", survive_every_kill))
 
 # %%
 QS = "sleepy"
+jobs.drop(conn, QS)  # the queue starts empty, and the floor new: run it again at will
 sleepy_ids = settle_jobs(conn, QS, 30)
-sleepy_floor = work / "sleepy.sqlite3"
+sleepy_floor = Path(tempfile.mkdtemp(dir=work)) / "sleepy.sqlite3"
 sleeper = DriverProcess(conn.address, QS, sleepy_floor, "--slice", "10", "--lease-ms", "500", "--stop-at", "read:2")
 print(sleeper.wait_for("stopped"))
 with floor.open_floor(sleepy_floor) as sf:
