@@ -1,4 +1,4 @@
-"""A learner's fold step in a process of its own, killed (SIGKILL, by itself) at one step of it: 08.3's runner.
+"""A learner's fold step in a process of its own, killed (SIGKILL, by itself) at one step of it: 08.2's runner.
 
 ``python -m echomq_teach.course.fold_runner SPEC`` (SPEC a JSON object: the
 queue, the floor's path, the module and function of the learner's fold step,

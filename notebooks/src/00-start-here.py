@@ -39,7 +39,7 @@
 # | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | 70 min |
 # | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 80 min |
 # | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | 30 min |
-# | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 70 min |
+# | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 75 min |
 # | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 80 min |
 # | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 65 min |
 # | `10-case-files` | six real failures of other queues, modelled and run beside this one under one nemesis | 65 min |
@@ -47,8 +47,9 @@
 # Each notebook opens with its goals and closes with a recap and further reading. In between: prose, real calls with
 # their traces, the scripts themselves (read from the kit's `lua/` folder, never retyped), a widget
 # to step through, and exercises. Most exercises ask you to **predict** what the queue will do, to
-# **diagnose** a queue left in a strange state, or to **repair** it. Each gives you a function to
-# fill in and a **check** that runs it on a fresh queue of your node and says what is not yet true.
+# **diagnose** a queue left in a strange state, or to **repair** it; a few ask you to **build** a piece
+# yourself, judged by the queue's checker under injected faults. Each gives you a function to fill in and
+# a **check** that runs it on fresh queues (of your node, or of nodes it starts) and says what is not yet true.
 # After a try that did not pass, `exercises.hint("01.3")` (with the exercise's number) gives a hint.
 # Each exercise names the file of its reference solution in `notebooks/solutions/` — try first.
 #

@@ -63,6 +63,7 @@ if native.owned:
 Q = "twins"
 same_id = "JOB0KHTOWnGLuC"
 for conn in (s_conn, n_conn):
+    jobs.drop(conn, Q)  # the queue starts empty, so the cell can be run again
     jobs.enqueue(conn, Q, "<payload>", job_id=same_id)
 s_claim = jobs.claim(s_conn, Q, 30_000)
 n_claim = jobs.claim(n_conn, Q, 30_000)
@@ -91,7 +92,7 @@ assert s_snap.where(same_id) == n_snap.where(same_id) == ["active"]
 assert {k: v for k, v in n_row.items() if k != "lease_epoch"} == s_row and extra == ["lease_epoch"]
 
 # %% [markdown]
-# ### 04.3 · Where the two part ways (predict before you read on)
+# ### 04.1 · Where the two part ways (predict before you read on)
 #
 # Before the four differences are shown, **predict**, for each executor, what a *raw* claim
 # answers — `@claim2` sent by `EVALSHA` on the scripted node, `EMQ.CLAIM` on the native one,
@@ -103,7 +104,7 @@ assert {k: v for k, v in n_row.items() if k != "lease_epoch"} == s_row and extra
 #
 # and 4. `"after the lease of 'soon', where the job is"`: `"pending"`, `"active"` or `"nowhere"`.
 # Return a dict from those four strings to pairs `(scripted, native)`; the check runs each on both
-# nodes. *Solution: `solutions/04_3_part_ways.py`.*
+# nodes. *Solution: `solutions/04_1_part_ways.py`.*
 #
 # Your function is handed no connection, and your **first** answer of the right form is kept and graded
 # (it survives a kernel restart): think it through before you run the cell.
@@ -117,7 +118,7 @@ def part_ways():
     raise NotImplementedError
 
 
-print(exercises.check("04.3", part_ways, s_conn, n_conn))
+print(exercises.check("04.1", part_ways, s_conn, n_conn))
 
 # %% [markdown]
 # ## The four differences
@@ -132,6 +133,7 @@ print(exercises.check("04.3", part_ways, s_conn, n_conn))
 
 # %%
 Q1 = "paused"
+jobs.drop(n_conn, Q1)  # the queue starts empty, so the cell can be run again
 waiting = jobs.enqueue(n_conn, Q1, "held")
 jobs.pause(n_conn, Q1)
 keys = [keyspace.queue_key(Q1, "pending"), keyspace.queue_key(Q1, "active"), keyspace.queue_key(Q1, "")]
@@ -191,6 +193,7 @@ from echomq_teach import scripts
 
 Q2 = "half-done"
 for conn in (s_conn, n_conn):
+    jobs.drop(conn, Q2)  # the queue starts empty, so the cell can be run again
     jobs.enqueue(conn, Q2, "fragile", job_id="JOB0halfdone01")
 keys = [keyspace.queue_key(Q2, "pending"), keyspace.queue_key(Q2, "active"), keyspace.queue_key(Q2, "")]
 before = snapshots.snapshot(s_conn, Q2)
@@ -262,7 +265,7 @@ print("lease_epoch == run_id:", n_row["lease_epoch"] == n_raw.info("server")["ru
 assert n_row["lease_epoch"] == n_raw.info("server")["run_id"]
 
 # %% [markdown]
-# ### 04.1 · Leases a former server granted (diagnose)
+# ### 04.2 · Leases a former server granted (diagnose)
 #
 # A durable native node restarted: its rows came back from disk, and so did the leases in active —
 # each stamped with the `run_id` of the server process that granted it, which is gone. The check leaves
@@ -270,7 +273,7 @@ assert n_row["lease_epoch"] == n_raw.info("server")["run_id"]
 # (as a restart leaves them) by the one before it, and one job still pending. Return the ids of the
 # leases **a former server process granted**: the ones whose worker never had a fair chance to finish,
 # which the native stall sweep (below) will put back without counting a stall against them.
-# *Solution: `solutions/04_1_former_leases.py`.*
+# *Solution: `solutions/04_2_former_leases.py`.*
 
 # %%
 def former_leases(s_conn, n_conn, queue):
@@ -278,7 +281,7 @@ def former_leases(s_conn, n_conn, queue):
     raise NotImplementedError
 
 
-print(exercises.check("04.1", former_leases, s_conn, n_conn))
+print(exercises.check("04.2", former_leases, s_conn, n_conn))
 
 # %% [markdown]
 # ## A ghost at the head, on both
@@ -291,6 +294,7 @@ print(exercises.check("04.1", former_leases, s_conn, n_conn))
 Q5 = "ghost"
 ghost_rows = []
 for conn in (s_conn, n_conn):
+    jobs.drop(conn, Q5)  # the queue starts empty, so the cell can be run again
     real = jobs.enqueue(conn, Q5, "behind the ghost", job_id="JOB0KHTOWnGLuD")
     conn.call("ZADD", keyspace.queue_key(Q5, "pending"), 0, "JOB00000ghost0")
     first_claim = jobs.claim(conn, Q5, 30_000)
@@ -367,14 +371,14 @@ assert no_module and no_module.startswith("EMQWIRE") and "trafikey" in no_module
 plain.stop()
 
 # %% [markdown]
-# ### 04.2 · Which wire does each node take? (diagnose)
+# ### 04.3 · Which wire does each node take? (diagnose)
 #
 # A night of maintenance left four nodes in odd states: a brand deleted here, rewritten there, a module
 # loaded or not. The check starts the four nodes of its own (in an order that changes each time) and hands
 # you the list `nodes`. For each, in order, say which connector it would accept now: `"wire 4"`,
 # `"wire 6"` or `"neither"`. Diagnose from what each node answers (`node.client()` reads it); the
 # check asks the connectors themselves afterwards, and your diagnosis must leave every node as it was.
-# *Solution: `solutions/04_2_which_wire.py`.*
+# *Solution: `solutions/04_3_which_wire.py`.*
 
 # %%
 def which_wire(s_conn, n_conn, queue, nodes):
@@ -382,7 +386,7 @@ def which_wire(s_conn, n_conn, queue, nodes):
     raise NotImplementedError
 
 
-print(exercises.check("04.2", which_wire, s_conn, n_conn))
+print(exercises.check("04.3", which_wire, s_conn, n_conn))
 
 # %% [markdown]
 # ## The stall sweep's native twin, and a restart

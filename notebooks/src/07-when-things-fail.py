@@ -173,6 +173,7 @@ print("every job settled twice was first handed out twice:",
 
 # %%
 atomic_dir = tempfile.mkdtemp(prefix="atomic-")  # ledger: one-holder-per-lease
+jobs.drop(conn, "atomic")  # the queue starts empty, so the cell can be run again
 races.produce(conn, "atomic", atomic_dir, 200)
 races.race(conn, "atomic", atomic_dir, claim=jobs.claim, threads=8)
 atomic = races.judge(conn, "atomic", atomic_dir)
@@ -265,6 +266,7 @@ print(exercises.check("07.1", predict_the_crashes, conn))
 # %%
 def frozen_run(queue, handler):
     """One job; w0 frozen mid-handler past its 300 ms lease; w1 takes over; w0 thawed. Answers the run's facts."""
+    jobs.drop(conn, queue)  # the queue starts empty, so the cell can be run again
     with Run(node, queue, workers=2, lease_ms=300, work_ms=120, handler=handler, tick_ms=20) as run:
         [job] = run.produce(1)
         run.spawn(0).wait_ready()
@@ -351,6 +353,7 @@ assert jobs.complete(conn, "late", slow.id, slow.attempts) == jobs.STALE
 # 100 ms lease for 400 ms of work, watched until the handler has run five times:
 
 # %%
+jobs.drop(conn, "short")  # the queue starts empty, so the cell can be run again
 with Run(node, "short", workers=2, lease_ms=100, work_ms=400, tick_ms=20) as run:
     [job] = run.produce(1)
     run.start()
@@ -429,13 +432,13 @@ assert (c.attempts, late) == (1, jobs.OK) and not reuse.valid
 # The same seed always draws the same schedule:
 
 # %%
-durable = start_node(durable=True, provider="local")
 nemesis = Nemesis(seed=17, kinds=("kill", "freeze", "drop_link", "script_flush"), count=10,
                   gap_s=(0.1, 0.3), freeze_s=(0.7, 1.0), must=("restart",))
 for fault in nemesis.draw(4):
     print(fault)
 
 # %%
+durable = start_node(durable=True, provider="local")  # a node of this run's own: run the cell again for a fresh one
 with Run(durable, "nemesis", workers=4, lease_ms=500, work_ms=2, tick_ms=50) as run:
     jobs.drop(run.conn, "nemesis")
     run.produce(2_000)
@@ -467,8 +470,9 @@ durable.stop()
 
 # %% [markdown]
 # Grey bars are claims whose settle the worker never sent (it was killed) or never heard back from;
-# blue shading is a frozen worker; the red dashed line is the node's restart; the carets on the
-# metronome's lane are reaps that put jobs back.
+# blue shading is a frozen worker, and an orange bar the claim it held, whose settle came after its
+# lease and was refused (stale); a red triangle is a dropped link; the red dashed line is the node's
+# restart; the carets on the metronome's lane are reaps that put jobs back.
 
 # %% [markdown]
 # ### 07.2 · Capstone: pass the nemesis

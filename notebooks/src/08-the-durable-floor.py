@@ -274,8 +274,9 @@ print(exercises.check("08.1", predict_the_crash, conn))
 
 # %%
 QC = "crash"
+jobs.drop(conn, QC)  # the queue (and a dead driver's lease) starts empty, and the floor new: run it again at will
 crash_ids = settle_jobs(conn, QC, 40)
-crash_floor = work / "crash.sqlite3"
+crash_floor = Path(tempfile.mkdtemp(dir=work)) / "crash.sqlite3"
 cstream = floor.completions_stream(QC)
 # ledger: floor-fold-survives-a-kill
 victim = DriverProcess(conn.address, QC, crash_floor, "--slice", "10", "--lease-ms", "2000", "--halt-at", "commit:2")
@@ -333,7 +334,7 @@ assert code == 0 and count == collections.Counter(crash_ids) and stream_len(conn
 assert "read 10" in folds[0] and folds[0].endswith("trimmed 20 · stream 10 · floor 30")
 
 # %% [markdown]
-# ### 08.3 · Build: a fold that survives a kill at every step
+# ### 08.2 · Build: a fold that survives a kill at every step
 #
 # Now write the fold yourself. Your function returns a function `fold_step(kit)` that folds **one**
 # slice of at most 10 settles and answers how many it folded (0 when there was nothing left to fold).
@@ -355,7 +356,7 @@ print(cleandoc(FoldKit.__doc__))
 # notebook 07 reads that history against the floor and the stream together, as one archive. It passes
 # when, after every one of those kills, the checker says *valid*, every settle is on the floor exactly
 # once and the stream holds none of them. A try takes a few seconds; a failed one names the step whose
-# kill broke it. *Solution: `solutions/08_3_survive_every_kill.py`.*
+# kill broke it. *Solution: `solutions/08_2_survive_every_kill.py`.*
 
 # %%
 def survive_every_kill():
@@ -363,7 +364,7 @@ def survive_every_kill():
     raise NotImplementedError
 
 
-print(exercises.check("08.3", survive_every_kill))
+print(exercises.check("08.2", survive_every_kill))
 
 # %% [markdown]
 # ## A driver that sleeps through its lease
@@ -378,8 +379,9 @@ print(exercises.check("08.3", survive_every_kill))
 
 # %%
 QS = "sleepy"
+jobs.drop(conn, QS)  # the queue starts empty, and the floor new: run it again at will
 sleepy_ids = settle_jobs(conn, QS, 30)
-sleepy_floor = work / "sleepy.sqlite3"
+sleepy_floor = Path(tempfile.mkdtemp(dir=work)) / "sleepy.sqlite3"
 sleeper = DriverProcess(conn.address, QS, sleepy_floor, "--slice", "10", "--lease-ms", "500", "--stop-at", "read:2")
 print(sleeper.wait_for("stopped"))
 with floor.open_floor(sleepy_floor) as sf:
@@ -510,15 +512,15 @@ fig = reads.plot_throughput(f, Q, bucket_ms=100)
 plt.show()
 
 # %% [markdown]
-# ### 08.2 · Find what was lost
+# ### 08.3 · Find what was lost
 #
 # Now that you can read both places a settle can be, a diagnosis. The check settles 20 jobs, lets a
 # driver fold one slice, and then an operator, short of memory, runs a plain `XTRIM … MAXLEN 5` on the
 # stream. Some settles are now gone for good. Your function gets the floor's path and the ids of all 20
 # settled jobs: return the set of ids that were lost.
 #
-# Stuck after a try? `exercises.hint("08.2")`. The reference solution is in
-# `notebooks/solutions/08_2_find_the_lost.py`.
+# Stuck after a try? `exercises.hint("08.3")`. The reference solution is in
+# `notebooks/solutions/08_3_find_the_lost.py`.
 
 # %%
 def find_the_lost(conn, queue, floor_path, settled):
@@ -526,7 +528,7 @@ def find_the_lost(conn, queue, floor_path, settled):
     raise NotImplementedError
 
 
-print(exercises.check("08.2", find_the_lost, conn))
+print(exercises.check("08.3", find_the_lost, conn))
 
 # %% [markdown]
 # ## Recap
@@ -560,12 +562,7 @@ print(exercises.check("08.2", find_the_lost, conn))
 # %% [markdown]
 # ## When you are done
 #
-# The object store and the nodes the kit started stop with this kernel; this cell stops the store
-# now (by its PID: SIGTERM, a few seconds' grace, then SIGKILL) and gives the driver's lease back.
-
-# %%
-driver.stop()
-f.close()
-store.stop()
-print(store)
-assert not store.running
+# The object store and the nodes the kit started for this notebook stop with its kernel (the store by
+# its PID: SIGTERM, a few seconds' grace, then SIGKILL), so there is nothing to stop by hand: the floor
+# and the store stay open for your own questions until you leave. Then shut the kernel down
+# (**Kernel → Shut Down Kernel**).

@@ -452,8 +452,9 @@ print(f"before the hold: without WAIT {plain.rate():.0f} jobs/s · with WAIT 1 2
 # - Replication is asynchronous. A failover loses what the replica had not applied: enqueues,
 #   claims (jobs run twice) and settles (missing from the stream, settled twice). The checker finds
 #   each one, inside the window.
-# - `WAIT` keeps every write it confirmed. A WAIT that times out confirms nothing, and WAIT costs a
-#   round trip and the replica's acknowledgement on every write.
+# - A write `WAIT 1` confirmed survives the failover to the replica that confirmed it (here, the one
+#   replica of its shard; [ledger](../docs/guarantees.md#wait-keeps-confirmed-writes)). A WAIT that
+#   times out confirms nothing, and WAIT costs a round trip and the replica's acknowledgement on every write.
 # - The promoted replica has a new `run_id`, so each lease inherited from the dead primary comes
 #   back once, uncounted.
 #

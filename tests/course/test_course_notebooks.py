@@ -128,7 +128,7 @@ def test_every_stored_widget_says_what_it_shows(path):
 TELLS = {
     "01.4": ("wrong token:", "the same completion again:"),
     "02.1": ("the first worker's late completion:", "the late completion:"),
-    "04.3": ("raw EMQ.CLAIM on a paused queue", "script error:", "native refusal:", "first claim:"),
+    "04.1": ("raw EMQ.CLAIM on a paused queue", "script error:", "native refusal:", "first claim:"),
 }
 
 
@@ -174,5 +174,5 @@ def test_no_stored_output_above_a_prediction_shows_its_answer(notebook, key, abo
 
 
 def test_the_tells_catch_a_leak():
-    assert "raw EMQ.CLAIM on a paused queue" in TELLS["04.3"]
+    assert "raw EMQ.CLAIM on a paused queue" in TELLS["04.1"]
     assert "['pending', 'pending', 'dead']" in _answer_tells("03.4")

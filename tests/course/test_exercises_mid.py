@@ -49,13 +49,13 @@ def test_a_fan_in_that_does_not_compile_names_its_line():
 from wrong_answers import mid_notebooks as w  # noqa: E402 - answers written to fail
 
 WRONG = {
-    "04.1": [(w.every_stamped_lease, "a server process that is still running granted this lease"),
+    "04.2": [(w.every_stamped_lease, "a server process that is still running granted this lease"),
              (w.this_servers_leases, "from before the restart are missing from your answer")],
-    "04.2": [(w.wire_by_brand_alone, "has no brand and has trafikey loaded: a wire 4 connector brands"),
+    "04.3": [(w.wire_by_brand_alone, "has no brand and has trafikey loaded: a wire 4 connector brands"),
              (w.wire_by_trying_connectors, "your diagnosis wrote its brand (None before, 'echomq:4.0.0' after)"),
              (w.wire_by_module_alone, "is branded echomq:4.0.0 and has trafikey loaded: a wire 4 connector asks "
                                       "only for its brand")],
-    "04.3": [(w.part_ways_alike, "a raw call on a paused queue: you predicted ['empty', 'empty']; the run gave "
+    "04.1": [(w.part_ways_alike, "a raw call on a paused queue: you predicted ['empty', 'empty']; the run gave "
                                  "['claimed', 'empty']"),
              (w.part_ways_ghost_skipped, "a ghost at the head, a real job behind it: you predicted ['claimed', "
                                          "'claimed']; the run gave ['empty', 'empty']")],
@@ -78,7 +78,7 @@ def test_every_exercise_of_04_to_06_has_two_wrong_answers():
     mine = sorted(k for k in registry.REGISTRY if k[:2] in ("04", "05", "06") and k != "05.2")
     assert sorted(WRONG) == mine and all(len(v) >= 2 for v in WRONG.values())
     assert any(k.startswith("06.") for k in registry.REGISTRY)  # the workshop has its exercise
-    for key in ("04.1", "04.2", "05.1"):  # the transcriptions became diagnoses and a prediction
+    for key in ("04.2", "04.3", "05.1"):  # the transcriptions became diagnoses and a prediction
         assert registry.REGISTRY[key].kind in ("diagnose", "predict")
 
 

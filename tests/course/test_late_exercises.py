@@ -105,7 +105,7 @@ def test_a_wrong_failover_prediction_fails_with_its_finding(name, conn):
     assert "no WAIT: burst enqueues answered:" not in text  # the part predicted right is not named wrong
 
 
-# -- 07.1, 08.1, 08.2 · two wrong answers each ------------------------------------------------------------------
+# -- 07.1, 08.1, 08.3 · two wrong answers each ------------------------------------------------------------------
 from wrong_answers import durable_floor as wrong_floor  # noqa: E402 - answers written to fail
 from wrong_answers import predict_the_crashes as wrong_crashes  # noqa: E402 - answers written to fail
 
@@ -118,8 +118,8 @@ WRONG_OTHERS = {
                             "{'handler runs': 1, 'charges': 1}.",)),
     "08.1 rolled back": ("08.1", wrong_floor.crash_rolls_back, ("floor: you predicted 20; the run gave 30.",)),
     "08.1 folded twice": ("08.1", wrong_floor.folds_twice, ("floor_after: you predicted 45; the run gave 35.",)),
-    "08.2 stream only": ("08.2", wrong_floor.stream_only, ("10 of the ids you named were not lost",)),
-    "08.2 floor only": ("08.2", wrong_floor.floor_only, ("5 of the ids you named were not lost",)),
+    "08.3 stream only": ("08.3", wrong_floor.stream_only, ("10 of the ids you named were not lost",)),
+    "08.3 floor only": ("08.3", wrong_floor.floor_only, ("5 of the ids you named were not lost",)),
 }
 
 
@@ -130,7 +130,7 @@ def test_a_wrong_answer_fails_with_its_finding(name, conn):
     assert registry.REGISTRY[key].hint not in text
 
 
-# -- 08.3 · a fold step killed by SIGKILL at every step of its second fold ---------------------------------------
+# -- 08.2 · a fold step killed by SIGKILL at every step of its second fold ---------------------------------------
 from wrong_answers import survive_every_kill as wrong_folds  # noqa: E402 - answers written to fail
 
 WRONG_FOLDS = {
@@ -147,8 +147,8 @@ WRONG_FOLDS = {
 @pytest.mark.parametrize("name", sorted(WRONG_FOLDS))
 def test_a_wrong_fold_fails_with_its_finding(name):
     answer, says = WRONG_FOLDS[name]
-    text = _fails_with(exercises.check("08.3", answer), *says)
-    assert registry.REGISTRY["08.3"].hint not in text
+    text = _fails_with(exercises.check("08.2", answer), *says)
+    assert registry.REGISTRY["08.2"].hint not in text
 
 
 def test_a_fold_that_raises_is_a_finding_naming_its_line():
@@ -158,7 +158,7 @@ def test_a_fold_that_raises_is_a_finding_naming_its_line():
 
         return fold_step
 
-    text = _fails_with(exercises.check("08.3", broken), "with no kill: the next runner's fold failed",
+    text = _fails_with(exercises.check("08.2", broken), "with no kill: the next runner's fold failed",
                        "AttributeError", "line 2 of your fold step")
     assert "Traceback" not in text
 
@@ -167,7 +167,7 @@ def test_a_fold_that_raises_is_a_finding_naming_its_line():
 def test_every_exercise_of_07_to_09_has_two_wrong_answers_and_each_notebook_a_build():
     tested = (
         ["07.2"] * len(WRONG_CAPSTONES) + ["09.2"] * len(WRONG_WAITS) + ["09.1"] * len(WRONG_FAILOVERS)
-        + [key for key, _, _ in WRONG_OTHERS.values()] + ["08.3"] * len(WRONG_FOLDS)
+        + [key for key, _, _ in WRONG_OTHERS.values()] + ["08.2"] * len(WRONG_FOLDS)
     )
     mine = sorted(k for k in registry.REGISTRY if k[:2] in ("07", "08", "09"))
     assert mine == sorted(set(tested))

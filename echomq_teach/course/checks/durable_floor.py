@@ -86,11 +86,11 @@ def _s081(conn: Connector, queue: str) -> tuple[Any, ...]:
 
 
 @exercise(
-    "08.2",
+    "08.3",
     "Find what was lost",
     "Hint: every settle that was not lost is on the floor (floor.open_floor(path).settles(stream)) or still in "
     "the stream (XRANGE); an id in neither was trimmed before any driver folded it.",
-    solution="08_2_find_the_lost.py",
+    solution="08_3_find_the_lost.py",
     kind="diagnose",
 )
 def _v082(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
@@ -107,7 +107,7 @@ def _v082(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
     f.expect(lost <= result, f"{len(lost - result)} lost ids are missing from your answer.")
 
 
-@setup_for("08.2")
+@setup_for("08.3")
 def _s082(conn: Connector, queue: str) -> tuple[Any, ...]:
     from ... import floor
     from ...floor.driver import completions_stream
@@ -121,9 +121,9 @@ def _s082(conn: Connector, queue: str) -> tuple[Any, ...]:
     return path, settled
 
 
-# -- 08.3 · build: a fold step that survives a kill at every step of it --------------------------------------
+# -- 08.2 · build: a fold step that survives a kill at every step of it --------------------------------------
 class FOLD:
-    """The judged runs of 08.3: 25 settles, folded by the learner's step in a process killed at each step."""
+    """The judged runs of 08.2: 25 settles, folded by the learner's step in a process killed at each step."""
 
     SETTLES = 25
     TIMEOUT_S = 30.0
@@ -138,7 +138,7 @@ def _fold_module(step: Any, folder: Path) -> tuple[str, str]:
         source = textwrap.dedent(inspect.getsource(step))
     except (OSError, TypeError) as exc:
         raise BadInput(f"the source of {name!r} cannot be read, so no process can import it: {exc}") from exc
-    (folder / "learner_fold.py").write_text("# written by the 08.3 check for its runner processes\n" + source)
+    (folder / "learner_fold.py").write_text("# written by the 08.2 check for its runner processes\n" + source)
     return "learner_fold", name
 
 
@@ -241,7 +241,7 @@ def _one_kill(node: Any, conn: Connector, base: dict[str, Any], kill: tuple[int,
 
 
 def judge_fold(step: Any, f: Findings) -> None:
-    """Judge a fold step (08.3): a clean run, then one killed at each step of its second fold, on a node of its own."""
+    """Judge a fold step (08.2): a clean run, then one killed at each step of its second fold, on a node of its own."""
     from ...nodes.local import LocalNode
 
     if not callable(step):
@@ -288,12 +288,12 @@ def judge_fold(step: Any, f: Findings) -> None:
 
 
 @judged(
-    "08.3",
+    "08.2",
     "A fold that survives a kill at every step",
     "Hint: read after the floor's cursor (kit.cursor()), never from the stream's start; commit the slice with "
     "that same cursor as since; only then trim, and only below what the floor holds (kit.trim_below()). A kill "
     "between any two of those leaves either nothing done or a commit the next fold will not read again.",
-    solution="08_3_survive_every_kill.py",
+    solution="08_2_survive_every_kill.py",
 )
 def _j083(answer: Any, f: Findings) -> None:
     judge_fold(answer, f)

@@ -12,17 +12,17 @@ from ...errors import WireError
 from ...nodes.providers import start_node
 from ..registry import Findings, exercise, keyed_dict, prediction, setup_for
 
-# -- 04.1 · leases a former server granted ---------------------------------------------------------------
+# -- 04.2 · leases a former server granted ---------------------------------------------------------------
 _FORMER: dict[str, list[str]] = {}
 
 
 @exercise(
-    "04.1",
+    "04.2",
     "Leases a former server granted",
     "Hint: a native claim stamps the row's lease_epoch with the run_id of the server process that granted the "
     "lease (INFO server, conn.client.info('server')['run_id']). A lease from before a restart carries another "
     "run_id; compare each active row's lease_epoch with the node's run_id now.",
-    solution="04_1_former_leases.py",
+    solution="04_2_former_leases.py",
     kind="diagnose",
 )
 def _v041(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
@@ -38,7 +38,7 @@ def _v041(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Finding
     f.expect(not missed, f"{len(missed)} lease(s) from before the restart are missing from your answer.")
 
 
-@setup_for("04.1")
+@setup_for("04.2")
 def _s041(conns: Any, queue: str) -> tuple[Any, ...]:
     _, n_conn = conns
     ids_ = [jobs.enqueue(n_conn, queue, f"job {i}") for i in range(5)]
@@ -54,7 +54,7 @@ def _s041(conns: Any, queue: str) -> tuple[Any, ...]:
     return ()
 
 
-# -- 04.2 · which wire does each node take? ----------------------------------------------------------------
+# -- 04.3 · which wire does each node take? ----------------------------------------------------------------
 # What a night of maintenance left on four nodes of the check's own (a brand is never changed on a shared
 # node): (module loaded, brand). Each is a state a connector judges differently from a glance at one of the two.
 FOREIGN = "somebody-else:1.0"
@@ -95,12 +95,12 @@ def _why(n: int, module: bool, brand: str | None) -> str:
 
 
 @exercise(
-    "04.2",
+    "04.3",
     "Which wire does each node take?",
     "Hint: read each node's brand (GET {emq}:version on node.client()) and whether trafikey is loaded "
     "(MODULE LIST); the connectors' rules are in the cells above. Trying a connector is not reading: "
     "a wire 4 connector brands a node that has no brand.",
-    solution="04_2_which_wire.py",
+    solution="04_3_which_wire.py",
     kind="diagnose",
 )
 def _v042(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
@@ -127,7 +127,7 @@ def _v042(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Finding
             node.stop()
 
 
-@setup_for("04.2")
+@setup_for("04.3")
 def _s042(conns: Any, queue: str) -> tuple[Any, ...]:
     states = list(_STATES)
     random.shuffle(states)  # the order changes from one check to the next: no answer by position
@@ -144,7 +144,7 @@ def _s042(conns: Any, queue: str) -> tuple[Any, ...]:
     return (nodes,)
 
 
-# -- 04.3 · where the two part ways --------------------------------------------------------------------------
+# -- 04.1 · where the two part ways --------------------------------------------------------------------------
 ANSWERS = ("claimed", "empty", "error")
 PARTS = (
     "a raw call on a paused queue",
@@ -169,11 +169,11 @@ def _raw_claim(conn: Connector, queue: str, lease: object) -> str:
 
 
 @prediction(
-    "04.3",
+    "04.1",
     "Where the two part ways",
     "Hint: the pause flag is read by claim/3 and by EMQ.CLAIM, never by the @claim2 script; a script that "
     "fails after its first write keeps what it wrote, while the command checks everything before it writes.",
-    solution="04_3_part_ways.py",
+    solution="04_1_part_ways.py",
     shape=keyed_dict((*PARTS, WHERE)),
 )
 def _r043(conns: Any, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
@@ -200,6 +200,6 @@ def _r043(conns: Any, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     return seen
 
 
-@setup_for("04.3")
+@setup_for("04.1")
 def _s043(conns: Any, queue: str) -> tuple[Any, ...]:
     return ()

@@ -1,4 +1,4 @@
-"""Wrong answers to 08.1 (predict the crash) and 08.2 (find what was lost), each with the finding that must name why."""
+"""Wrong answers to 08.1 (predict the crash) and 08.3 (find what was lost), each with the finding that must name why."""
 
 
 def crash_rolls_back():
@@ -12,7 +12,7 @@ def folds_twice():
 
 
 def stream_only(conn, queue, floor_path, settled):
-    # 08.2: reads the stream alone: every settle already on the floor is taken for lost
+    # 08.3: reads the stream alone: every settle already on the floor is taken for lost
     from echomq_teach import floor
 
     still = {f["id"] for _, f in conn.call("XRANGE", floor.completions_stream(queue), "-", "+")}
@@ -20,7 +20,7 @@ def stream_only(conn, queue, floor_path, settled):
 
 
 def floor_only(conn, queue, floor_path, settled):
-    # 08.2: reads the floor alone: the settles still waiting in the stream are taken for lost
+    # 08.3: reads the floor alone: the settles still waiting in the stream are taken for lost
     from echomq_teach import floor
 
     with floor.open_floor(floor_path, readonly=True) as f:

@@ -3,7 +3,7 @@
 from echomq_teach import keyspace, snapshots
 
 
-# -- 04.1 · leases a former server granted ------------------------------------------------------------------
+# -- 04.2 · leases a former server granted ------------------------------------------------------------------
 def every_stamped_lease(s_conn, n_conn, queue):
     # lease_epoch taken for "from before a restart": every native claim stamps one
     s = snapshots.snapshot(n_conn, queue)
@@ -17,7 +17,7 @@ def this_servers_leases(s_conn, n_conn, queue):
     return sorted(i for i in s.active if s.rows[i].get("lease_epoch") == run_id)
 
 
-# -- 04.2 · which wire does each node take? ----------------------------------------------------------------
+# -- 04.3 · which wire does each node take? ----------------------------------------------------------------
 def wire_by_brand_alone(s_conn, n_conn, queue, nodes):
     # the brand read as the whole story: the module never asked about, an unbranded node taken for nobody's
     said = {keyspace.BRAND_WIRE4: "wire 4", keyspace.BRAND_WIRE6: "wire 6"}
@@ -50,7 +50,7 @@ def wire_by_module_alone(s_conn, n_conn, queue, nodes):
     return ["wire 6" if module(node) else "wire 4" for node in nodes]
 
 
-# -- 04.3 · where the two part ways --------------------------------------------------------------------------
+# -- 04.1 · where the two part ways --------------------------------------------------------------------------
 def part_ways_alike():
     # "one transition, two executors" read as "no difference at all"
     return {

@@ -1,4 +1,4 @@
-"""Wrong answers to 08.3 (a fold that survives a kill at every step), each with the finding that must name why."""
+"""Wrong answers to 08.2 (a fold that survives a kill at every step), each with the finding that must name why."""
 
 
 def trim_first():
