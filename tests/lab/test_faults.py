@@ -130,7 +130,9 @@ def test_a_worker_killed_at_each_crash_point(either, point, runs, charges, token
 
 def test_a_worker_killed_halfway_through_its_batch(either, queue):
     # w0 claims four jobs in one call, runs two handlers and dies: nothing of its batch was settled
-    with Run(either.node, queue, workers=2, lease_ms=300, work_ms=20, tick_ms=20, batch=4,
+    # a lease far longer than a healthy batch takes (4 × 20 ms), so that only the dead worker's leases lapse, even
+    # on a loaded machine
+    with Run(either.node, queue, workers=2, lease_ms=1500, work_ms=20, tick_ms=20, batch=4,
              handler="echomq_teach.lab.handlers:charge", timeout=60) as run:
         try:
             batch = run.produce(4)

@@ -238,18 +238,33 @@ class ModelRun:
             p = self.slots[fault.slot or 0]
             assert p is not None
             if fault.kind == "kill":
-                child = self._running_child(p) if self.model.kill_target == "child" else None
-                self.nemesis.note("kill", worker=p.name, pid=child or p.pid, child=child is not None)
-                if child is not None:
-                    os.kill(child, signal.SIGKILL)  # the pool child: its parent lives on
-                else:
-                    p.kill()  # SIGKILL by its PID, reaped
-                    self.spawn(fault.slot or 0)
+                if self.model.kill_target == "child" and self._kill_child(p):
+                    return
+                self.nemesis.note("kill", worker=p.name, pid=p.pid, child=False)
+                p.kill()  # SIGKILL by its PID, reaped
+                self.spawn(fault.slot or 0)
             elif fault.kind == "freeze":
                 self.nemesis.note("freeze", worker=p.name, pid=p.pid)
                 p.freeze()
             else:
                 raise BadInput(f"the case files use kill and freeze, not {fault.kind!r}")
+
+    def _kill_child(self, p: _Proc) -> bool:
+        """SIGKILL the pool child running a task in ``p`` (its parent lives on); False when none was found.
+
+        A child can end its task between being found and being signalled: then the next one is looked for."""
+        for _ in range(3):
+            child = self._running_child(p)
+            if child is None:
+                return False
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                continue  # it finished its task a moment ago: look for the next one
+            # noted once it landed (a kill that missed is no fault of the run)
+            self.nemesis.note("kill", worker=p.name, pid=child, child=True)
+            return True
+        return False
 
     @staticmethod
     def _running_child(p: _Proc, wait_s: float = 1.0) -> int | None:
