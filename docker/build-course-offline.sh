@@ -175,6 +175,8 @@ install -D -m 0644 "$repo/tools/jupyterlab/overrides.json" "$rootfs/usr/local/sh
 # -- the learner ---------------------------------------------------------------------------------------
 cp "$repo"/notebooks/*.ipynb "$rootfs/$course/"
 cp -r "$repo/notebooks/solutions" "$rootfs/$course/solutions"
+# the notebooks link the ledger and the decisions as docs/… (notebooks/docs is a link to ../docs in the repo)
+cp -r "$repo/docs" "$rootfs/$course/docs"
 find "$rootfs/$course" -name __pycache__ -prune -exec rm -rf {} +
 # trusted in the learner's own Jupyter data folder (HOME=/home/learner): the notebooks open showing their widgets
 JUPYTER_DATA_DIR="$rootfs/$learner_home/.local/share/jupyter" "$venv_python" -m jupyter trust "$rootfs/$course"/*.ipynb >/dev/null

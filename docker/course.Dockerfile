@@ -42,9 +42,10 @@ RUN pip install -e "/opt/the-queue[hub]" \
 
 USER learner
 WORKDIR /home/learner
-# compile trafikey once, into the learner's cache (keyed by the hash of native/)
+# compile trafikey once, into the learner's cache (keyed by the hash of native/); -L: notebooks/docs is a link to
+# ../docs in the repository, copied as the files it names
 RUN python -c "from echomq_teach.nodes import trafikey; print(trafikey.build())" \
- && cp -r /opt/the-queue/notebooks /home/learner/the-queue \
+ && cp -rL /opt/the-queue/notebooks /home/learner/the-queue \
  && jupyter trust /home/learner/the-queue/*.ipynb
 
 # the port from $JUPYTER_PORT, as in the offline image; a taken port fails instead of moving

@@ -5,11 +5,11 @@
 # time, with a number that later proves who may finish it.
 #
 # What that promises, exactly: **one holder per lease.** While a lease runs, no other claim on the
-# node that granted it can take the job ([ledger](../docs/guarantees.md#one-holder-per-lease); a
+# node that granted it can take the job ([ledger](docs/guarantees.md#one-holder-per-lease); a
 # failover can break it, as 09 shows). It does not promise that the job's handler runs once: a worker
 # whose lease lapses may still be running when a sweep hands the job to another, so a handler may run
 # more than once (*at-least-once*). What runs once in each of the job's lives is the **settle**: only
-# the holder of the current token completes ([ledger](../docs/guarantees.md#one-settle-per-life)).
+# the holder of the current token completes ([ledger](docs/guarantees.md#one-settle-per-life)).
 # And `@complete` checks the token and the state, not the deadline, so a late worker still completes
 # when no sweep ran first. This notebook shows each of these; `07-when-things-fail.ipynb` takes them to
 # races and crashes.
@@ -74,7 +74,7 @@ assert conn.last()[0].reply == []
 # The whole claim is this one file. It runs atomically: no other command on the node runs between
 # its first line and its last. This body is the course page's own, line for line, as is the handle
 # above; most other scripts in `lua/` are the kit's, written to what the page describes in prose
-# (which is which: [`docs/decisions.md`](../docs/decisions.md), "What is the page's, and what is the kit's").
+# (which is which: [`docs/decisions.md`](docs/decisions.md), "What is the page's, and what is the kit's").
 
 # %%
 claim2 = scripts.load("claim2")
@@ -155,7 +155,7 @@ assert t0 <= deadline - 30_000 <= t1
 # Why the server's clock? Because the deadline is read later by `@reap`, which also runs on the
 # server. On one node, one clock stamps the lease and the same clock judges it, whatever the clocks of
 # the workers say. After a failover another machine's clock judges it
-# ([ledger](../docs/guarantees.md#server-clock)).
+# ([ledger](docs/guarantees.md#server-clock)).
 
 # %% [markdown]
 # ### 02.1 · Late, but not too late (predict before you read on)
@@ -225,7 +225,7 @@ assert (first.attempts, second.attempts, late, on_time) == (1, 2, jobs.STALE, jo
 # the node: when its lease lapses, the node cannot tell a dead worker from a slow one, and a sweep
 # hands the job on. If the first worker was only slow, the handler has now run twice. What the queue
 # can promise is the second half: **one settle per job in each of its lives**, on one node — the fence
-# lets exactly one completion through ([ledger](../docs/guarantees.md#one-settle-per-life); 07 shows
+# lets exactly one completion through ([ledger](docs/guarantees.md#one-settle-per-life); 07 shows
 # a second life, and 09 a failover that breaks it). So: *at-least-once handler runs, exactly-once
 # settles per life*. A handler whose effects must not
 # repeat (a payment, an e-mail) makes them idempotent itself, for example keyed by the job's id.
@@ -405,8 +405,8 @@ view
 # - `@claim2` pops the oldest id, guards against ghosts, moves the token, and stamps the deadline
 #   from the server's `TIME`.
 # - The lease lives in the active score, the fencing token in `attempts`: one holder per lease on one
-#   node ([ledger](../docs/guarantees.md#one-holder-per-lease)), a handler that may run more than once,
-#   one settle per job in each life ([ledger](../docs/guarantees.md#one-settle-per-life)) — and a late
+#   node ([ledger](docs/guarantees.md#one-holder-per-lease)), a handler that may run more than once,
+#   one settle per job in each life ([ledger](docs/guarantees.md#one-settle-per-life)) — and a late
 #   worker that completes when no sweep ran first.
 # - The row key is built inside the script from the declared base, in the same slot.
 #

@@ -182,7 +182,7 @@ assert s.total() == 0 and not s.rows
 # the server's clock is past the active score. The lease has run out, yet the queue does not react:
 # **the id is still in active**, and it stays there until a client calls `reap/2` (`jobs.reap`). A job
 # comes back from a crashed worker only while somebody sweeps
-# ([ledger](../docs/guarantees.md#at-least-once-runs)). Its listing ends with another spliced-in
+# ([ledger](docs/guarantees.md#at-least-once-runs)). Its listing ends with another spliced-in
 # helper, `back_to_pending`, which `@promote` shares.
 
 # %%

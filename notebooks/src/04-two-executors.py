@@ -37,7 +37,7 @@ assert (s_raw.get("{emq}:version"), n_raw.get("{emq}:version")) == ("echomq:4.0.
 # %% [markdown]
 # Which body is whose: `@claim2` is the course page's own script, line for line. The C module
 # `trafikey` is the kit's own: the page shows only its command line and its reply, and says how it
-# differs (the four differences below). [`docs/decisions.md`](../docs/decisions.md) lists which parts are
+# differs (the four differences below). [`docs/decisions.md`](docs/decisions.md) lists which parts are
 # the page's and which the kit's.
 #
 # The native node loaded the module when it started (a `loadmodule` line in its config file); the
@@ -593,7 +593,7 @@ if lab is not native:
 # again with a new token — but those jobs wait. A bigger batch buys fewer round trips with more
 # jobs waiting after a crash. (Every lease of a batch runs from its one claim, so a consumer whose
 # batch is slow settles what it has done once half the lease has gone:
-# [`docs/decisions.md`](../docs/decisions.md), "the lease guard".)
+# [`docs/decisions.md`](docs/decisions.md), "the lease guard".)
 
 # %% [markdown]
 # ## Recap

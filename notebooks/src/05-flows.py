@@ -114,7 +114,7 @@ print(exercises.check("05.1", refused_lands, conn))
 # child names its parent there, so the call adds the parent's three keys to the script's KEYS: the
 # **five-key form** of `@complete` (a plain job's completion declares two). This branch is the course
 # page's own excerpt; the token fence at the top of the script is the kit's
-# (D-3 in [`docs/decisions.md`](../docs/decisions.md)). Inside the script, this branch runs:
+# (D-3 in [`docs/decisions.md`](docs/decisions.md)). Inside the script, this branch runs:
 
 # %%
 source = scripts.load("complete").source.splitlines()

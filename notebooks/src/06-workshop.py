@@ -85,9 +85,9 @@ print("happy path, failure fork and recovery: each ended where the course says")
 # %% [markdown]
 # Two numbers did all the work there: the active score, which is when the lease runs out, and
 # `attempts`, which is the token a completion must present. One times the work — one holder per lease
-# ([ledger](../docs/guarantees.md#one-holder-per-lease)), and a sweep may hand a lapsed job to another
+# ([ledger](docs/guarantees.md#one-holder-per-lease)), and a sweep may hand a lapsed job to another
 # worker, so a handler may run more than once; the other decides whose answer counts — one settle per
-# job in each of its lives ([ledger](../docs/guarantees.md#one-settle-per-life)).
+# job in each of its lives ([ledger](docs/guarantees.md#one-settle-per-life)).
 
 # %% [markdown]
 # ## The claim, natively
@@ -202,7 +202,7 @@ assert conn.call("XLEN", stream) == 5
 #
 # **The pattern.** Underneath the Queue are two ideas from the catalogue of patterns built on Redis
 # and Valkey. A *reliable queue* gets a job back from a crashed worker, as long as a client sweeps
-# ([ledger](../docs/guarantees.md#at-least-once-runs)): the job is handed out and
+# ([ledger](docs/guarantees.md#at-least-once-runs)): the job is handed out and
 # marked in one atomic step, it stays visible to the system while a worker holds it, and if the worker
 # does not confirm within a time, the job becomes claimable again. *Flow control* — one job waiting on
 # others — is the same reliable queue used as a building block: each child is an ordinary reliable job,
@@ -267,7 +267,7 @@ print(exercises.check("06.1", waiting_for, conn))
 # - **`EVALSHA`** — how each script runs after it is loaded once; a node that forgot it answers
 #   `NOSCRIPT`, and the kit loads it again.
 # - **Modules** (`loadmodule`, the module API) — how `trafikey` registers `EMQ.CLAIM` and its siblings;
-#   our declarations of the API are described in [`docs/decisions.md`](../docs/decisions.md).
+#   our declarations of the API are described in [`docs/decisions.md`](docs/decisions.md).
 # - **This course** — `01-lifecycle.ipynb` (the state machine), `02-claim-and-lease.ipynb` (the lease
 #   and the token), `03-completion-and-recovery.ipynb` (complete, retry, the sweeps),
 #   `04-two-executors.ipynb` (the script and the command, body by body), `05-flows.ipynb` (the land and
@@ -282,10 +282,10 @@ print(exercises.check("06.1", waiting_for, conn))
 #   first claim, retry, promote, claim and a last retry into dead; and one reap, called by a client,
 #   when a worker vanishes. On a native node the claim is one command with the same reply.
 # - The lease (the active score) keeps every other claim on its node away from the job until its
-#   deadline — one holder per lease ([ledger](../docs/guarantees.md#one-holder-per-lease)). It bounds
+#   deadline — one holder per lease ([ledger](docs/guarantees.md#one-holder-per-lease)). It bounds
 #   neither how long the handler runs nor whether its worker lives: a handler may run again after a
 #   sweep hands a lapsed job on. The token (`attempts`) decides whose completion counts, so each job
-#   settles once in each of its lives ([ledger](../docs/guarantees.md#one-settle-per-life)).
+#   settles once in each of its lives ([ledger](docs/guarantees.md#one-settle-per-life)).
 # - A flow is one atomic land plus a counter; each child's completion takes one off, and zero
 #   releases the parent.
 # - Four sorted sets and one hash per job: that is the whole queue. The pattern: confirm atomically,
@@ -300,7 +300,7 @@ print(exercises.check("06.1", waiting_for, conn))
 # - [`LMOVE` and its reliable-queue pattern][r1]: the pattern this workshop builds on, in its list form.
 # - [Tyler Treat, *You cannot have exactly-once delivery* (2015)][r2]: why at-least-once runs and
 #   idempotent effects are the honest pair.
-# - [The ledger of guarantees](../docs/guarantees.md): every promise this course makes, with its scope
+# - [The ledger of guarantees](docs/guarantees.md): every promise this course makes, with its scope
 #   and its proof.
 #
 # [r1]: https://valkey.io/commands/lmove/

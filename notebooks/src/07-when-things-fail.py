@@ -110,8 +110,8 @@ assert report.handler_runs == {a_id: 2, b_id: 1}
 # %% [markdown]
 # Valid — and yet job `a`'s handler ran twice (once on w1, once on w2), and w1's late settle was
 # refused. Both are what the queue *promises*, not failures of it: **one holder per lease, and a
-# settle only from the current holder** ([ledger](../docs/guarantees.md#one-holder-per-lease),
-# [ledger](../docs/guarantees.md#one-settle-per-life)). The handler itself may run more than once. The checker
+# settle only from the current holder** ([ledger](docs/guarantees.md#one-holder-per-lease),
+# [ledger](docs/guarantees.md#one-settle-per-life)). The handler itself may run more than once. The checker
 # counts those runs so you can see them; it flags only what would break the promise.
 #
 # ## A race: two workers, one job
@@ -169,7 +169,7 @@ print("every job settled twice was first handed out twice:",
 
 # %% [markdown]
 # The same race with the page's `claim/3` → `@claim2`, which keeps one holder per lease on one node
-# ([ledger](../docs/guarantees.md#one-holder-per-lease)):
+# ([ledger](docs/guarantees.md#one-holder-per-lease)):
 
 # %%
 atomic_dir = tempfile.mkdtemp(prefix="atomic-")  # ledger: one-holder-per-lease
@@ -182,7 +182,7 @@ assert atomic.valid and atomic.settled == 200 and set(atomic.handler_runs.values
 
 # %% [markdown]
 # Nothing: in this run each job went to exactly one thread, ran once, settled once
-# ([ledger](../docs/guarantees.md#one-holder-per-lease)). The script runs as one step
+# ([ledger](docs/guarantees.md#one-holder-per-lease)). The script runs as one step
 # on the node — no other client's command can land between its `ZPOPMIN` and its `ZADD`.
 #
 # ## A worker killed between its round trips
@@ -319,7 +319,7 @@ assert zombie == ["stale"] and report.handler_runs[job] == 2 and list(once) == [
 #
 # **Exactly once**, then, is not something a queue can give a handler that talks to the outside
 # world: the job is *run* at least once and *settled* exactly once in each life
-# ([ledger](../docs/guarantees.md#one-settle-per-life)), and the handler closes the gap.
+# ([ledger](docs/guarantees.md#one-settle-per-life)), and the handler closes the gap.
 #
 # ## The lease is about time, not about completion
 #
@@ -367,7 +367,7 @@ print("tokens climb with every claim:", tokens[:4], "…")
 assert short.handler_runs[job] >= 5 and short.settled == 0 and short.unfinished == [job] and short.valid
 
 # %% [markdown]
-# Valid — nothing lost, nothing settled twice ([ledger](../docs/guarantees.md#faults-lose-nothing)) —
+# Valid — nothing lost, nothing settled twice ([ledger](docs/guarantees.md#faults-lose-nothing)) —
 # and useless. Pick a lease comfortably longer than the
 # slowest handler run you expect (a heartbeat that extends it is the other answer, which this queue
 # does not have), and a recovery tick that makes a crashed job come back soon enough.
@@ -418,9 +418,9 @@ assert (c.attempts, late) == (1, jobs.OK) and not reuse.valid
 
 # %% [markdown]
 # The kit's own ids (`ids.mint()`) do not repeat within one minting process, and across processes only
-# by a very unlikely coincidence ([ledger](../docs/guarantees.md#minted-ids-are-fresh)); so this meets
+# by a very unlikely coincidence ([ledger](docs/guarantees.md#minted-ids-are-fresh)); so this meets
 # callers who choose their own ids (the break of [one settle per
-# life](../docs/guarantees.md#one-settle-per-life)); `jobs.enqueue` says so in its docstring. If you
+# life](docs/guarantees.md#one-settle-per-life)); `jobs.enqueue` says so in its docstring. If you
 # must reuse an id, never while a worker of its old life may still be out there.
 #
 # ## A nemesis
@@ -458,7 +458,7 @@ print(verdict.summary())  # ledger: faults-lose-nothing
 
 # %% [markdown]
 # The verdict is what the queue promises under all of that, on one node whose append-only file is
-# synced on every write ([ledger](../docs/guarantees.md#faults-lose-nothing)): nothing lost, nothing
+# synced on every write ([ledger](docs/guarantees.md#faults-lose-nothing)): nothing lost, nothing
 # settled twice, no settle from a replaced holder. The lines after it are the price of faults — handler runs past the
 # first, stale settles refused, calls whose answers never came — each one expected, each one counted.
 # The timeline shows where they happened:
@@ -493,7 +493,7 @@ print(source.getsource(handlers.Context.charge))
 # three seeds it draws, side by side, one queue each on your node. It passes only if, on every seed, the
 # checker says *valid*, every order completed (none dead, none left over), and **every customer was
 # charged exactly once**, which the queue alone does not give
-# ([ledger](../docs/guarantees.md#one-settle-per-life)).
+# ([ledger](docs/guarantees.md#one-settle-per-life)).
 #
 # Your function returns your choices: `{"lease_ms": …, "max_attempts": …, "handler": h}`, where `h`
 # is a handler you write in this cell: a function `h(job, ctx)` that stands alone, as every handler
@@ -549,8 +549,8 @@ chaos
 # - A crash between claim and settle leaves the job to its lease and the next sweep; a crash after
 #   the handler runs it again; a crash after the settle was sent settles it once, unseen.
 # - The queue gives **one holder per lease and one settle per life** on one node
-#   ([ledger](../docs/guarantees.md#one-holder-per-lease),
-#   [ledger](../docs/guarantees.md#one-settle-per-life)). The handler runs **at least once**: side
+#   ([ledger](docs/guarantees.md#one-holder-per-lease),
+#   [ledger](docs/guarantees.md#one-settle-per-life)). The handler runs **at least once**: side
 #   effects must be idempotent.
 # - `@complete` checks the token and the state, not the deadline: choose `lease_ms` longer than the
 #   work, short enough that a crash costs little.

@@ -5,7 +5,7 @@
 # completed row is deleted; a dead one stays until an operator reprocesses, removes or trims it, and
 # trimming deletes. What can outlive memory is a stream: a Consumer started with `record=True` adds
 # every ending to `emq:{q}:stream:completions`, one entry per ending in each life
-# ([ledger](../docs/guarantees.md#one-ending-one-entry); a call without the flag writes none), and when
+# ([ledger](docs/guarantees.md#one-ending-one-entry); a call without the flag writes none), and when
 # a deployment declares that stream to the archive driver, the driver **folds each slice into a durable
 # floor before it trims it** — an embedded store by default, an object store when a remote is
 # configured.
@@ -539,7 +539,7 @@ print(exercises.check("08.3", find_the_lost, conn))
 # - The archive driver folds the completions stream slice by slice: read after the cursor, write the
 #   rows and the cursor in one transaction, commit, (upload), and only then trim with `MINID`.
 # - Killed at any of the steps tested (read, write, commit, upload, trim), it loses nothing and archives
-#   nothing twice ([ledger](../docs/guarantees.md#floor-fold-survives-a-kill)): the next driver finishes the
+#   nothing twice ([ledger](docs/guarantees.md#floor-fold-survives-a-kill)): the next driver finishes the
 #   upload and the trim, then reads after the committed cursor. One driver per stream; a second is
 #   refused, and a late one is fenced by its token.
 # - The floor answers alone: a job by id, a time range, counts, throughput.

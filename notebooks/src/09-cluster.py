@@ -203,7 +203,7 @@ c4.close()
 # On loopback the replica trails its primary by well under a millisecond, so a kill at a random
 # moment rarely lands inside that gap. `bench/bench_failover.py` killed primaries that way 24 times
 # on the machine the course was built on, and the checker found nothing lost (docs/cluster.md) — the
-# luck of timing, not a promise ([ledger](../docs/guarantees.md#wait-keeps-confirmed-writes)). So we
+# luck of timing, not a promise ([ledger](docs/guarantees.md#wait-keeps-confirmed-writes)). So we
 # **widen the gap on purpose** and say so. `CLIENT PAUSE 2500 WRITE` on the replica makes it keep
 # receiving its primary's stream while applying none of it. The kill comes 0.4 s later. During that
 # window each producer enqueues a burst of 20 jobs while the workers carry on.
@@ -255,9 +255,9 @@ for key in plain.figures():
 # inside the window, its settle is what went missing instead.) Settles the old primary acknowledged
 # are missing from the stream (**unrecorded**), and once the job ran again it was **settled twice**.
 # Jobs **ran twice**. Every finding is about a job that had a call answered inside the window. These
-# are the breaks of what one node promised: [one holder per lease](../docs/guarantees.md#one-holder-per-lease),
-# [one settle per life](../docs/guarantees.md#one-settle-per-life) and
-# [nothing lost under faults](../docs/guarantees.md#faults-lose-nothing).
+# are the breaks of what one node promised: [one holder per lease](docs/guarantees.md#one-holder-per-lease),
+# [one settle per life](docs/guarantees.md#one-settle-per-life) and
+# [nothing lost under faults](docs/guarantees.md#faults-lose-nothing).
 
 # %%
 burst = {o.job for o in plain.history.calls("enqueue") if o.worker == "producer"} - {
@@ -310,7 +310,7 @@ assert w.valid and sum(w.counts().values()) == 0 and w.enqueue_unknown == 20 and
 # %% [markdown]
 # A producer that gets no answer sends again, and an unanswered claim is only a lease that lapses. That
 # is the part of the window WAIT closes: **no write WAIT confirmed is lost** — here, with one replica
-# that confirmed and then was promoted ([ledger](../docs/guarantees.md#wait-keeps-confirmed-writes)).
+# that confirmed and then was promoted ([ledger](docs/guarantees.md#wait-keeps-confirmed-writes)).
 # The part it cannot close is a WAIT that times out. It answers with fewer replicas than asked
 # (`conn.wait_short` counts those), and the write is then acknowledged by the primary alone. Had this
 # run's timeout been shorter than the window (say `WAIT 1 50`), its writes would have been answered and
@@ -405,7 +405,7 @@ for closing in (p_raw, r_raw, cc):
 # read. On two machines they differ by the offset between the clocks: promote a replica whose clock
 # runs five seconds ahead, and every lease it inherited ends five seconds early by its judgement — a
 # sweep hands those jobs on while their workers may still be at work. One clock stamps and judges a
-# lease only while one node holds it ([ledger](../docs/guarantees.md#server-clock)); keep the hosts'
+# lease only while one node holds it ([ledger](docs/guarantees.md#server-clock)); keep the hosts'
 # clocks synchronised, and leases much longer than the offset you can measure.
 #
 # ## What WAIT costs
@@ -453,7 +453,7 @@ print(f"before the hold: without WAIT {plain.rate():.0f} jobs/s · with WAIT 1 2
 #   claims (jobs run twice) and settles (missing from the stream, settled twice). The checker finds
 #   each one, inside the window.
 # - A write `WAIT 1` confirmed survives the failover to the replica that confirmed it (here, the one
-#   replica of its shard; [ledger](../docs/guarantees.md#wait-keeps-confirmed-writes)). A WAIT that
+#   replica of its shard; [ledger](docs/guarantees.md#wait-keeps-confirmed-writes)). A WAIT that
 #   times out confirms nothing, and WAIT costs a round trip and the replica's acknowledgement on every write.
 # - The promoted replica has a new `run_id`, so each lease inherited from the dead primary comes
 #   back once, uncounted.

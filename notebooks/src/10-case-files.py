@@ -103,10 +103,10 @@ show(model, ours)
 # %% [markdown]
 # **This queue shares half of the weakness.** A worker frozen past its lease loses the job here too:
 # the sweep puts it back and another worker runs it, so the handler runs twice
-# ([ledger](../docs/guarantees.md#at-least-once-runs)). What differs is the
+# ([ledger](docs/guarantees.md#at-least-once-runs)). What differs is the
 # settle: the frozen worker's settle carries its fencing token, the job's row has a newer one, and
 # the settle is refused (`stale settles refused` above). One ending per job, not two
-# ([ledger](../docs/guarantees.md#one-settle-per-life)). The handler's
+# ([ledger](docs/guarantees.md#one-settle-per-life)). The handler's
 # *effects* still happen twice, which is why notebook 07 asks for idempotent handlers, and why a
 # long job should renew its lease, fenced by the same token (02.2), instead of relying on one long
 # timeout.

@@ -40,3 +40,21 @@ def test_each_notebook_ends_its_lesson_with_further_reading(path: Path) -> None:
     defined = dict(re.findall(r"^\[(r\d+)\]: (\S+)$", text, flags=re.MULTILINE))
     assert len(used) >= 2 and used == set(defined), f"{path.stem}: links used {used}, defined {set(defined)}"
     assert all(url.startswith("https://") for url in defined.values())
+
+
+#: a link's target in markdown: inline `](target)` or a reference definition `[x]: target`
+LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)|^\[[^\]]+\]: (\S+)", re.MULTILINE)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=STEMS)
+def test_every_local_link_opens_inside_the_courses_jupyterlab(path: Path) -> None:
+    # tools/course.sh serves notebooks/ as JupyterLab's root: a link that climbs out of it does not open there,
+    # so the docs are reached through notebooks/docs (a link to ../docs; the course images copy the files)
+    notebooks = ROOT / "notebooks"
+    for text in markdown(path):
+        for m in LINK_TARGET.finditer(text):
+            target = (m.group(1) or m.group(2)).split("#")[0]
+            if not target or re.match(r"[a-z]+:", target):
+                continue  # an anchor in the notebook itself, or a web address
+            assert not target.startswith(("/", "..")), f"{path.stem}: {target} climbs out of notebooks/"
+            assert (notebooks / target).exists(), f"{path.stem}: {target} is not there"
