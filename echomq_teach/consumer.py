@@ -543,6 +543,11 @@ class Ticker:
     def tick(self) -> object:
         raise NotImplementedError
 
+    @property
+    def running(self) -> bool:
+        """True while the tick thread runs."""
+        return self._thread is not None and self._thread.is_alive()
+
     def start_thread(self, name: str) -> None:
         self._thread = threading.Thread(target=self.run, name=name, daemon=True)
         self._thread.start()

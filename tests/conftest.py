@@ -145,6 +145,25 @@ def gone(pid: int) -> bool:
     return False
 
 
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie counts as ended, unlike ``gone``)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+def wait_gone(pids: list[int], timeout: float = 10) -> list[int]:
+    """Wait (bounded) until none of ``pids`` runs; answers those still running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(alive(p) for p in pids):
+            return []
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
 def wait_for(predicate, what: str, timeout: float = 30.0) -> None:
     """Poll ``predicate`` until it holds, failing with ``what`` after ``timeout`` s (a bound, not a measurement)."""
     deadline = time.monotonic() + timeout

@@ -62,7 +62,20 @@ TUNABLE = ("lease_ms", "max_attempts", "retry_delay_ms", "handler", "handler_pat
            "record", "timeout", "wait", "batch")
 
 
-class RecordedMetronome(consumer.Metronome):
+class _Recorded:
+    """What a recorded ticker (the metronome, the Pump) closes once its beats have stopped: its own link and
+    its history file."""
+
+    rec: Recorder
+    conn: Connector
+
+    def stop(self) -> None:
+        super().stop()  # type: ignore[misc]
+        self.rec.close()
+        self.conn.close()
+
+
+class RecordedMetronome(_Recorded, consumer.Metronome):
     """The kit's Metronome whose promote and recovery calls are recorded in the ``metronome`` lane.
 
     A link lost (the node restarting) is skipped to the next tick, as
@@ -95,18 +108,8 @@ class RecordedMetronome(consumer.Metronome):
         self.recovered += len(recovered)
         return promoted, recovered
 
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
 
-    def stop(self) -> None:
-        """Stop the ticks, then close its own link and history file."""
-        super().stop()
-        self.rec.close()
-        self.conn.close()
-
-
-class RecordedPump(Pump):
+class RecordedPump(_Recorded, Pump):
     """The kit's Pump whose promote calls are recorded in the ``pump`` lane, as a worker's calls are.
 
     It ticks on a link of its own named ``client_name("pump")``, so that the
@@ -134,16 +137,6 @@ class RecordedPump(Pump):
             self.promoted[q] += len(moved[q])
         self.ticks += 1
         return moved
-
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
-    def stop(self) -> None:
-        """Stop the beats, then close its own link and history file."""
-        super().stop()
-        self.rec.close()
-        self.conn.close()
 
 
 @dataclass

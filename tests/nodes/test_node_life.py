@@ -17,28 +17,10 @@ import threading
 import time
 
 import pytest
+from conftest import alive, wait_gone
 
 from echomq_teach.nodes import container
 from echomq_teach.nodes.local import LocalNode
-
-
-def alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie counts as ended)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-
-
-def wait_gone(pids: list[int], timeout: float = 10) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        left = [p for p in pids if alive(p)]
-        if not left:
-            return []
-        time.sleep(0.05)
-    return [p for p in pids if alive(p)]
 
 
 def test_a_node_started_from_a_worker_thread_outlives_the_thread() -> None:
