@@ -149,7 +149,7 @@ def judge_failover(answer: Any, f: Findings, seeds: Iterable[int] | None = None)
     "longest the replica can lag (here up to 2.5 s) by a good margin, or be 0 (wait as long as it takes).",
     solution="09_2_keep_what_failover_loses.py",
 )
-def _j091(answer: Any, f: Findings) -> None:
+def _judge_keep_what_failover_loses(answer: Any, f: Findings) -> None:
     judge_failover(answer, f)
 
 
@@ -194,7 +194,7 @@ def _answered_in_window(fo: Failover) -> int:
     "confirmed none; the kill cut the links first, so no enqueue of the window was answered, and nothing "
     "answered was lost: valid.",
 )
-def _r091(conn: Any, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
+def _run_predict_the_failover(conn: Any, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     # the run on a cluster of the check's own: the learner's cluster keeps its primaries
     cluster = start_cluster(native=True)
     try:

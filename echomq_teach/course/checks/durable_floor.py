@@ -55,7 +55,7 @@ def _crash_keys_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
     solution="08_1_predict_the_crash.py",
     shape=_crash_keys_shape,
 )
-def _r081(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, int]:
+def _run_predict_the_crash(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, int]:
     from ... import floor
     from ...floor.process import DriverProcess
     from ...floor.workload import stream_len
@@ -78,7 +78,7 @@ def _r081(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, int]:
 
 
 @setup_for("08.1")
-def _s081(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_predict_the_crash(conn: Connector, queue: str) -> tuple[Any, ...]:
     from ...floor.workload import settle_jobs
 
     settle_jobs(conn, queue, 35)
@@ -93,7 +93,7 @@ def _s081(conn: Connector, queue: str) -> tuple[Any, ...]:
     solution="08_3_find_the_lost.py",
     kind="diagnose",
 )
-def _v082(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_find_the_lost(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     _path, settled = args
     lost = set(settled[10:15])  # folded 10, then an operator's XTRIM MAXLEN 5 took the next 5 unarchived
     if not f.expect(
@@ -108,7 +108,7 @@ def _v082(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
 
 
 @setup_for("08.3")
-def _s082(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_find_the_lost(conn: Connector, queue: str) -> tuple[Any, ...]:
     from ... import floor
     from ...floor.driver import completions_stream
     from ...floor.workload import settle_jobs
@@ -295,5 +295,5 @@ def judge_fold(step: Any, f: Findings) -> None:
     "between any two of those leaves either nothing done or a commit the next fold will not read again.",
     solution="08_2_survive_every_kill.py",
 )
-def _j083(answer: Any, f: Findings) -> None:
+def _judge_survive_every_kill(answer: Any, f: Findings) -> None:
     judge_fold(answer, f)

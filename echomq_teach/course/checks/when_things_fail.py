@@ -38,7 +38,7 @@ def _crash_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
     solution="07_1_predict_the_crashes.py",
     shape=_crash_shape,
 )
-def _r071(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
+def _run_predict_the_crashes(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     outcomes = crash_points(_node(conn), queue, handler="echomq_teach.lab.handlers:charge_first")
     return {o.point: {"handler runs": o.runs, "charges": o.charges} for o in outcomes}
 
@@ -146,7 +146,7 @@ def judge_capstone(conn: Connector, queue: str, result: Any, f: Findings, seeds:
     solution="07_2_pass_the_nemesis.py",
     kind="build",
 )
-def _v072(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_pass_the_nemesis(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     keys = {"lease_ms", "max_attempts", "handler"}
     if not f.expect(isinstance(result, Mapping) and set(result) == keys,
                     f"return a dict with exactly the keys {sorted(keys)}; got {result!r}."):
