@@ -22,7 +22,7 @@ from typing import Any
 
 from . import jobs
 from .connector import Connector, address_from_url, connect
-from .consumer import Ticker
+from .consumer.ticker import Ticker
 from .errors import BadInput
 from .keyspace import check_queue
 
