@@ -8,7 +8,7 @@ from typing import Any
 
 from ... import jobs, snapshots, stalled
 from ...connector import Connector
-from ..judge import judge_reap
+from ..judges.reap import judge_reap
 from ..registry import Findings, exercise, judged, keyed_dict, prediction, setup_for
 
 

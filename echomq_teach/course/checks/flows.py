@@ -8,7 +8,7 @@ from typing import Any
 from ... import flows, ids, jobs, snapshots
 from ...connector import Connector
 from ...errors import BadInput, DuplicateJob
-from ..judge import judge_fan_in
+from ..judges.fan_in import judge_fan_in
 from ..registry import Findings, exercise, judged, keyed_dict, prediction, setup_for
 
 # -- 05.1 · what a refused land leaves -----------------------------------------------------------------------------
