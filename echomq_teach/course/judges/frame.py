@@ -16,6 +16,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from ... import snapshots
@@ -192,6 +193,37 @@ def checker_valid(said: str, report: Report, f: Findings, first: Any = None) -> 
     f.expect(False, f"{said}: the checker says invalid ({counts}). Its counterexample:\n"
              + counterexample(first or report.findings[0]))
     return False
+
+
+@dataclass
+class Ended:
+    """A judged run once stopped: what names it in a finding, its history, the checker's report, and the
+    breaks of notebook 01's table the queue was left with (as findings)."""
+
+    said: str
+    history: History
+    report: Report
+    state: Findings
+
+
+def end_run(run: Run, seed: int, faults: list[Any], report: Callable[[History], Report] | None = None) -> Ended:
+    """Stop ``run`` and read what the judge reads: its history, the checker's report (``report(history)``, or
+    the run's own check), and the queue's state against the table, every acknowledged completion rowless."""
+    run.stop()
+    history = run.history()
+    said = f"seed {seed} ({', '.join(str(x) for x in faults)})"
+    state = Findings()
+    state_holds(run.conn, run.queue, state, f"{said}: at the end of the run", settled=queue_state.completed_in(history))
+    return Ended(said, history, report(history) if report else run.check(), state)
+
+
+def checker_and_state(e: Ended, op: str, f: Findings) -> bool:
+    """The first questions of every judged run: did the learner's script fail inside it (the recorded ``op``
+    refused), does the checker say valid, does the queue keep the table? False (with the finding) if not."""
+    if not checker_and_scripts(e.said, e.history, e.report, op, f):
+        return False
+    f.items.extend(e.state.items)
+    return not e.state.items
 
 
 def checker_and_scripts(said: str, history: History, report: Report, op: str, f: Findings) -> bool:

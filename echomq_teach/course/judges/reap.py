@@ -30,14 +30,13 @@ from typing import Any
 
 from ... import completions, connector, jobs, keyspace, snapshots, stalled
 from ...errors import BadInput, BadStream
-from ...lab.checker import CLOCK_SLACK_MS, Report
+from ...lab.checker import CLOCK_SLACK_MS
 from ...lab.history import History, Op, Recorder
 from ...lab.nemesis import Nemesis
-from ...lab.queue_state import completed_in
 from ...lab.run import RecordedMetronome, Run
 from ...lab.worker_process import WorkerProcess
 from ..registry import Findings
-from .frame import call_script, checker_and_scripts, judge_script, state_holds, wait_drained
+from .frame import call_script, checker_and_state, end_run, judge_script, state_holds, wait_drained
 
 
 class REAP:
@@ -332,19 +331,12 @@ def _one_reap_seed(node: Any, sha: str, seed: int, f: Findings) -> bool:
             # stop early once the verdict is known: a lease reaped before it lapsed, the poison past its cap
             drained = wait_drained(run, REAP.DEADLINE_S, lambda h: bool(_released_early(h, REAP.LEASE_MS))
                                    or _poison_claims(h, poison) > REAP.MAX_ATTEMPTS)
-            run.stop()
-            history = run.history()
-            report: Report = run.check()
-            said = f"seed {seed} ({', '.join(str(x) for x in faults)})"
-            state = Findings()
-            state_holds(run.conn, queue, state, f"{said}: at the end of the run", settled=completed_in(history))
+            e = end_run(run, seed, faults)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    if not checker_and_scripts(said, history, report, "stalled", f):
+    if not checker_and_state(e, "stalled", f):
         return False
-    if state.items:
-        f.items.extend(state.items)
-        return False
+    said, history, report = e.said, e.history, e.report
     big = [o for o in history.calls("stalled") if o.ok and len(o.released()) + len(o.buried()) > REAP.LIMIT]
     if not f.expect(not big, f"{said}: a call of your reap handed a limit of {REAP.LIMIT} handled "
                     f"{len(big[0].released()) + len(big[0].buried()) if big else 0} leases."):

@@ -10,13 +10,20 @@ from pathlib import Path
 from typing import Any
 
 from ... import jobs, keyspace, snapshots
-from ...lab.checker import Report
 from ...lab.history import History, Op
 from ...lab.nemesis import Nemesis
-from ...lab.queue_state import completed_in
 from ...lab.run import Run
 from ..registry import Findings
-from .frame import call_script, checker_and_scripts, judge_script, server_ms, state_holds, unchanged, wait_drained
+from .frame import (
+    call_script,
+    checker_and_state,
+    end_run,
+    judge_script,
+    server_ms,
+    state_holds,
+    unchanged,
+    wait_drained,
+)
 
 
 class LEASE:
@@ -161,19 +168,12 @@ def _one_seed(node: Any, sha: str, seed: int, f: Findings) -> bool:
             faults = LEASE.nemesis(seed).run(run, deadline_s=LEASE.DEADLINE_S)
             # a lease lapsed under a healthy handler: the renewal failed
             drained = wait_drained(run, LEASE.DEADLINE_S, lambda h: bool(_renewal_record(h, LEASE.LEASE_MS)[0]))
-            run.stop()
-            history = run.history()
-            report: Report = run.check()
-            said = f"seed {seed} ({', '.join(str(x) for x in faults)})"
-            state = Findings()
-            state_holds(run.conn, queue, state, f"{said}: at the end of the run", settled=completed_in(history))
+            e = end_run(run, seed, faults)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    if not checker_and_scripts(said, history, report, "extend", f):
+    if not checker_and_state(e, "extend", f):
         return False
-    if state.items:
-        f.items.extend(state.items)
-        return False
+    said, history, report = e.said, e.history, e.report
     lapsed, kept = _renewal_record(history, LEASE.LEASE_MS)
     if lapsed:
         o = lapsed[0]
