@@ -6,8 +6,7 @@ container (``container``, with its ``reaper``), a Valkey Cluster of local nodes
 ``trafikey`` builds the native module a native node loads; ``process`` is
 the child process that every process the kit starts runs as (the floor's
 object store and driver, the lab's workers included). Imports flow one way:
-this room uses the queue's core (the connector, the keyspace, the errors) and
-nothing of the lab, the course, the floor or the classroom.
+this room uses the queue's core only; the other rooms build on it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from wrong_answers import your_own_reap as wrong
 
-from echomq_teach.course import exercises, judge, registry
+from echomq_teach.course import exercises, registry
+from echomq_teach.course.judges import frame, reap
 from echomq_teach.course.registry import Findings
 
 SOLUTION = Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "03_3_your_own_reap.py"
@@ -55,8 +56,8 @@ def test_the_reference_reap_passes_on_its_seeds_and_recovers_the_kills():
     found = Findings()
     recovered: dict[int, int] = {}
     seeds = [11, 22, 33]
-    judge.judge_script(_reference(), found, dry_run=judge._reap_dry_run,
-                       one_seed=lambda n, sha, seed, f: judge._one_reap_seed(n, sha, seed, f, recovered),
+    frame.judge_script(_reference(), found, dry_run=reap._reap_dry_run,
+                       one_seed=lambda n, sha, seed, f: reap._one_reap_seed(n, sha, seed, f, recovered),
                        seeds=seeds, n_seeds=3, join_s=120)
     assert not found.items, found.items
     # the kills hit jobs, and every one was brought back

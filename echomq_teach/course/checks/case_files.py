@@ -51,7 +51,7 @@ VISIBILITY_MS = 150
     solution="10_1_which_run_twice.py",
     kind="diagnose",
 )
-def _v101(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_which_run_twice(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     answer = _ids_answer(result, f, "read the model's list (`queue`), `unacked` and `deliveries`.")
     if answer is None:
         return
@@ -60,7 +60,7 @@ def _v101(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
 
 
 @setup_for("10.1")
-def _s101(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_which_run_twice(conn: Connector, queue: str) -> tuple[Any, ...]:
     m, r = KombuRestore(queue, VISIBILITY_MS), conn.client
     for i in range(6):
         m.enqueue(r, ids.mint(), f"work {i}")
@@ -84,7 +84,7 @@ def _s101(conn: Connector, queue: str) -> tuple[Any, ...]:
     solution="10_2_find_the_orphans.py",
     kind="diagnose",
 )
-def _v102(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_find_the_orphans(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     answer = _ids_answer(result, f, "read the `processes` set, each one's `heartbeat:` key and `working:` list.")
     if answer is None:
         return
@@ -93,7 +93,7 @@ def _v102(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
 
 
 @setup_for("10.2")
-def _s102(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_find_the_orphans(conn: Connector, queue: str) -> tuple[Any, ...]:
     m, r = SidekiqOrphans(queue), conn.client
     for i in range(10):
         m.enqueue(r, ids.mint(), f"work {i}")
@@ -123,7 +123,7 @@ def _s102(conn: Connector, queue: str) -> tuple[Any, ...]:
     solution="10_3_released_too_soon.py",
     kind="diagnose",
 )
-def _v103(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_released_too_soon(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     answer = _ids_answer(result, f, "read the model's `wait` list and each parent's `pending:` counter.")
     if answer is None:
         return
@@ -132,7 +132,7 @@ def _v103(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
 
 
 @setup_for("10.3")
-def _s103(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_released_too_soon(conn: Connector, queue: str) -> tuple[Any, ...]:
     m, r = BullmqFlowRelease(queue), conn.client
     flows = []
     for _ in range(5):

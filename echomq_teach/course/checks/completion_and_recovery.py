@@ -8,7 +8,7 @@ from typing import Any
 
 from ... import jobs, snapshots, stalled
 from ...connector import Connector
-from ..judge import judge_reap
+from ..judges.reap import judge_reap
 from ..registry import Findings, exercise, judged, keyed_dict, prediction, setup_for
 
 
@@ -22,7 +22,7 @@ from ..registry import Findings, exercise, judged, keyed_dict, prediction, setup
     solution="03_1_out_of_the_morgue.py",
     kind="repair",
 )
-def _v031(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_out_of_the_morgue(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     job_id, old_token = args
     s = snapshots.snapshot(conn, queue)
     row = s.rows[job_id]  # no row: the check says the queue is in a shape no transition makes
@@ -46,7 +46,7 @@ def _v031(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
 
 
 @setup_for("03.1")
-def _s031(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_out_of_the_morgue(conn: Connector, queue: str) -> tuple[Any, ...]:
     job_id = jobs.enqueue(conn, queue, "send the invoice")
     token = 0
     for reason in ("the mailer was down", "the mailer is still down"):
@@ -68,7 +68,7 @@ def _s031(conn: Connector, queue: str) -> tuple[Any, ...]:
     solution="03_2_recover.py",
     kind="repair",
 )
-def _v032(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_recover(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     job_id, old_token = args
     s = snapshots.snapshot(conn, queue)
     f.expect(not s.where(job_id), f"{job_id} should be settled; it is still in {s.where(job_id)}.")
@@ -78,7 +78,7 @@ def _v032(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
 
 
 @setup_for("03.2")
-def _s032(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_recover(conn: Connector, queue: str) -> tuple[Any, ...]:
     job_id = jobs.enqueue(conn, queue, "worker crashed on me")
     claimed = jobs.claim(conn, queue, 50)
     assert claimed is not None
@@ -98,7 +98,7 @@ MAX_STALLED = 2
     solution="03_4_predict_the_sweep.py",
     shape=keyed_dict(("where after each round", "stalled count at the end")),
 )
-def _r033(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
+def _run_predict_the_sweep(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     (job_id,) = args
     where_after: list[str] = []
     for _ in range(ROUNDS):
@@ -111,7 +111,7 @@ def _r033(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
 
 
 @setup_for("03.4")
-def _s033(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_predict_the_sweep(conn: Connector, queue: str) -> tuple[Any, ...]:
     return (jobs.enqueue(conn, queue, "a job whose workers keep dying"),)
 
 
@@ -127,7 +127,7 @@ _STUCK: dict[str, dict[str, str]] = {}
     solution="03_5_unstick.py",
     kind="repair",
 )
-def _v034(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_unstick(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     (stuck,) = args
     truth = _STUCK.pop(queue)
     s = snapshots.snapshot(conn, queue)
@@ -145,7 +145,7 @@ def _v034(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
 
 
 @setup_for("03.5")
-def _s034(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_unstick(conn: Connector, queue: str) -> tuple[Any, ...]:
     parked = jobs.enqueue(conn, queue, "failed once, due again")
     c = jobs.claim(conn, queue, 30_000)
     jobs.retry(conn, queue, c.id, c.attempts, "the mailer was down", delay_ms=1, max_attempts=5)
@@ -166,5 +166,5 @@ def _s034(conn: Connector, queue: str) -> tuple[Any, ...]:
     "is what the dead worker's settle will not match.",
     solution="03_3_your_own_reap.py",
 )
-def _j035(answer: Any, f: Findings) -> None:
+def _judge_your_own_reap(answer: Any, f: Findings) -> None:
     judge_reap(answer, f)

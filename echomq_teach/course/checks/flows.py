@@ -8,7 +8,7 @@ from typing import Any
 from ... import flows, ids, jobs, snapshots
 from ...connector import Connector
 from ...errors import BadInput, DuplicateJob
-from ..judge import judge_fan_in
+from ..judges.fan_in import judge_fan_in
 from ..registry import Findings, exercise, judged, keyed_dict, prediction, setup_for
 
 # -- 05.1 · what a refused land leaves -----------------------------------------------------------------------------
@@ -37,7 +37,7 @@ def _land_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
     solution="05_1_refused_lands.py",
     shape=_land_shape,
 )
-def _r051(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
+def _run_refused_lands(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     taken = jobs.enqueue(conn, queue, "already here")
     fresh = ids.mint()
     seen: dict[str, Any] = {}
@@ -68,7 +68,7 @@ _HOLDER: dict[str, str] = {}
     solution="05_3_never_releases.py",
     kind="diagnose",
 )
-def _v053(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_never_releases(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     (parent,) = args
     holder = _HOLDER.pop(queue)
     s = snapshots.snapshot(conn, queue)
@@ -82,7 +82,7 @@ def _v053(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
 
 
 @setup_for("05.3")
-def _s053(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_never_releases(conn: Connector, queue: str) -> tuple[Any, ...]:
     flow = flows.add(conn, queue, "parent", ["one", "two", "three"], policy="wait")
     for n in range(3):
         c = jobs.claim(conn, queue, 30_000)
@@ -112,7 +112,7 @@ STEPS = (
     solution="05_4_predict_the_counter.py",
     shape=keyed_dict(("dependencies after each step", "the parent's state at the end")),
 )
-def _r054(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
+def _run_predict_the_counter(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     (parent,) = args
     counter: list[int] = []
     a = jobs.claim(conn, queue, 30_000)
@@ -136,7 +136,7 @@ def _r054(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
 
 
 @setup_for("05.4")
-def _s054(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_predict_the_counter(conn: Connector, queue: str) -> tuple[Any, ...]:
     return (flows.add(conn, queue, "parent", ["a", "b", "c"], policy="ignore").parent_id,)
 
 
@@ -150,5 +150,5 @@ def _s054(conn: Connector, queue: str) -> tuple[Any, ...]:
     "'pending' with score 0 and set its state to pending. Last, DEL the child's row and answer 1.",
     solution="05_2_fan_in.py",
 )
-def _j055(answer: Any, f: Findings) -> None:
+def _judge_fan_in(answer: Any, f: Findings) -> None:
     judge_fan_in(answer, f)

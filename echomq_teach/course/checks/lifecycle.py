@@ -25,7 +25,7 @@ _TRUTH: dict[str, dict[str, str]] = {}
     solution="01_2_put_c_last.py",
     kind="repair",
 )
-def _v011(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_put_c_last(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     s = snapshots.snapshot(conn, queue)
     ghosts = [i for i in s.pending if i not in s.rows]
     if not f.expect(not ghosts, f"pending holds {ghosts} with no row: a ZREM or ZADD by hand leaves a ghost "
@@ -45,7 +45,7 @@ def _v011(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
 
 
 @setup_for("01.2")
-def _s011(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_put_c_last(conn: Connector, queue: str) -> tuple[Any, ...]:
     # a producer meant a, b, c; c came with a caller's id that sorts before every minted one
     for payload in ("a", "b"):
         jobs.enqueue(conn, queue, payload)
@@ -80,7 +80,7 @@ def _completions_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
     "active; anything else answers stale and writes nothing. The right completion deletes the row, so the same "
     "completion sent again finds no row and is stale too: the job is counted once.",
 )
-def _r012(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
+def _run_three_completions(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     (job_id,) = args
     c = jobs.claim(conn, queue, 30_000)
     assert c is not None and c.id == job_id
@@ -92,7 +92,7 @@ def _r012(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
 
 
 @setup_for("01.4")
-def _s012(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_three_completions(conn: Connector, queue: str) -> tuple[Any, ...]:
     return (jobs.enqueue(conn, queue, "the job to finish"),)
 
 
@@ -113,7 +113,7 @@ def _order_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
     shape=_order_shape,
     given=lambda args: args,  # the labels: what each job is, never its id
 )
-def _r013(conn: Connector, queue: str, args: tuple[Any, ...]) -> list[str]:
+def _run_predict_the_order(conn: Connector, queue: str, args: tuple[Any, ...]) -> list[str]:
     (labels,) = args
     # the run: claim everything, smallest id by bytes first
     order = []
@@ -123,7 +123,7 @@ def _r013(conn: Connector, queue: str, args: tuple[Any, ...]) -> list[str]:
 
 
 @setup_for("01.3")
-def _s013(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_predict_the_order(conn: Connector, queue: str) -> tuple[Any, ...]:
     reaped = jobs.enqueue(conn, queue, "minted before all the others")
     jobs.claim(conn, queue, 20)  # its worker crashes: the lease lapses
     first = jobs.enqueue(conn, queue, "this process, first")
@@ -153,7 +153,7 @@ def _s013(conn: Connector, queue: str) -> tuple[Any, ...]:
     solution="01_1_which_transition.py",
     kind="diagnose",
 )
-def _v014(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_which_transition(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     (job_ids,) = args
     truth = _TRUTH.pop(queue)
     if not f.expect(
@@ -172,7 +172,7 @@ def _v014(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
 
 
 @setup_for("01.1")
-def _s014(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_which_transition(conn: Connector, queue: str) -> tuple[Any, ...]:
     # minted up front and used highest first: a job sent back to pending has a higher id than the next
     # one enqueued, so each claim below pops the job just enqueued
     pool = sorted((ids.mint() for _ in range(9)), reverse=True)

@@ -25,7 +25,7 @@ _FORMER: dict[str, list[str]] = {}
     solution="04_2_former_leases.py",
     kind="diagnose",
 )
-def _v041(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_former_leases(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     former = _FORMER.pop(queue)
     if not f.expect(isinstance(result, (list, tuple, set)) and all(isinstance(x, str) for x in result),
                     f"return a list of job ids; got {result!r}."):
@@ -39,7 +39,7 @@ def _v041(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Finding
 
 
 @setup_for("04.2")
-def _s041(conns: Any, queue: str) -> tuple[Any, ...]:
+def _setup_former_leases(conns: Any, queue: str) -> tuple[Any, ...]:
     _, n_conn = conns
     ids_ = [jobs.enqueue(n_conn, queue, f"job {i}") for i in range(5)]
     claimed = [jobs.claim(n_conn, queue, 60_000) for _ in range(4)]  # the fifth waits in pending
@@ -103,7 +103,7 @@ def _why(n: int, module: bool, brand: str | None) -> str:
     solution="04_3_which_wire.py",
     kind="diagnose",
 )
-def _v042(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_which_wire(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     (nodes,) = args
     states = _LEFT.pop(queue)
     try:
@@ -128,7 +128,7 @@ def _v042(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Finding
 
 
 @setup_for("04.3")
-def _s042(conns: Any, queue: str) -> tuple[Any, ...]:
+def _setup_which_wire(conns: Any, queue: str) -> tuple[Any, ...]:
     states = list(_STATES)
     random.shuffle(states)  # the order changes from one check to the next: no answer by position
     nodes = []
@@ -176,7 +176,7 @@ def _raw_claim(conn: Connector, queue: str, lease: object) -> str:
     solution="04_1_part_ways.py",
     shape=keyed_dict((*PARTS, WHERE)),
 )
-def _r043(conns: Any, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
+def _run_part_ways(conns: Any, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     seen: dict[str, Any] = {part: () for part in PARTS}
     where: list[str] = []
     for n, conn in enumerate(conns):
@@ -201,5 +201,5 @@ def _r043(conns: Any, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
 
 
 @setup_for("04.1")
-def _s043(conns: Any, queue: str) -> tuple[Any, ...]:
+def _setup_part_ways(conns: Any, queue: str) -> tuple[Any, ...]:
     return ()

@@ -23,7 +23,7 @@ _WAITING: dict[str, dict[str, str]] = {}
     solution="06_1_waiting_for.py",
     kind="diagnose",
 )
-def _v061(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_waiting_for(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     want = _WAITING.pop(queue)
     if not f.expect(isinstance(result, dict), f"return a dict from job id to one of {IDEAS}; got {result!r}."):
         return
@@ -42,7 +42,7 @@ def _v061(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
 
 
 @setup_for("06.1")
-def _s061(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_waiting_for(conn: Connector, queue: str) -> tuple[Any, ...]:
     held = jobs.enqueue(conn, queue, "a worker is on it")
     lapsed = jobs.enqueue(conn, queue, "its worker crashed")
     flow = flows.add(conn, queue, "the parent", ["the last child"])
