@@ -28,7 +28,9 @@ SOLUTIONS = ROOT / "notebooks" / "solutions"
 CHECK = re.compile(r'exercises\.check\("(\d\d\.\d+)"')
 TAG = re.compile(r"reveals:(\d\d\.\d+)")
 #: a cell that withholds its output: comments, then one with-block around the rest of the cell
-OPENS = re.compile(r'^(?:#[^\n]*\n)*with exercises\.reveals\("(\d\d\.\d+)"\):[^\n]*\n(?:(?:    [^\n]*)?\n)*(?:    [^\n]*)?$')
+OPENS = re.compile(
+    r'^(?:#[^\n]*\n)*with exercises\.reveals\("(\d\d\.\d+)"\):[^\n]*\n(?:(?:    [^\n]*)?\n)*(?:    [^\n]*)?$'
+)
 PREDICTIONS = sorted(k for k, e in registry.REGISTRY.items() if e.kind == "predict")
 
 #: per prediction, what would answer it, as (pattern, what it gives away); the reference answer's lists and
