@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from test_course_notebooks import stored_text
 
 from echomq_teach.course import exercises, predictions, registry
 
@@ -89,16 +90,6 @@ TELLS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def _text(outputs) -> str:
-    parts = []
-    for o in outputs:
-        if "text" in o:
-            parts.append(o["text"])
-        for mime in ("text/plain", "text/html", "text/markdown"):
-            parts.append(str(o.get("data", {}).get(mime, "")))
-    return "\n".join(parts)
-
-
 def _tags(cell) -> list[str]:
     return [m for t in cell.get("metadata", {}).get("tags", []) for m in TAG.findall(t)]
 
@@ -142,7 +133,7 @@ def seen_before_committing(key: str) -> list[tuple[str, str]]:
             seen.append((f"{nb} cell {i} (prose above {key})", c.source))
         elif c.cell_type == "code":
             seen.append((f"{nb} cell {i} (its source)", c.source))
-            seen.append((f"{nb} cell {i} (its stored output)", _text(c.outputs)))
+            seen.append((f"{nb} cell {i} (its stored output)", stored_text(c.outputs)))
     return seen
 
 

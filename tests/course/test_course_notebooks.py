@@ -27,7 +27,8 @@ FALLBACKS = (
 )
 
 
-def _text(outputs) -> str:
+def stored_text(outputs) -> str:
+    """What a cell's stored outputs say, as text (test_blind.py reads them so too)."""
     parts = []
     for o in outputs:
         if "text" in o:
@@ -47,7 +48,7 @@ def _exercise_cells() -> list[tuple[str, str, str, str]]:
                 continue
             for key in CHECK.findall(cell.source):
                 above = nb.cells[i - 1].source if i and nb.cells[i - 1].cell_type == "markdown" else ""
-                found.append((path.name, key, _text(cell.outputs), above + "\n" + cell.source))
+                found.append((path.name, key, stored_text(cell.outputs), above + "\n" + cell.source))
     return found
 
 
