@@ -64,9 +64,9 @@ assert (wrong, unchanged, right, again) == (jobs.STALE, True, jobs.OK, jobs.STAL
 # **schedule** set until now + delay — hidden from claims for a while, not queued anywhere else.
 # Once `attempts` reaches the cap, the job goes to **dead**, keeping the reason as `last_error`.
 #
-# The listing ends with `child_death`, a helper the node runs spliced in where the file says
-# `-- @include child_death` (it lives in `lua/includes/`). It only matters for a flow's child
-# (notebook 05); the retry itself starts at `local p = ARGV[6]`.
+# The listing ends with two helpers the node runs spliced in where the file says
+# `-- @include same_flow` and `-- @include child_death` (they live in `lua/includes/`). They only
+# matter for a flow's child (notebook 05); the retry itself starts at `local p = ARGV[6]`.
 
 # %%
 print(scripts.show("retry"))
