@@ -32,6 +32,13 @@ policy      when the child dies
 Once a death has been counted against the parent (``fail``, ``ignore``,
 ``remove``), ``@retry`` detaches that child (its ``parent`` field goes), so
 reprocessing it later runs it as a plain job and cannot count it twice.
+
+Each land draws a number from the queue's counter ``emq:{q}:flows`` and
+writes it as ``flow`` on the parent and every child. A child counts only
+toward the flow it was landed with: after ``jobs.remove`` of a parent, a new
+flow landed under the same id carries a later number, and a child of the old
+flow that ends afterwards (completed, dead, or buried by the stall sweep)
+counts toward neither; it settles as a plain job.
 """
 
 from __future__ import annotations

@@ -306,10 +306,14 @@ def _endings(calls: list[Op], final: FinalState,
 
 # -- the invariants: each reads the facts and answers its findings ------------------------------------
 def lost(f: Facts) -> list[Finding]:
-    """An enqueue the node acknowledged, never settled, in no set and without a row."""
+    """An enqueue the node acknowledged, never settled, in no set and without a row.
+
+    In a run that records no settle (``recorded=False``), a completion whose answer never came may have run:
+    the row it deleted is then no loss (a recording run's completion writes its entry in the same step)."""
     return [Finding("lost", job, "enqueued (the node said so), never settled, in no set and without a row",
                     f.by_job[job])
-            for job in sorted(f.tried) if _resting(f, job) == "gone" and job in f.acked]
+            for job in sorted(f.tried) if _resting(f, job) == "gone" and job in f.acked
+            and (f.recorded or not any(o.op == "complete" and o.indeterminate for o in f.by_job[job]))]
 
 
 def settled_twice(f: Facts) -> list[Finding]:

@@ -32,19 +32,35 @@
 #
 # ## How the course moves
 #
-# | notebook | what it teaches | open | time |
-# | --- | --- | --- | --- |
-# | `00-start-here` | your node, the connector and its trace, the words and values used throughout | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/00-start-here.ipynb) | 20 min |
-# | `01-lifecycle` | the four sets and the row; every state and every way into it | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/01-lifecycle.ipynb) | 55 min |
-# | `02-claim-and-lease` | `@claim2` line by line; the lease, the fencing token, the ghost guard, pause | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/02-claim-and-lease.ipynb) | 70 min |
-# | `03-completion-and-recovery` | the fence; the retry fork; reap, the counted sweep, who calls them | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/03-completion-and-recovery.ipynb) | 105 min |
-# | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/04-two-executors.ipynb) | 70 min |
-# | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/05-flows.ipynb) | 80 min |
-# | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/06-workshop.ipynb) | 30 min |
-# | `07-when-things-fail` | races and crash points: what at-least-once means, shown | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/07-when-things-fail.ipynb) | 75 min |
-# | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/08-the-durable-floor.ipynb) | 80 min |
-# | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/09-cluster.ipynb) | 65 min |
-# | `10-case-files` | six real failures of other queues, modelled and run beside this one under one nemesis | [Binder](https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/10-case-files.ipynb) | 65 min |
+# | notebook | what it teaches | time |
+# | --- | --- | --- |
+# | `00-start-here` | your node, the connector and its trace, the words and values used throughout | 20 min |
+# | `01-lifecycle` | the four sets and the row; every state and every way into it | 55 min |
+# | `02-claim-and-lease` | `@claim2` line by line; the lease, the fencing token, the ghost guard, pause | 70 min |
+# | `03-completion-and-recovery` | the fence; the retry fork; reap, the counted sweep, who calls them | 105 min |
+# | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | 70 min |
+# | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 85 min |
+# | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | 30 min |
+# | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 75 min |
+# | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 80 min |
+# | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 65 min |
+# | `10-case-files` | six real failures of other queues, modelled and run beside this one under one nemesis | 65 min |
+#
+# **Open a notebook on Binder** (a JupyterLab of your own in the browser, nothing to install): [00][b00] ·
+# [01][b01] · [02][b02] · [03][b03] · [04][b04] · [05][b05] · [06][b06] · [07][b07] · [08][b08] · [09][b09] ·
+# [10][b10].
+#
+# [b00]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/00-start-here.ipynb
+# [b01]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/01-lifecycle.ipynb
+# [b02]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/02-claim-and-lease.ipynb
+# [b03]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/03-completion-and-recovery.ipynb
+# [b04]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/04-two-executors.ipynb
+# [b05]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/05-flows.ipynb
+# [b06]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/06-workshop.ipynb
+# [b07]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/07-when-things-fail.ipynb
+# [b08]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/08-the-durable-floor.ipynb
+# [b09]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/09-cluster.ipynb
+# [b10]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/10-case-files.ipynb
 #
 # Each notebook opens with its goals and closes with a recap and further reading. In between: prose, real calls with
 # their traces, the scripts themselves (read from the kit's `lua/` folder, never retyped), a widget

@@ -10,9 +10,7 @@
 # whose lease lapses may still be running when a sweep hands the job to another, so a handler may run
 # more than once (*at-least-once*). What runs once in each of the job's lives is the **settle**: only
 # the holder of the current token completes ([ledger](docs/guarantees.md#one-settle-per-life)).
-# And `@complete` checks the token and the state, not the deadline, so a late worker still completes
-# when no sweep ran first. This notebook shows each of these; `07-when-things-fail.ipynb` takes them to
-# races and crashes.
+# This notebook shows each of these; `07-when-things-fail.ipynb` takes them to races and crashes.
 #
 # **Goals**
 #
@@ -194,25 +192,25 @@ print(exercises.check("02.1", late_worker, conn))
 # job to pending, and another worker claims it: attempts moves to 2. The first worker's completion,
 # still carrying token 1, is now **stale** and writes nothing.
 
-# %%
-import time
+# %% tags=["reveals:02.1"]
+with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
+    import time
 
-Q2 = "fence"
-job = jobs.enqueue(conn, Q2, "contested")
-first = jobs.claim(conn, Q2, 50)  # a 50 ms lease, to lapse quickly
-time.sleep(0.08)
-reaped = jobs.reap(conn, Q2)
-print("reaped:", reaped == [job])
-assert reaped == [job]
-second = jobs.claim(conn, Q2, 30_000)
-print("tokens:", first.attempts, "then", second.attempts)
-before = snapshots.snapshot(conn, Q2)
-late = jobs.complete(conn, Q2, job, first.attempts)
-assert snapshots.snapshot(conn, Q2).state_only() == before.state_only()  # stale: nothing written
-print("the first worker's late completion:", late)
-on_time = jobs.complete(conn, Q2, job, second.attempts)
-print("the second worker's completion:", on_time)
-assert (first.attempts, second.attempts, late, on_time) == (1, 2, jobs.STALE, jobs.OK)
+    Q2 = "fence"
+    job = jobs.enqueue(conn, Q2, "contested")
+    first = jobs.claim(conn, Q2, 50)  # a 50 ms lease, to lapse quickly
+    time.sleep(0.08)
+    reaped = jobs.reap(conn, Q2)
+    print("reaped:", reaped == [job])
+    assert reaped == [job]
+    second = jobs.claim(conn, Q2, 30_000)
+    print("tokens:", first.attempts, "then", second.attempts)
+    before = snapshots.snapshot(conn, Q2)
+    late = jobs.complete(conn, Q2, job, first.attempts)
+    unchanged = snapshots.snapshot(conn, Q2).state_only() == before.state_only()
+    print("the first worker's late completion:", late, "· the queue unchanged by it:", unchanged)
+    on_time = jobs.complete(conn, Q2, job, second.attempts)
+    print("the second worker's completion:", on_time)
 
 # %% [markdown]
 # Nothing else guards the job: there is no lock to take and no heartbeat to keep renewing. The
@@ -232,36 +230,57 @@ assert (first.attempts, second.attempts, late, on_time) == (1, 2, jobs.STALE, jo
 #
 # Two workers, one job, counted:
 
-# %%
-Q5 = "twice"  # ledger: one-settle-per-life
-jobs.drop(conn, Q5)
-job = jobs.enqueue(conn, Q5, "charge the card")
-handler_runs = 0
-slow = jobs.claim(conn, Q5, 50)
-handler_runs += 1  # the slow worker starts its handler ...
-time.sleep(0.08)  # ... and is still running when its lease lapses
-jobs.reap(conn, Q5)  # a sweep cannot tell slow from dead: back to pending
-fast = jobs.claim(conn, Q5, 30_000)
-handler_runs += 1  # a second worker runs the handler too
-settles = [jobs.complete(conn, Q5, job, fast.attempts, "charged"), jobs.complete(conn, Q5, job, slow.attempts, "ok")]
-s = snapshots.snapshot(conn, Q5)
-print("handler runs:", handler_runs, "· settles:", settles, "· completions counted:", s.completed)
-assert handler_runs == 2 and settles == [jobs.OK, jobs.STALE] and s.completed == 1
+# %% tags=["reveals:02.1"]
+with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
+    Q5 = "twice"  # ledger: one-settle-per-life
+    jobs.drop(conn, Q5)
+    job = jobs.enqueue(conn, Q5, "charge the card")
+    handler_runs = 0
+    slow = jobs.claim(conn, Q5, 50)
+    handler_runs += 1  # the slow worker starts its handler ...
+    time.sleep(0.08)  # ... and is still running when its lease lapses
+    jobs.reap(conn, Q5)  # a sweep cannot tell slow from dead: back to pending
+    fast = jobs.claim(conn, Q5, 30_000)
+    handler_runs += 1  # a second worker runs the handler too
+    settles = [jobs.complete(conn, Q5, job, fast.attempts, "charged"),
+               jobs.complete(conn, Q5, job, slow.attempts, "ok")]
+    s = snapshots.snapshot(conn, Q5)
+    print("handler runs:", handler_runs, "· settles:", settles, "· completions counted:", s.completed)
+    assert handler_runs == 2 and s.completed == 1
 
 # %% [markdown]
 # And the fence reads no clock. A worker whose lease lapsed, but whose job no sweep has touched yet,
 # still holds the current token and an `active` row, so its completion passes:
 
-# %%
-late_job = jobs.enqueue(conn, Q5, "finished just past the deadline")
-late_claim = jobs.claim(conn, Q5, 30)
-time.sleep(0.05)
-lapsed = snapshots.snapshot(conn, Q5).relative("active", late_job) < 0
-late_ok = jobs.complete(conn, Q5, late_job, late_claim.attempts)
-print("lease lapsed:", lapsed, "· no sweep ran · the late completion:", late_ok)
-assert lapsed and late_ok == jobs.OK
+# %% tags=["reveals:02.1"]
+with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
+    late_job = jobs.enqueue(conn, Q5, "finished just past the deadline")
+    late_claim = jobs.claim(conn, Q5, 30)
+    time.sleep(0.05)
+    lapsed = snapshots.snapshot(conn, Q5).relative("active", late_job) < 0
+    late_answer = jobs.complete(conn, Q5, late_job, late_claim.attempts)
+    print("lease lapsed:", lapsed, "· no sweep ran · the late completion:", late_answer)
+    assert lapsed
 
 # %% [markdown]
+# ### How a build is judged
+#
+# The next exercise is a **build**: you write a mechanism, and a judge runs it for real, under faults,
+# on a node of its own. Three words for what the judge does (07 takes each of them apart):
+#
+# - it records every call its worker processes make, when it went out and what came back: a
+#   **history**; the **checker** reads that history with the queue's final state and says *valid* or
+#   *invalid* — a job lost, handed to two workers at once, or settled by a worker whose claim a later
+#   claim replaced — and shows the calls that prove it (its *counterexample*);
+# - a **nemesis** throws faults at the workers on a schedule drawn from a number, its **seed**: a kill
+#   (`SIGKILL`: the worker is gone, its job held until the lease lapses) or a freeze (`SIGSTOP`, then
+#   `SIGCONT`). The same seed draws the same schedule; the judge draws the seeds, not you;
+# - a worker frozen past its lease wakes up still believing it holds its job: a **zombie**. Whatever
+#   it sends next must be refused.
+#
+# Besides the runs, each judge calls your mechanism on a few cases whose answers are known, and after
+# each call holds the queue to the table of notebook 01: every row in the one set its state names.
+#
 # ### 02.2 · Build: renew the lease, only while it is yours
 #
 # A handler that works longer than its lease loses its job to a sweep, and runs twice. The usual
@@ -270,16 +289,21 @@ assert lapsed and late_ok == jobs.OK
 #
 # - `KEYS[1]`, the queue's active set, and `KEYS[2]`, the job's row;
 # - `ARGV[1]`, the job's id, `ARGV[2]`, the caller's token (the attempts its claim answered), and
-#   `ARGV[3]`, the new lease in milliseconds, counted from the server's clock now;
+#   `ARGV[3]`, the new lease in milliseconds;
 #
-# and answers `1` when it renewed the lease, `0` when the caller no longer holds the job (and then
-# writes nothing). Return your script's source as a string.
+# and answers `1` when it renewed the lease: the job's deadline becomes the **server's clock now**
+# plus the new lease. It answers `0`, and writes nothing, when the caller no longer holds the job.
+# Who holds a job is the fence's question, not the clock's: a caller whose lease lapsed, with no sweep
+# since, still holds it; a caller whose job a sweep put back in pending does not, even before anyone
+# claims it again. Return your script's source as a string.
 #
-# The check is a judge: it starts a node of its own (not this notebook's), loads your script, and
-# runs three worker processes whose handlers work 1 s on a 500 ms lease, renewing every 100 ms, while
-# a seeded nemesis freezes and kills them, on three seeds it draws. It passes only when, on every
-# seed, the checker finds the run valid **and** your renewal kept the lease of every handler no fault
-# touched. A Lua error comes back as a finding naming its line. About five seconds a check.
+# The judge starts a node of its own (not this notebook's) and calls your script first for callers whose
+# answers are known: a holder, a stale token, a holder whose lease lapsed, and one whose lapsed lease a
+# sweep has just put back. Then three worker processes run handlers that work 1 s on a 500 ms lease,
+# renewing every 100 ms, while a seeded nemesis freezes and kills them, on three seeds it draws. It
+# passes only when every answer is right, the queue keeps notebook 01's table, and on every seed the
+# checker finds the run valid **and** your renewal kept the lease of every handler no fault touched. A
+# Lua error comes back as a finding naming its line. About five seconds a check.
 # *Solution: `solutions/02_2_renew_the_lease.py`.*
 
 # %%

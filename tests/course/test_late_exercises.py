@@ -137,7 +137,7 @@ WRONG_FOLDS = {
     # trimmed before the commit: killed between the two, the slice is in neither place
     "trim first": (wrong_folds.trim_first, ("killed at step 6 (trim of fold 2): the checker, reading the floor and "
                                             "the stream as one archive, says invalid (unrecorded 10)",
-                                            "failed at 2 of the 4 steps of a fold")),
+                                            "failed on 2 of 4 steps of a fold")),
     # read from the stream's start: killed between commit and trim, the next fold commits the slice again
     "from the start": (wrong_folds.from_the_start, ("(commit of fold 2)", "committed again settles the floor "
                                                     "already holds", "line 7 of your fold step")),

@@ -18,6 +18,10 @@ SOURCE = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
 LINK = re.compile(r"\[Binder\]\((https://mybinder\.org/v2/gh/([^/]+/[^/]+)/HEAD\?urlpath=lab/tree/([^)\s]+))\)")
 
 
+#: a reference-style link's definition, ``[b04]: https://…`` (00's lines under its table use them)
+DEFINITION = re.compile(r"^(?:# )?\[([a-z0-9]+)\]: (\S+)$")
+
+
 def _links_by_row(text: str, row: re.Pattern[str]) -> dict[str, list[tuple[str, str, str]]]:
     """Each table row's notebook and the Binder links in that row."""
     found: dict[str, list[tuple[str, str, str]]] = {}
@@ -44,8 +48,14 @@ def test_the_readme_has_a_launch_link_per_notebook():
 
 
 def test_00s_course_map_has_a_launch_link_per_notebook():
+    # under the table, "[04][b04]" for each notebook, its address in a reference definition below
     source = (ROOT / "notebooks/src/00-start-here.py").read_text()
-    _check(_links_by_row(source, re.compile(r"^# \| `(\d\d-[a-z0-9-]+)` \|")), "00's course map")
+    refs = {m.group(1): m.group(2) for m in map(DEFINITION.match, source.splitlines()) if m}
+    by_number = {nb[:2]: nb for nb in NOTEBOOKS}
+    found: dict[str, list[tuple[str, str, str]]] = {}
+    for number, ref in re.findall(r"\[(\d\d)\]\[([a-z0-9]+)\]", source):
+        found.setdefault(by_number.get(number, number), []).extend(LINK.findall(f"[Binder]({refs.get(ref, '?')})"))
+    _check(found, "00's course map")
     # and the built notebook shows the same (it is what a learner opens)
     built = (ROOT / "notebooks/00-start-here.ipynb").read_text()
     for nb in NOTEBOOKS:

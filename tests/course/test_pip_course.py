@@ -211,7 +211,7 @@ def test_pip_alone_installs_it_as_a_user_without_root_a_compiler_or_a_network(bo
     code, out = box.python(
         "import json, os, shutil\n"
         "from echomq_teach.nodes import trafikey\n"
-        "from echomq_teach.nodes.local import server_binary\n"
+        "from echomq_teach.nodes.server import server_binary\n"
         "import echomq_teach\n"
         "print(json.dumps({'uid': os.getuid(), 'cc': [shutil.which(c) for c in ('cc', 'gcc', 'clang')],\n"
         "    'path': os.environ['PATH'], 'server': server_binary(), 'kit': echomq_teach.__file__,\n"

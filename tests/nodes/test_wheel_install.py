@@ -18,7 +18,7 @@ import pytest
 from echomq_teach import shipped
 from echomq_teach.errors import NodeError
 from echomq_teach.nodes import trafikey, trafikey_recipe, valkey
-from echomq_teach.nodes.local import server_binary
+from echomq_teach.nodes.server import server_binary
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ... import jobs, keyspace, snapshots
 from ...connector import Connector
-from ..judge import judge_lease_extension
+from ..judges.renewal import judge_lease_extension
 from ..registry import Findings, exercise, judged, prediction, setup_for
 
 # -- 02.1 · late, but not too late ---------------------------------------------------------------------
