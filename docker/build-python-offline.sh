@@ -42,7 +42,8 @@ COPY_LIBS_SKIP="${relocated[*]}" copy_libs "$rootfs" "$rootfs/usr/local/bin/pyth
 # they need, at the path the loader looks in (rpds-py, numpy, pyzmq link them)
 extra=()
 for name in libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 libutil.so.1 libgcc_s.so.1 libstdc++.so.6; do
-  lib=$(/sbin/ldconfig -p | awk -v n="$name" '$1 == n && /x86-64|64bit/ {print $NF; exit}')
+  # the first match, reading to the end: an early exit would SIGPIPE ldconfig and, with pipefail, the script
+  lib=$(/sbin/ldconfig -p | awk -v n="$name" '$1 == n && /x86-64|64bit/ && !seen {print $NF; seen = 1}')
   [ -n "$lib" ] || { echo "$prog: this machine has no $name (Debian: libc6, libgcc-s1, libstdc++6)" >&2; exit 1; }
   mkdir -p "$rootfs$(dirname "$lib")"
   cp -L "$lib" "$rootfs$lib"

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from image_support import image_skip_reason
 from traitlets.config import Config
 
-from echomq_teach.errors import NodeError
 from echomq_teach.hub import progress
 from echomq_teach.nodes import container, valkey
 
@@ -172,23 +172,9 @@ def test_the_start_hook_makes_the_course_once_and_keeps_a_students_work(tmp_path
 
 
 # -- the course image, started as the chart starts it ------------------------------------------------------
-def _image_reason() -> str | None:
-    try:
-        client = container.engine()
-    except NodeError:
-        return f"no Docker engine answers at {os.environ.get('DOCKER_HOST', 'the default socket')}"
-    try:
-        container.image_info(client, IMAGE)
-    except NodeError:
-        return f"the course image {IMAGE} is not built (bash docker/build-course-offline.sh)"
-    finally:
-        client.close()
-    return None
-
-
 @pytest.mark.container
 def test_the_course_image_starts_as_the_charts_pod_and_a_kernel_runs_00():
-    reason = _image_reason()
+    reason = image_skip_reason(IMAGE)
     if reason:
         pytest.skip(reason)
     if os.geteuid() != 0:
