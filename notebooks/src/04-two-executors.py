@@ -159,7 +159,7 @@ assert [e.line.split()[0] for e in n_conn.last(5)] == ["EXISTS"]
 # the worker's pause read, the operator's pause, then the worker's second step:
 
 # %%
-QW = "window"
+QW = "window"  # ledger: pause-holds-claims
 window = {}
 for name, c in (("wire 4", s_conn), ("wire 6", n_conn)):
     jobs.drop(c, QW)
@@ -177,9 +177,11 @@ assert window["wire 4"] and window["wire 4"][0] and window["wire 6"] == []
 
 # %% [markdown]
 # On wire 4 the job went out after the pause: the script trusts the read made before it. `EMQ.CLAIM`
-# reads the flag inside the command, in the same atomic step as the pop, so once `pause()` has
-# returned no claim hands a job out. (The kit's batch claim, `@claim_many`, reads the flag inside on
-# both executors.)
+# reads the flag inside the command, in the same atomic step as the pop, so on the node that took the
+# pause, once `pause()` has returned, no native claim hands a job out. (The kit's batch claim,
+# `@claim_many`, reads the flag inside on both executors.) The pause is a write like any other: a
+# failover to a replica that had not applied it loses it, as 09 loses the writes of its window
+# ([ledger](docs/guarantees.md#pause-holds-claims)).
 
 # %% [markdown]
 # ### 2 · All the checks first, then the writes
@@ -589,8 +591,9 @@ if lab is not native:
 
 # %% [markdown]
 # With one job per claim, a dead worker strands one job; with batches of *k*, up to *k*, each for
-# up to one lease. Nothing is lost — the guarantees are per job, and the reap hands each one out
-# again with a new token — but those jobs wait. A bigger batch buys fewer round trips with more
+# up to one lease. Nothing is lost while a client sweeps — the guarantees are per job, and the reap
+# hands each one out again with a new token ([ledger](docs/guarantees.md#at-least-once-runs)) — but
+# those jobs wait. A bigger batch buys fewer round trips with more
 # jobs waiting after a crash. (Every lease of a batch runs from its one claim, so a consumer whose
 # batch is slow settles what it has done once half the lease has gone:
 # [`docs/decisions.md`](docs/decisions.md), "the lease guard".)
