@@ -10,9 +10,7 @@
 # whose lease lapses may still be running when a sweep hands the job to another, so a handler may run
 # more than once (*at-least-once*). What runs once in each of the job's lives is the **settle**: only
 # the holder of the current token completes ([ledger](docs/guarantees.md#one-settle-per-life)).
-# And `@complete` checks the token and the state, not the deadline, so a late worker still completes
-# when no sweep ran first. This notebook shows each of these; `07-when-things-fail.ipynb` takes them to
-# races and crashes.
+# This notebook shows each of these; `07-when-things-fail.ipynb` takes them to races and crashes.
 #
 # **Goals**
 #
@@ -197,25 +195,25 @@ print(exercises.check("02.1", late_worker, conn))
 # job to pending, and another worker claims it: attempts moves to 2. The first worker's completion,
 # still carrying token 1, is now **stale** and writes nothing.
 
-# %%
-import time
+# %% tags=["reveals:02.1"]
+with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
+    import time
 
-Q2 = "fence"
-job = jobs.enqueue(conn, Q2, "contested")
-first = jobs.claim(conn, Q2, 50)  # a 50 ms lease, to lapse quickly
-time.sleep(0.08)
-reaped = jobs.reap(conn, Q2)
-print("reaped:", reaped == [job])
-assert reaped == [job]
-second = jobs.claim(conn, Q2, 30_000)
-print("tokens:", first.attempts, "then", second.attempts)
-before = snapshots.snapshot(conn, Q2)
-late = jobs.complete(conn, Q2, job, first.attempts)
-assert snapshots.snapshot(conn, Q2).state_only() == before.state_only()  # stale: nothing written
-print("the first worker's late completion:", late)
-on_time = jobs.complete(conn, Q2, job, second.attempts)
-print("the second worker's completion:", on_time)
-assert (first.attempts, second.attempts, late, on_time) == (1, 2, jobs.STALE, jobs.OK)
+    Q2 = "fence"
+    job = jobs.enqueue(conn, Q2, "contested")
+    first = jobs.claim(conn, Q2, 50)  # a 50 ms lease, to lapse quickly
+    time.sleep(0.08)
+    reaped = jobs.reap(conn, Q2)
+    print("reaped:", reaped == [job])
+    assert reaped == [job]
+    second = jobs.claim(conn, Q2, 30_000)
+    print("tokens:", first.attempts, "then", second.attempts)
+    before = snapshots.snapshot(conn, Q2)
+    late = jobs.complete(conn, Q2, job, first.attempts)
+    unchanged = snapshots.snapshot(conn, Q2).state_only() == before.state_only()
+    print("the first worker's late completion:", late, "· the queue unchanged by it:", unchanged)
+    on_time = jobs.complete(conn, Q2, job, second.attempts)
+    print("the second worker's completion:", on_time)
 
 # %% [markdown]
 # Nothing else guards the job: there is no lock to take and no heartbeat to keep renewing. The
@@ -235,34 +233,37 @@ assert (first.attempts, second.attempts, late, on_time) == (1, 2, jobs.STALE, jo
 #
 # Two workers, one job, counted:
 
-# %%
-Q5 = "twice"  # ledger: one-settle-per-life
-jobs.drop(conn, Q5)
-job = jobs.enqueue(conn, Q5, "charge the card")
-handler_runs = 0
-slow = jobs.claim(conn, Q5, 50)
-handler_runs += 1  # the slow worker starts its handler ...
-time.sleep(0.08)  # ... and is still running when its lease lapses
-jobs.reap(conn, Q5)  # a sweep cannot tell slow from dead: back to pending
-fast = jobs.claim(conn, Q5, 30_000)
-handler_runs += 1  # a second worker runs the handler too
-settles = [jobs.complete(conn, Q5, job, fast.attempts, "charged"), jobs.complete(conn, Q5, job, slow.attempts, "ok")]
-s = snapshots.snapshot(conn, Q5)
-print("handler runs:", handler_runs, "· settles:", settles, "· completions counted:", s.completed)
-assert handler_runs == 2 and settles == [jobs.OK, jobs.STALE] and s.completed == 1
+# %% tags=["reveals:02.1"]
+with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
+    Q5 = "twice"  # ledger: one-settle-per-life
+    jobs.drop(conn, Q5)
+    job = jobs.enqueue(conn, Q5, "charge the card")
+    handler_runs = 0
+    slow = jobs.claim(conn, Q5, 50)
+    handler_runs += 1  # the slow worker starts its handler ...
+    time.sleep(0.08)  # ... and is still running when its lease lapses
+    jobs.reap(conn, Q5)  # a sweep cannot tell slow from dead: back to pending
+    fast = jobs.claim(conn, Q5, 30_000)
+    handler_runs += 1  # a second worker runs the handler too
+    settles = [jobs.complete(conn, Q5, job, fast.attempts, "charged"),
+               jobs.complete(conn, Q5, job, slow.attempts, "ok")]
+    s = snapshots.snapshot(conn, Q5)
+    print("handler runs:", handler_runs, "· settles:", settles, "· completions counted:", s.completed)
+    assert handler_runs == 2 and s.completed == 1
 
 # %% [markdown]
 # And the fence reads no clock. A worker whose lease lapsed, but whose job no sweep has touched yet,
 # still holds the current token and an `active` row, so its completion passes:
 
-# %%
-late_job = jobs.enqueue(conn, Q5, "finished just past the deadline")
-late_claim = jobs.claim(conn, Q5, 30)
-time.sleep(0.05)
-lapsed = snapshots.snapshot(conn, Q5).relative("active", late_job) < 0
-late_ok = jobs.complete(conn, Q5, late_job, late_claim.attempts)
-print("lease lapsed:", lapsed, "· no sweep ran · the late completion:", late_ok)
-assert lapsed and late_ok == jobs.OK
+# %% tags=["reveals:02.1"]
+with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
+    late_job = jobs.enqueue(conn, Q5, "finished just past the deadline")
+    late_claim = jobs.claim(conn, Q5, 30)
+    time.sleep(0.05)
+    lapsed = snapshots.snapshot(conn, Q5).relative("active", late_job) < 0
+    late_answer = jobs.complete(conn, Q5, late_job, late_claim.attempts)
+    print("lease lapsed:", lapsed, "· no sweep ran · the late completion:", late_answer)
+    assert lapsed
 
 # %% [markdown]
 # ### 02.2 · Build: renew the lease, only while it is yours

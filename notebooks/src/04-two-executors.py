@@ -10,7 +10,7 @@
 # 1. Start a scripted node and a native node, and see each one's wire brand.
 # 2. Send one claim both ways and compare the replies and the end states.
 # 3. Show each of the four differences with a cell of its own.
-# 4. See a ghost at the head answered alike by both.
+# 4. Put a ghost at the head of a queue on each node, and see what each executor makes of it.
 # 5. Meet `EMQWIRE`, and the stall sweep's exemption for a lease taken before a restart.
 # 6. Measure where a worker's time goes on your node — round trips, the server's share, batches —
 #    and what a batch costs when its worker dies.
@@ -131,16 +131,17 @@ print(exercises.check("04.1", part_ways, s_conn, n_conn))
 # `claim/3` reads the pause flag host-side, in its own round trip, before it sends anything. The
 # native command reads the flag itself: a raw `EMQ.CLAIM` on a paused queue answers the empty array.
 
-# %%
-Q1 = "paused"
-jobs.drop(n_conn, Q1)  # the queue starts empty, so the cell can be run again
-waiting = jobs.enqueue(n_conn, Q1, "held")
-jobs.pause(n_conn, Q1)
-keys = [keyspace.queue_key(Q1, "pending"), keyspace.queue_key(Q1, "active"), keyspace.queue_key(Q1, "")]
-raw_reply = n_conn.call("EMQ.CLAIM", 3, *keys, 30_000)
-print("raw EMQ.CLAIM on a paused queue:", raw_reply)
-print("pending untouched:", snapshots.snapshot(n_conn, Q1).pending == [waiting])
-assert raw_reply == [] and snapshots.snapshot(n_conn, Q1).pending == [waiting]
+# %% tags=["reveals:04.1"]
+with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
+    Q1 = "paused"
+    jobs.drop(n_conn, Q1)  # the queue starts empty, so the cell can be run again
+    waiting = jobs.enqueue(n_conn, Q1, "held")
+    jobs.pause(n_conn, Q1)
+    keys = [keyspace.queue_key(Q1, "pending"), keyspace.queue_key(Q1, "active"), keyspace.queue_key(Q1, "")]
+    raw_reply = n_conn.call("EMQ.CLAIM", 3, *keys, 30_000)
+    print("raw EMQ.CLAIM on a paused queue:", raw_reply)
+    print("pending untouched:", snapshots.snapshot(n_conn, Q1).pending == [waiting])
+    assert raw_reply == [] and snapshots.snapshot(n_conn, Q1).pending == [waiting]
 
 # %% [markdown]
 # The kit's `claim/3` on a wire 6 connector still makes its own pause read first, and so never
@@ -158,22 +159,22 @@ assert [e.line.split()[0] for e in n_conn.last(5)] == ["EXISTS"]
 # the job is handed out after `pause()` has returned. Played by hand, step by step, on each executor —
 # the worker's pause read, the operator's pause, then the worker's second step:
 
-# %%
-QW = "window"  # ledger: pause-holds-claims
-window = {}
-for name, c in (("wire 4", s_conn), ("wire 6", n_conn)):
-    jobs.drop(c, QW)
-    job = jobs.enqueue(c, QW, "claimed in the window")
-    keys = [keyspace.queue_key(QW, "pending"), keyspace.queue_key(QW, "active"), keyspace.queue_key(QW, "")]
-    assert jobs.paused(c, QW) is False  # 1. the worker's host-side read: not paused
-    assert jobs.pause(c, QW) is True  # 2. the operator pauses the queue, and the call returns
-    # 3. the worker's second step, as claim/3 sends it on this connector
-    reply = c.call("EMQ.CLAIM", 3, *keys, 30_000) if c.wire == 6 else c.eval("claim2", keys, [30_000])
-    window[name] = reply
-    print(f"{name}: after pause() returned, the claim answered", reply[:1] if reply else reply,
-          "· the job is now in", snapshots.snapshot(c, QW).where(job))
-    jobs.resume(c, QW)
-assert window["wire 4"] and window["wire 4"][0] and window["wire 6"] == []
+# %% tags=["reveals:04.1"]
+with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
+    QW = "window"  # ledger: pause-holds-claims
+    window = {}
+    for name, c in (("wire 4", s_conn), ("wire 6", n_conn)):
+        jobs.drop(c, QW)
+        job = jobs.enqueue(c, QW, "claimed in the window")
+        keys = [keyspace.queue_key(QW, "pending"), keyspace.queue_key(QW, "active"), keyspace.queue_key(QW, "")]
+        assert jobs.paused(c, QW) is False  # 1. the worker's host-side read: not paused
+        assert jobs.pause(c, QW) is True  # 2. the operator pauses the queue, and the call returns
+        # 3. the worker's second step, as claim/3 sends it on this connector
+        reply = c.call("EMQ.CLAIM", 3, *keys, 30_000) if c.wire == 6 else c.eval("claim2", keys, [30_000])
+        window[name] = reply
+        print(f"{name}: after pause() returned, the claim answered", reply[:1] if reply else reply,
+              "· the job is now in", snapshots.snapshot(c, QW).where(job))
+        jobs.resume(c, QW)
 
 # %% [markdown]
 # On wire 4 the job went out after the pause: the script trusts the read made before it. `EMQ.CLAIM`
@@ -190,27 +191,25 @@ assert window["wire 4"] and window["wire 4"][0] and window["wire 6"] == []
 # error stays written. Send `@claim2` a lease that is not a number — bypassing the kit's own check
 # with a raw `EVALSHA` — and watch it pop the job, move the token, and only then fail:
 
-# %%
-from echomq_teach import scripts
+# %% tags=["reveals:04.1"]
+with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
+    from echomq_teach import scripts
 
-Q2 = "half-done"
-for conn in (s_conn, n_conn):
-    jobs.drop(conn, Q2)  # the queue starts empty, so the cell can be run again
-    jobs.enqueue(conn, Q2, "fragile", job_id="JOB0halfdone01")
-keys = [keyspace.queue_key(Q2, "pending"), keyspace.queue_key(Q2, "active"), keyspace.queue_key(Q2, "")]
-before = snapshots.snapshot(s_conn, Q2)
-script_error = None
-try:
-    s_conn.call("EVALSHA", scripts.load("claim2").sha, 3, *keys, "soon")
-except Exception as exc:  # noqa: BLE001
-    script_error = str(exc).split(" script:")[0]  # the rest names the script's sha
-print("script error:", script_error)
-after = snapshots.snapshot(s_conn, Q2)
-for change in snapshots.diff(before, after):
-    print(" ·", change)
-assert script_error and "arithmetic on a nil value" in script_error
-assert after.where("JOB0halfdone01") == [] and after.rows["JOB0halfdone01"]["state"] == "active"
-assert after.rows["JOB0halfdone01"]["attempts"] == "1"  # the token moved, for a claim nobody holds
+    Q2 = "half-done"
+    for conn in (s_conn, n_conn):
+        jobs.drop(conn, Q2)  # the queue starts empty, so the cell can be run again
+        jobs.enqueue(conn, Q2, "fragile", job_id="JOB0halfdone01")
+    keys = [keyspace.queue_key(Q2, "pending"), keyspace.queue_key(Q2, "active"), keyspace.queue_key(Q2, "")]
+    before = snapshots.snapshot(s_conn, Q2)
+    answered = None
+    try:
+        answered = s_conn.call("EVALSHA", scripts.load("claim2").sha, 3, *keys, "soon")
+    except Exception as exc:  # noqa: BLE001
+        answered = str(exc).split(" script:")[0]  # the rest names the script's sha
+    print("the script answered:", answered)
+    after = snapshots.snapshot(s_conn, Q2)
+    for change in snapshots.diff(before, after):
+        print(" ·", change)
 
 # %% [markdown]
 # The job is now in no set at all, with state `active` — lost until someone repairs it by hand.
@@ -218,16 +217,16 @@ assert after.rows["JOB0halfdone01"]["attempts"] == "1"  # the token moved, for a
 # write (it peeks the head, then pops it and checks the pop against the peek), so a refusal writes
 # nothing:
 
-# %%
-before = snapshots.snapshot(n_conn, Q2)
-refusal = None
-try:
-    n_conn.call("EMQ.CLAIM", 3, *keys, "soon")
-except Exception as exc:  # noqa: BLE001
-    refusal = str(exc)
-print("native refusal:", refusal)
-assert refusal and refusal.startswith("EMQARG")
-assert snapshots.snapshot(n_conn, Q2).state_only() == before.state_only()
+# %% tags=["reveals:04.1"]
+with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
+    before = snapshots.snapshot(n_conn, Q2)
+    answered = None
+    try:
+        answered = n_conn.call("EMQ.CLAIM", 3, *keys, "soon")
+    except Exception as exc:  # noqa: BLE001
+        answered = str(exc)
+    print("the command answered:", answered)
+    print("the queue unchanged:", snapshots.snapshot(n_conn, Q2).state_only() == before.state_only())
 
 # %% [markdown]
 # (This is why `jobs.claim` refuses a bad lease in Python before anything is sent: on the script path
@@ -292,21 +291,21 @@ print(exercises.check("04.2", former_leases, s_conn, n_conn))
 # the head, with a real job waiting behind it. Both executors pop the ghost and answer the empty
 # array, minting nothing; neither goes on to the real job. The next claim takes it.
 
-# %%
-Q5 = "ghost"
-ghost_rows = []
-for conn in (s_conn, n_conn):
-    jobs.drop(conn, Q5)  # the queue starts empty, so the cell can be run again
-    real = jobs.enqueue(conn, Q5, "behind the ghost", job_id="JOB0KHTOWnGLuD")
-    conn.call("ZADD", keyspace.queue_key(Q5, "pending"), 0, "JOB00000ghost0")
-    first_claim = jobs.claim(conn, Q5, 30_000)
-    s = snapshots.snapshot(conn, Q5)
-    next_claim = jobs.claim(conn, Q5, 30_000)
-    ghost_rows.append((conn.last()[0].line.split()[0], first_claim, s.pending, sorted(s.rows), next_claim.id))
-    print(f"{ghost_rows[-1][0]:<9} first claim: {first_claim} · pending after it: {s.pending}",
-          f"· next claim: {next_claim.id}")
-assert [r[1:] for r in ghost_rows] == [(None, [real], [real], real)] * 2
-assert [r[0] for r in ghost_rows] == ["EVALSHA", "EMQ.CLAIM"]
+# %% tags=["reveals:04.1"]
+with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
+    Q5 = "ghost"
+    ghost_rows = []
+    for conn in (s_conn, n_conn):
+        jobs.drop(conn, Q5)  # the queue starts empty, so the cell can be run again
+        real = jobs.enqueue(conn, Q5, "behind the ghost", job_id="JOB0KHTOWnGLuD")
+        conn.call("ZADD", keyspace.queue_key(Q5, "pending"), 0, "JOB00000ghost0")
+        first_claim = jobs.claim(conn, Q5, 30_000)
+        s = snapshots.snapshot(conn, Q5)
+        next_claim = jobs.claim(conn, Q5, 30_000)
+        ghost_rows.append((conn.last()[0].line.split()[0], first_claim, s.pending, sorted(s.rows), next_claim.id))
+        print(f"{ghost_rows[-1][0]:<9} first claim: {first_claim} · pending after it: {s.pending}",
+              f"· next claim: {next_claim.id}")
+    assert [r[0] for r in ghost_rows] == ["EVALSHA", "EMQ.CLAIM"]
 
 # %% [markdown]
 # ## `EMQWIRE`: each executor keeps its own node

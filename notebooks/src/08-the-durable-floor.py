@@ -14,7 +14,8 @@
 #
 # 1. See what memory keeps and loses: a node restarted without persistence comes back empty.
 # 2. Fold a stream into the floor, slice by slice, and watch the stream shrink as the floor grows.
-# 3. Kill a driver process between its commit and its trim, and count: nothing lost, nothing twice.
+# 3. Kill a driver process between its commit and its trim, and count what it left and what the next
+#    driver makes of it.
 #    Then pause one past its lease, and watch its late write refused.
 # 4. Do the same with a remote: a real S3-compatible store (SeaweedFS) that this notebook starts.
 # 5. Ask the archive — one job, a time range, counts, throughput — with the stream trimmed to nothing.
@@ -300,17 +301,17 @@ assert refusal is not None and "one driver per stream" in refusal
 # %% [markdown]
 # Now `SIGKILL`: no exit hook runs, no lease is given back. What did it leave?
 
-# %%
-victim.kill()
-assert conn.call("PTTL", keyspace.queue_key(QC, "floor:driver")) > 0  # the dead driver's lease, still there
-with floor.open_floor(crash_floor, readonly=True) as cf:
-    on_floor = [s.job_id for s in cf.settles(cstream)]
-in_stream = [fields["id"] for _, fields in conn.client.xrange(cstream)]
-both = set(on_floor) & set(in_stream)
-neither = set(crash_ids) - set(on_floor) - set(in_stream)
-print(f"floor: {len(on_floor)} rows · stream: {len(in_stream)} entries · in both: {len(both)}",
-      f"· in neither: {len(neither)}")
-assert (len(on_floor), len(in_stream), len(both), len(neither)) == (20, 30, 10, 0)
+# %% tags=["reveals:08.1"]
+with exercises.reveals("08.1"):  # its output waits until 08.1 is committed
+    victim.kill()
+    assert conn.call("PTTL", keyspace.queue_key(QC, "floor:driver")) > 0  # the dead driver's lease, still there
+    with floor.open_floor(crash_floor, readonly=True) as cf:
+        on_floor = [s.job_id for s in cf.settles(cstream)]
+    in_stream = [fields["id"] for _, fields in conn.client.xrange(cstream)]
+    both = set(on_floor) & set(in_stream)
+    neither = set(crash_ids) - set(on_floor) - set(in_stream)
+    print(f"floor: {len(on_floor)} rows · stream: {len(in_stream)} entries · in both: {len(both)}",
+          f"· in neither: {len(neither)}")
 
 # %% [markdown]
 # Ten settles are in both places: committed, not yet trimmed. A driver that read the stream from its
@@ -319,19 +320,18 @@ assert (len(on_floor), len(in_stream), len(both), len(neither)) == (20, 30, 10, 
 # one left — the trim, up to the committed cursor — then reads only after the cursor. It has to wait
 # for the dead driver's lease to lapse (two seconds here), which `--wait-s` allows.
 
-# %%
-heir = DriverProcess(conn.address, QC, crash_floor, "--slice", "10", "--wait-s", "10")
-code = heir.finish()
-folds = [ln for ln in heir.lines if ln.startswith("fold:")]
-print("\n".join(folds))
-with floor.open_floor(crash_floor, readonly=True) as cf:
-    count = collections.Counter(s.job_id for s in cf.settles(cstream))
-twice = [j for j, n in count.items() if n > 1]
-print("exit code:", code, "· floor:", sum(count.values()), "rows ·", "twice:", twice,
-      "· lost:", len(set(crash_ids) - set(count)), "· stream:", stream_len(conn, QC))
-assert code == 0 and count == collections.Counter(crash_ids) and stream_len(conn, QC) == 0
-# its first fold trimmed the dead driver's committed slice as well as its own: 10 + 10
-assert "read 10" in folds[0] and folds[0].endswith("trimmed 20 · stream 10 · floor 30")
+# %% tags=["reveals:08.1"]
+with exercises.reveals("08.1"):  # its output waits until 08.1 is committed
+    heir = DriverProcess(conn.address, QC, crash_floor, "--slice", "10", "--wait-s", "10")
+    code = heir.finish()
+    folds = [ln for ln in heir.lines if ln.startswith("fold:")]
+    print("\n".join(folds))
+    with floor.open_floor(crash_floor, readonly=True) as cf:
+        count = collections.Counter(s.job_id for s in cf.settles(cstream))
+    twice = [j for j, n in count.items() if n > 1]
+    print("exit code:", code, "· floor:", sum(count.values()), "rows ·", "twice:", twice,
+          "· lost:", len(set(crash_ids) - set(count)), "· stream:", stream_len(conn, QC))
+    assert code == 0 and count == collections.Counter(crash_ids) and stream_len(conn, QC) == 0
 
 # %% [markdown]
 # ### 08.2 · Build: a fold that survives a kill at every step
@@ -445,20 +445,21 @@ assert (len(remote.objects(rstream)), planned, marked, stream_len(conn, QR)) == 
 # (only a slice the index knows is stored is trimmed). The next driver finds the object already there
 # with the same SHA-256, marks it without writing it again, trims, and folds the last slice:
 
-# %%
-heir = DriverProcess(conn.address, QR, remote_floor, "--slice", "10", "--wait-s", "10", remote_env=store.env())
-code = heir.finish()
-folds = [ln for ln in heir.lines if ln.startswith("fold:")]
-names = remote.objects(rstream)
-from_bucket = collections.Counter(s.job_id for s in remote.settles(rstream))
-print("exit code:", code)
-print("\n".join(folds))
-assert "(1 found already stored)" in folds[0] and all("(0 found" in ln for ln in folds[1:])
-print("\n".join(names))
-print("read from the bucket alone:", sum(from_bucket.values()), "settles,", len(from_bucket), "jobs · stream:",
-      stream_len(conn, QR))
-assert code == 0 and names == sorted(names) and len(names) == 3
-assert from_bucket == collections.Counter(remote_ids) and stream_len(conn, QR) == 0
+# %% tags=["reveals:08.1"]
+with exercises.reveals("08.1"):  # its output waits until 08.1 is committed
+    heir = DriverProcess(conn.address, QR, remote_floor, "--slice", "10", "--wait-s", "10", remote_env=store.env())
+    code = heir.finish()
+    folds = [ln for ln in heir.lines if ln.startswith("fold:")]
+    names = remote.objects(rstream)
+    from_bucket = collections.Counter(s.job_id for s in remote.settles(rstream))
+    print("exit code:", code)
+    print("\n".join(folds))
+    assert "(1 found already stored)" in folds[0] and all("(0 found" in ln for ln in folds[1:])
+    print("\n".join(names))
+    print("read from the bucket alone:", sum(from_bucket.values()), "settles,", len(from_bucket), "jobs · stream:",
+          stream_len(conn, QR))
+    assert code == 0 and names == sorted(names) and len(names) == 3
+    assert from_bucket == collections.Counter(remote_ids) and stream_len(conn, QR) == 0
 
 # %% [markdown]
 # One object, opened: its first two lines.
