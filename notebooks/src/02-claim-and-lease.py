@@ -454,6 +454,22 @@ view
 
 
 # %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Which clock stamps a lease's deadline and which judges it, and what happens to every live lease
+#    when that clock steps forward by five seconds?
+# 2. A worker's lease has lapsed. When does its completion still pass, and when is it answered
+#    stale? What does the fence compare?
+# 3. What does a lease leave unpromised about how often the handler runs, what does the queue promise
+#    instead, and on what set-up?
+# 4. A queue is paused with jobs in flight. What still happens to an active job, a lapsed lease, a
+#    due retry and the stall count, and what does a claim answer?
+# 5. What does a claim do with a ghost at the head of pending, and what does the next claim do?
+
+# %% [markdown]
 # ## Further reading
 #
 # - [Gray and Cheriton, *Leases* (SOSP 1989)][r1]: where the lease comes from: a grant that runs out on

@@ -500,7 +500,7 @@ def poison(job):
     raise WorkerKilled  # every worker that takes this job dies with it
 
 
-legs = {}
+legs = {}  # ledger: at-least-once-runs
 for leg in ("reap", "stalled"):
     q = f"poison-{leg}"
     jobs.drop(conn, q)  # a re-run of this cell starts from an empty queue, as the first run did
@@ -704,6 +704,21 @@ full.stop()
 #
 # Next: **04-two-executors** — the same claim, as one native command.
 
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Which two things must hold for `@complete` to pass, and what does a stale call write?
+# 2. Where is `max_attempts` read, and why does a job that kills every worker never reach dead under
+#    the default recovery leg?
+# 3. Under `recovery="stalled"` with `max_stalled=2`, how many times does that job run before it is
+#    buried, and what does a slow but healthy job risk under the same setting?
+# 4. Who calls promote and the recovery leg for a standalone `Consumer`, and who for the consumers
+#    of a `Pool`?
+# 5. What does a full node answer to `@enqueue`, and what did the refused enqueue write?
 
 # %% [markdown]
 # ## Further reading

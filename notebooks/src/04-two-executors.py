@@ -615,6 +615,20 @@ if lab is not native:
 
 
 # %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. What are the four differences between `@claim2` and `EMQ.CLAIM`?
+# 2. In the pause window on wire 4, why does the claim still hand the job out, and what closes the
+#    window on wire 6?
+# 3. What does the native stall sweep do with a lease whose `lease_epoch` is not the server's
+#    `run_id`, and why is that fair to the job?
+# 4. When is `EMQWIRE` raised, and what does it keep apart?
+# 5. What does a batch claim of *k* jobs save, and what does it cost when its worker dies?
+
+# %% [markdown]
 # ## Further reading
 #
 # - [Valkey Modules 101][r1]: a module in C: a shared library that registers commands.

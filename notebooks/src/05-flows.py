@@ -562,6 +562,22 @@ composer
 
 
 # %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Where does the parent wait while its children run, and what releases it?
+# 2. Which two layers keep a completion from counting twice, and which one stopped each refused
+#    completion in "Never twice"?
+# 3. A child under `ignore` is buried by the sweep, then reprocessed, and completes. What does its
+#    completion count toward the parent, and why?
+# 4. A parent is removed while a child runs, and a new flow lands under the same id. Why does the
+#    old child's completion count nothing toward the new flow?
+# 5. Why does `flows.add` send the script even on a wire 6 connector, and which script does a flow
+#    child's completion take?
+
+# %% [markdown]
 # ## Further reading
 #
 # - [`DECR`][r1]: the counter a child's completion takes one off.

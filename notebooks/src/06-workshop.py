@@ -296,6 +296,17 @@ print(exercises.check("06.1", waiting_for, conn))
 
 
 # %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Which scripts does a job go through on the happy path, on the failure path, and when its worker
+#    vanishes?
+# 2. What does `record=True` add, in which step, and what can still lose that entry?
+# 3. What are the three ideas of the pattern, and which mechanism carries each one in this queue?
+
+# %% [markdown]
 # ## Further reading
 #
 # - [`LMOVE` and its reliable-queue pattern][r1]: the pattern this workshop builds on, in its list form.

@@ -606,6 +606,21 @@ chaos
 # Next: **08-the-durable-floor** — what outlives memory.
 
 # %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Which of the checker's findings are never allowed under faults, and which does it count as
+#    expected?
+# 2. At which crash point is the customer charged twice by `handlers.charge`, and why can the queue
+#    not prevent it?
+# 3. With a 100 ms lease and 400 ms of work, why does the job never settle under a pool's metronome,
+#    and why did a lone standalone consumer complete it?
+# 4. Where does the token fence stop, and what does a caller who reuses a job id risk?
+# 5. On what node did the nemesis run, and which promise does its verdict back there?
+
+# %% [markdown]
 # ## Further reading
 #
 # - [Kyle Kingsbury, *Jepsen: Redis* (2013)][r1]: a replicated store under partitions, and the writes it

@@ -577,6 +577,23 @@ print(exercises.check("08.3", find_the_lost, conn))
 # Next: **09-cluster** — the same queue on a Valkey Cluster, and a primary killed mid-run.
 
 # %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. What does a node without persistence keep of the completions stream across a restart, and what
+#    does an append-only file keep?
+# 2. In which order does a fold read, commit and trim, and what would the other orders lose or
+#    archive twice?
+# 3. A driver was killed between its commit and its trim. How does the next driver avoid archiving
+#    that slice twice?
+# 4. A driver paused past its lease wakes up. What refuses its late commit, and where is its token
+#    checked?
+# 5. A recording sweep buried a job. Which outcome does the floor hold for it, and how many times,
+#    after two folds?
+
+# %% [markdown]
 # ## Further reading
 #
 # - [Valkey: streams][r1]: the completions stream's data type, its ids and `XRANGE`.

@@ -468,6 +468,21 @@ print(f"before the hold: without WAIT {plain.rate():.0f} jobs/s · with WAIT 1 2
 # Next: **10-case-files** — six real failures of other queues, each modelled and run beside this one.
 
 # %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Why does every key of a queue carry `{q}`, and what would a transition without it run into on a
+#    cluster?
+# 2. What did the failover lose without `WAIT`, and why did the waited run lose nothing the checker
+#    could count?
+# 3. A `WAIT` with no timeout, on a shard that has no replica: what happens to every writer of its queues?
+# 4. Why does the native stall sweep not count the leases a promoted replica inherited as stalls?
+# 5. Whose clock judges an inherited lease, and what happens to it if the new primary's clock runs
+#    ahead?
+
+# %% [markdown]
 # ## Further reading
 #
 # - [Valkey: cluster specification][r1]: slots, hashtags, failover and what a failover may lose.

@@ -397,6 +397,20 @@ show(model, ours)
 # This is the last notebook of the course.
 
 # %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. In the kombu case, what did this queue share with the model, and what did the token change?
+# 2. In the Celery case, what would a job that kills its worker every time do under this run's
+#    `reap`, and which recovery leg bounds it?
+# 3. Why did the Sidekiq model strand jobs, and what does a sweep on every tick change?
+# 4. In the bull case, what happened between the check's two round trips, and how does one script
+#    avoid it?
+# 5. Why does `volatile-lru` find nothing of this queue's to evict?
+
+# %% [markdown]
 # ## Further reading
 #
 # - [Celery: the Redis broker's visibility timeout][r1]: what the restore does, and its advice.
