@@ -525,7 +525,7 @@ assert legs["stalled"] == [("active", 1), ("active", 2), ("active", 3)] + [("dea
 # Under `reap` the job ran ten times under a cap of three, and it would go on: a reap forgives every
 # lapse, so the job loops for as long as workers take it, its `attempts` climbing past the cap, and
 # never reaches dead (should one of its runs *report* an error instead, `@retry` would bury it at once:
-# its token is already past the cap). Under `stalled` the sweep counted each lapse, and the third
+# its token has long reached the cap). Under `stalled` the sweep counted each lapse, and the third
 # (more than `max_stalled=2`) buried the job after three runs, with `last_error` "stalled", where an
 # operator sees it ([ledger](docs/guarantees.md#at-least-once-runs)).
 #

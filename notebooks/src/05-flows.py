@@ -35,7 +35,7 @@ conn.clear_trace()  # the trace starts with the notebook's own calls
 # in any of the four sets. And the parent's counter, `emq:{q}:job:<parent>:dependencies`, starts at
 # the number of children N (a plain **SET**). The parent and every child also carry the flow's number,
 # `flow`, which the land draws from the queue's counter `emq:{q}:flows`: a child counts only toward
-# the flow it was landed with (the end of this notebook shows why).
+# the flow it was landed with ("A parent id used again", below, shows why).
 
 # %%
 print(scripts.show("enqueue_flow"))

@@ -446,8 +446,8 @@ print(f"before the hold: without WAIT {plain.rate():.0f} jobs/s · with WAIT 1 2
 # replica (between a promotion and the old node's return), every WAIT waits its full timeout. Choose
 # the timeout with that in mind, and bring replicas back soon. A timeout of 0 is no timeout at all:
 # `WAIT 1 0` waits until a replica acknowledges, so while the shard has none, every writer of its
-# queues blocks for ever — the queue stops, whole, until a replica returns. Keep the timeout finite,
-# and count the shortfalls (`conn.wait_short`) instead
+# queues blocks until one returns — for ever, if none does, and the queue stops whole. Keep the
+# timeout finite, and count the shortfalls (`conn.wait_short`) instead
 # ([ledger](docs/guarantees.md#wait-keeps-confirmed-writes)).
 #
 # ## Recap
