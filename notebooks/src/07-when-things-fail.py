@@ -416,8 +416,8 @@ assert by_itself.outcomes == {jobs.OK: 1} and jobs.row(conn, "short-lone", alone
 # is a lease to keep: the lone consumer's late completion holds only while it is alone; add a second
 # consumer, or a metronome, and their sweeps take its job away mid-handler, as in the pool. Pick a
 # lease comfortably longer than the slowest handler run you expect, and a recovery tick that makes a
-# crashed job come back soon enough. The other answer is a renewal that pushes the deadline on while the handler works, fenced by
-# the token: the kit ships none, and exercise 02.2 had you build one.
+# crashed job come back soon enough. The other answer is a renewal that pushes the deadline on while
+# the handler works, fenced by the token: the kit ships none, and exercise 02.2 had you build one.
 #
 # ## The fence across a job's whole life, and where it stops
 #

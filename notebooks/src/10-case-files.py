@@ -169,9 +169,9 @@ show(model, ours)
 # the moment of death: the killed worker never settles its claim, its lease lapses, and the
 # metronome's sweep (a script on the node) puts the job back. That is the loop Celery's
 # acknowledgement was there to avoid, and under this run's recovery this queue would loop too: it is
-# `reap`, the default, and a reap forgives every lapse. `max_attempts` is read only when a handler reports an error, which a
-# killed worker never does, so a job that kills its worker every time would be claimed again for
-# ever here too, its attempts climbing past the cap (notebook 03 shows it,
+# `reap`, the default, and a reap forgives every lapse. `max_attempts` is read only when a handler
+# reports an error, which a killed worker never does, so a job that kills its worker every time would
+# be claimed again for ever here too, its attempts climbing past the cap (notebook 03 shows it,
 # [ledger](docs/guarantees.md#at-least-once-runs)). What bounds it is the counted stall sweep,
 # `recovery="stalled"`, which the next case runs: after more than `max_stalled` lapses the job is
 # buried in `dead`, where an operator can see it.

@@ -16,9 +16,12 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
+from ... import snapshots
 from ...errors import BadInput
+from ...lab import queue_state
 from ...lab.checker import Report
 from ...lab.history import History
 from ...lab.run import Run
@@ -111,6 +114,42 @@ def judge_script(source: Any, f: Findings, *, dry_run: DryRun, one_seed: OneSeed
         node.stop()
 
 
+def call_script(conn: Any, sha: str, keys: list[str], argv: list[Any], f: Findings, when: str) -> tuple[bool, Any]:
+    """The learner's script called once: (True, its reply), or (False, None) with its Lua error as a finding."""
+    try:
+        return True, conn.call("EVALSHA", sha, len(keys), *keys, *argv)
+    except Exception as exc:  # noqa: BLE001 - a runtime error of the learner's Lua: a finding naming its line
+        f.expect(False, lua_error(f"your script failed {when}", exc))
+        return False, None
+
+
+def server_ms(conn: Any) -> int:
+    """The node's clock now, in ms (``TIME``), as every script reads it."""
+    sec, usec = conn.client.time()
+    return int(sec) * 1000 + int(usec) // 1000
+
+
+def state_holds(conn: Any, queue: str, f: Findings, said: str, *, settled: Iterable[str] = ()) -> bool:
+    """True when the queue's own state holds to notebook 01's table (``lab.queue_state``); else False, with
+    the first break (and how many more) as a finding that starts with ``said``."""
+    broken = queue_state.read(conn, queue, settled=settled)
+    if not broken:
+        return True
+    more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
+    f.expect(False, f"{said}, the queue's own state breaks notebook 01's table: {broken[0]}{more}.")
+    return False
+
+
+def unchanged(conn: Any, queue: str, before: Any, f: Findings, said: str) -> bool:
+    """True when the queue is as ``before`` (a snapshot's ``state_only()``); else False, naming what changed."""
+    after = snapshots.snapshot(conn, queue)
+    if after.state_only() == before.state_only():
+        return True
+    changes = "; ".join(str(c) for c in snapshots.diff(before, after)[:3]) or "scores or flow keys changed"
+    f.expect(False, f"{said}, yet your script wrote: {changes}. A caller that no longer holds the job writes nothing.")
+    return False
+
+
 def wait_drained(run: Run, deadline_s: float, failed: Callable[[History], bool]) -> bool:
     """Until the queue is drained (True), the deadline, or ``failed(history)`` (the verdict is known then:
     waiting on would only take time)."""
@@ -154,6 +193,37 @@ def checker_valid(said: str, report: Report, f: Findings, first: Any = None) -> 
     f.expect(False, f"{said}: the checker says invalid ({counts}). Its counterexample:\n"
              + counterexample(first or report.findings[0]))
     return False
+
+
+@dataclass
+class Ended:
+    """A judged run once stopped: what names it in a finding, its history, the checker's report, and the
+    breaks of notebook 01's table the queue was left with (as findings)."""
+
+    said: str
+    history: History
+    report: Report
+    state: Findings
+
+
+def end_run(run: Run, seed: int, faults: list[Any], report: Callable[[History], Report] | None = None) -> Ended:
+    """Stop ``run`` and read what the judge reads: its history, the checker's report (``report(history)``, or
+    the run's own check), and the queue's state against the table, every acknowledged completion rowless."""
+    run.stop()
+    history = run.history()
+    said = f"seed {seed} ({', '.join(str(x) for x in faults)})"
+    state = Findings()
+    state_holds(run.conn, run.queue, state, f"{said}: at the end of the run", settled=queue_state.completed_in(history))
+    return Ended(said, history, report(history) if report else run.check(), state)
+
+
+def checker_and_state(e: Ended, op: str, f: Findings) -> bool:
+    """The first questions of every judged run: did the learner's script fail inside it (the recorded ``op``
+    refused), does the checker say valid, does the queue keep the table? False (with the finding) if not."""
+    if not checker_and_scripts(e.said, e.history, e.report, op, f):
+        return False
+    f.items.extend(e.state.items)
+    return not e.state.items
 
 
 def checker_and_scripts(said: str, history: History, report: Report, op: str, f: Findings) -> bool:
