@@ -26,10 +26,19 @@ from ... import flows, ids, jobs, keyspace, snapshots
 from ...lab.checker import check
 from ...lab.history import History, Op
 from ...lab.nemesis import Nemesis
-from ...lab.queue_state import completed_in
 from ...lab.run import Fault, Run
 from ..registry import Findings
-from .frame import call_script, checker_valid, judge_script, lua_error, state_holds, unchanged, until
+from .frame import (
+    Watched,
+    call_script,
+    checker_valid,
+    end_run,
+    judge_script,
+    lua_error,
+    state_holds,
+    unchanged,
+    until,
+)
 
 
 class FANIN:
@@ -290,17 +299,14 @@ def _fan_in_seed(node: Any, sha: str, seed: int, f: Findings) -> bool:
         # the first children then go to all of them at once, and the nemesis finds each inside a handler
         until(lambda h: len({c.worker for c in h.calls("claim")}) >= FANIN.WORKERS, run, 10.0)
         parents = _land_flows(run, FANIN.FLOWS, FANIN.CHILDREN)
-        faults = FANIN.nemesis(seed).run(_AtWork(run), deadline_s=FANIN.DEADLINE_S)  # type: ignore[arg-type]
+        watched = Watched(_AtWork(run))
+        faults = FANIN.nemesis(seed).run(watched, deadline_s=FANIN.DEADLINE_S)  # type: ignore[arg-type]
         drained = run.wait_drained(FANIN.DEADLINE_S)
         until(_zombies_settled, run, FANIN.GRACE_S)
         drained = run.wait_drained(0.5) and drained
-        run.stop()
-        history = run.history()
+        e = end_run(run, seed, faults, lambda h: check(h, run.final_state(), recorded=False), watched)
         final = run.final_state()
-        report = check(history, final, recorded=False)
-        said = f"seed {seed} ({', '.join(str(x) for x in faults)})"
-        state = Findings()
-        state_holds(run.conn, queue, state, f"{said}: at the end of the run", settled=completed_in(history))
+        said, history, report = e.said, e.history, e.report
         processed = {p: len(flows.children_values(run.conn, queue, p)) for p in parents}
         jobs.drop(run.conn, queue)
     refused = [o for o in history.calls("complete") if o.at == "refused"]
@@ -314,8 +320,8 @@ def _fan_in_seed(node: Any, sha: str, seed: int, f: Findings) -> bool:
     # a fence violation first, when there is one: it says why the other findings happened
     if not checker_valid(said, report, f, first=(report.fence_violations or report.findings or [None])[0]):
         return False
-    if state.items:
-        f.items.extend(state.items)
+    f.items.extend(e.state.items)
+    if e.state.items:
         return False
     early = _parents_released_early(history, parents)
     if early:

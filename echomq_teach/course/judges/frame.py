@@ -195,6 +195,32 @@ def checker_valid(said: str, report: Report, f: Findings, first: Any = None) -> 
     return False
 
 
+class Watched:
+    """A run as the nemesis sees it, whose queue is held to notebook 01's table at each point a fault leaves
+    it: right after every fault is applied, and after every thaw. The first breaks are kept in ``broken``."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+        self.broken: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.run, name)
+
+    def _look(self, what: str) -> None:
+        if not self.broken:
+            found = queue_state.read(self.run.conn, self.run.queue)
+            self.broken = [f"right after {what}, the queue's own state breaks notebook 01's table: {found[0]}"
+                           + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")] if found else []
+
+    def apply(self, fault: Any) -> None:
+        self.run.apply(fault)
+        self._look(str(fault).split(" ", 1)[1])
+
+    def thaw(self, slot: int) -> None:
+        self.run.thaw(slot)
+        self._look(f"the thaw of slot {slot}")
+
+
 @dataclass
 class Ended:
     """A judged run once stopped: what names it in a finding, its history, the checker's report, and the
@@ -206,13 +232,17 @@ class Ended:
     state: Findings
 
 
-def end_run(run: Run, seed: int, faults: list[Any], report: Callable[[History], Report] | None = None) -> Ended:
+def end_run(run: Run, seed: int, faults: list[Any], report: Callable[[History], Report] | None = None,
+            watched: Watched | None = None) -> Ended:
     """Stop ``run`` and read what the judge reads: its history, the checker's report (``report(history)``, or
-    the run's own check), and the queue's state against the table, every acknowledged completion rowless."""
+    the run's own check), and the queue's state against the table — at each point a fault left it (``watched``)
+    and at the end, every acknowledged completion rowless."""
     run.stop()
     history = run.history()
     said = f"seed {seed} ({', '.join(str(x) for x in faults)})"
     state = Findings()
+    for broken in watched.broken if watched else []:
+        state.expect(False, f"{said}: {broken}.")
     state_holds(run.conn, run.queue, state, f"{said}: at the end of the run", settled=queue_state.completed_in(history))
     return Ended(said, history, report(history) if report else run.check(), state)
 

@@ -15,6 +15,7 @@ from ...lab.nemesis import Nemesis
 from ...lab.run import Run
 from ..registry import Findings
 from .frame import (
+    Watched,
     call_script,
     checker_and_state,
     end_run,
@@ -165,10 +166,11 @@ def _one_seed(node: Any, sha: str, seed: int, f: Findings) -> bool:
                  tick_ms=25, timeout=LEASE.DEADLINE_S + 20) as run:
             run.produce(LEASE.JOBS)
             run.start()
-            faults = LEASE.nemesis(seed).run(run, deadline_s=LEASE.DEADLINE_S)
+            watched = Watched(run)
+            faults = LEASE.nemesis(seed).run(watched, deadline_s=LEASE.DEADLINE_S)  # type: ignore[arg-type]
             # a lease lapsed under a healthy handler: the renewal failed
             drained = wait_drained(run, LEASE.DEADLINE_S, lambda h: bool(_renewal_record(h, LEASE.LEASE_MS)[0]))
-            e = end_run(run, seed, faults)
+            e = end_run(run, seed, faults, watched=watched)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if not checker_and_state(e, "extend", f):
