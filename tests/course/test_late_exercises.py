@@ -39,8 +39,18 @@ WRONG_CAPSTONES = {
     # the provider's timeouts are in every run, whatever the seed: no seed passes the loophole by luck
     "never raises": (wrong_capstones.never_raises, ("settled without their customer ever being charged",
                                                      "failed on 3 of 3 seeds")),
-    "not idempotent": (wrong_capstones.not_idempotent, ("customers were charged more than once",)),
-    "one attempt": (wrong_capstones.one_attempt, ("orders ended in dead",)),
+    "not idempotent": (wrong_capstones.not_idempotent, ("charged more than once for one order",)),
+    "one attempt": (wrong_capstones.one_attempt, ("jobs ended in dead",)),
+    # every healthy handler (60 ms of work) outlives a 50 ms lease: read from the runs, on every seed
+    "lease under the work": (wrong_capstones.lease_under_the_work, ("your lease is 50 ms, and the quickest of your "
+                                                                    "handlers' runs", "failed on 3 of 3 seeds")),
+    # copy attempts: the team's settings; the printed handler keyed by the job's id; the notebook's own runs
+    "copy: the team's settings": (wrong_capstones.the_teams_settings, ("your lease is 50 ms",)),
+    "copy: keyed by the job": (wrong_capstones.keyed_by_the_job, ("charged more than once for one order",
+                                                                  "came in twice, as two jobs each",
+                                                                  "failed on 3 of 3 seeds")),
+    "copy: the notebook's runs": (wrong_capstones.the_notebooks_runs, ("settled without their customer ever being "
+                                                                       "charged", "failed on 3 of 3 seeds")),
 }
 
 
