@@ -145,12 +145,16 @@ from wrong_answers import survive_every_kill as wrong_folds  # noqa: E402 - answ
 
 WRONG_FOLDS = {
     # trimmed before the commit: killed between the two, the slice is in neither place
-    "trim first": (wrong_folds.trim_first, ("killed at step 6 (trim of fold 2): the checker, reading the floor and "
-                                            "the stream as one archive, says invalid (unrecorded 10)",
-                                            "failed on 2 of 4 steps of a fold")),
-    # read from the stream's start: killed between commit and trim, the next fold commits the slice again
-    "from the start": (wrong_folds.from_the_start, ("(commit of fold 2)", "committed again settles the floor "
-                                                    "already holds", "line 7 of your fold step")),
+    "trim first": (wrong_folds.trim_first, ("(trim of fold 2): the checker, reading the floor and the stream as one "
+                                            "archive, says invalid (unrecorded", "steps of a fold")),
+    # read from the stream's start: what the notifier still needs stays in the stream, and is committed again
+    "from the start": (wrong_folds.from_the_start, ("committed again settles the floor already holds",
+                                                    "line 7 of your fold step")),
+    "for the notifier alone": (wrong_folds.for_the_notifier_alone, ("says invalid (unrecorded",)),
+    # the copy attempt: the fold as 08 lists its steps, the trim bounded by the floor alone
+    "copy: the notebook's steps": (wrong_folds.for_the_floor_alone, ("with no kill: 10 settles the shop's notifier "
+                                                                     "had not read yet were trimmed",
+                                                                     "it may lose only what both have read")),
 }
 
 
