@@ -80,8 +80,11 @@ class Box:
         """``cmd`` in the container (as its user), its exit code and output; timed under ``step``."""
         t0 = time.monotonic()
         code, raw = self.ct.exec_run(["/usr/local/bin/python3", "-c", TIMED, *cmd], workdir=workdir)
-        out, _, cpu = (raw or b"").decode(errors="replace").rpartition("\n@cpu ")
-        self.times[step] = (time.monotonic() - t0, float(cpu.strip() or "nan"))
+        text = (raw or b"").decode(errors="replace")
+        out, mark, cpu = text.rpartition("\n@cpu ")
+        if not mark:  # the step never ran (the engine refused the exec): its message is the output
+            out, cpu = text, "nan"
+        self.times[step] = (time.monotonic() - t0, float(cpu.strip()))
         self.results[step] = (code, out)
         return self.results[step]
 
