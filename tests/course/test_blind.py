@@ -57,6 +57,7 @@ TELLS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "04.1": (
         (r"on a paused queue:\s*\[", "a raw claim on a paused queue, printed"),
+        (r"raw_reply\s*==\s*\[", "a raw claim on a paused queue, asserted"),
         (r"the claim answered \[", "a raw claim after pause() returned, printed"),
         (r"script error:|native refusal:", "a claim with a lease of 'soon', printed"),
         (r"first claim: (None|\[)", "a claim with a ghost at the head, printed"),
