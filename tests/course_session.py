@@ -62,6 +62,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # a kernel that nbval shuts down runs no exit hooks: its server died with it, its folder stays
-    from echomq_teach.nodes.local import sweep_stale_dirs
+    from echomq_teach.nodes.host import sweep_stale_dirs
 
     sweep_stale_dirs()

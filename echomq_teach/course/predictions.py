@@ -141,7 +141,8 @@ class Withheld:
             # a figure left open would be drawn by the inline backend after the cell, past the capture
             plt.close(number)  # type: ignore[union-attr]
         if kind is None:
-            print(self.line)
+            # one write: print's two (the line, then its newline) can land in two stored outputs under load
+            sys.stdout.write(self.line + "\n")
 
 
 def _open_figures() -> set[int]:

@@ -23,7 +23,7 @@ from dockerspawner import DockerSpawner
 from traitlets import Unicode
 
 from ..classroom.credentials import spawner_environment
-from ..nodes.local import free_port
+from ..nodes.host import free_port
 
 COURSE_DIR = "/home/learner/the-queue"
 

@@ -37,7 +37,7 @@
 # | `02-claim-and-lease` | `@claim2` line by line; the lease, the fencing token, the ghost guard, pause | 70 min |
 # | `03-completion-and-recovery` | the fence; the retry fork; reap, the counted sweep, who calls them | 105 min |
 # | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | 70 min |
-# | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 80 min |
+# | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 85 min |
 # | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | 30 min |
 # | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 75 min |
 # | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 80 min |

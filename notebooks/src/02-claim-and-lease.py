@@ -263,6 +263,24 @@ with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
     assert lapsed
 
 # %% [markdown]
+# ### How a build is judged
+#
+# The next exercise is a **build**: you write a mechanism, and a judge runs it for real, under faults,
+# on a node of its own. Three words for what the judge does (07 takes each of them apart):
+#
+# - it records every call its worker processes make, when it went out and what came back: a
+#   **history**; the **checker** reads that history with the queue's final state and says *valid* or
+#   *invalid* — a job lost, handed to two workers at once, or settled by a worker whose claim a later
+#   claim replaced — and shows the calls that prove it (its *counterexample*);
+# - a **nemesis** throws faults at the workers on a schedule drawn from a number, its **seed**: a kill
+#   (`SIGKILL`: the worker is gone, its job held until the lease lapses) or a freeze (`SIGSTOP`, then
+#   `SIGCONT`). The same seed draws the same schedule; the judge draws the seeds, not you;
+# - a worker frozen past its lease wakes up still believing it holds its job: a **zombie**. Whatever
+#   it sends next must be refused.
+#
+# Besides the runs, each judge calls your mechanism on a few cases whose answers are known, and after
+# each call holds the queue to the table of notebook 01: every row in the one set its state names.
+#
 # ### 02.2 · Build: renew the lease, only while it is yours
 #
 # A handler that works longer than its lease loses its job to a sweep, and runs twice. The usual
@@ -271,16 +289,21 @@ with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
 #
 # - `KEYS[1]`, the queue's active set, and `KEYS[2]`, the job's row;
 # - `ARGV[1]`, the job's id, `ARGV[2]`, the caller's token (the attempts its claim answered), and
-#   `ARGV[3]`, the new lease in milliseconds, counted from the server's clock now;
+#   `ARGV[3]`, the new lease in milliseconds;
 #
-# and answers `1` when it renewed the lease, `0` when the caller no longer holds the job (and then
-# writes nothing). Return your script's source as a string.
+# and answers `1` when it renewed the lease: the job's deadline becomes the **server's clock now**
+# plus the new lease. It answers `0`, and writes nothing, when the caller no longer holds the job.
+# Who holds a job is the fence's question, not the clock's: a caller whose lease lapsed, with no sweep
+# since, still holds it; a caller whose job a sweep put back in pending does not, even before anyone
+# claims it again. Return your script's source as a string.
 #
-# The check is a judge: it starts a node of its own (not this notebook's), loads your script, and
-# runs three worker processes whose handlers work 1 s on a 500 ms lease, renewing every 100 ms, while
-# a seeded nemesis freezes and kills them, on three seeds it draws. It passes only when, on every
-# seed, the checker finds the run valid **and** your renewal kept the lease of every handler no fault
-# touched. A Lua error comes back as a finding naming its line. About five seconds a check.
+# The judge starts a node of its own (not this notebook's) and calls your script first for callers whose
+# answers are known: a holder, a stale token, a holder whose lease lapsed, and one whose lapsed lease a
+# sweep has just put back. Then three worker processes run handlers that work 2 s on a 1 s lease,
+# renewing every 100 ms, while a seeded nemesis freezes and kills them, on three seeds it draws. It
+# passes only when every answer is right, the queue keeps notebook 01's table, and on every seed the
+# checker finds the run valid **and** your renewal kept the lease of every handler no fault touched. A
+# Lua error comes back as a finding naming its line. About five seconds a check.
 # *Solution: `solutions/02_2_renew_the_lease.py`.*
 
 # %%

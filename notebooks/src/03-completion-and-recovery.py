@@ -13,7 +13,8 @@
 # 4. Run a consumer that does all of this in a loop, and plot the sets while it works; see who calls
 #    promote and the sweeps in a pool.
 # 5. See what a full node answers.
-# 6. Write a reap of your own, in Lua, and have the checker judge it under worker kills (03.3).
+# 6. Write a reap of your own, in Lua, that stops a poison job, and have the checker judge it under
+#    faults (03.3).
 
 # %%
 import time
@@ -253,36 +254,6 @@ def recovered_by_hand(conn, queue, job_id, old_token):
 print(exercises.check("03.2", recovered_by_hand, conn))
 
 # %% [markdown]
-# ### 03.3 · Build: your own reap, judged under worker kills
-#
-# Write the reap yourself, as a Lua script. It takes
-#
-# - `KEYS[1]`, the queue's active set (each score a lease's deadline, in server milliseconds),
-#   `KEYS[2]`, its pending set, and `KEYS[3]`, the queue's base `emq:{q}:` (a job's row is
-#   `KEYS[3] .. 'job:' .. id`);
-# - `ARGV[1]`, the most leases one call may move back;
-#
-# and answers the list of ids it moved back, earliest deadline first. Return your script's source as
-# a string.
-#
-# The check is a judge: it starts a node of its own (not this notebook's), loads your script, and
-# first calls it on a small queue whose answers are known (three lapsed leases, one live, a limit of
-# 2). Then, on three seeds it draws, three worker processes drain fifteen jobs while a seeded nemesis
-# kills two of them mid-job, and the run's metronome reaps with **your** script, one lease a call. It
-# passes only when, on every seed, the checker finds the run valid (no job lost, none handed out
-# twice, no stale settle accepted) **and** your reap brought back every job a killed worker held, and
-# moved no lease before it lapsed. A Lua error comes back as a finding naming its line. A few seconds
-# a check. *Solution: `solutions/03_3_your_own_reap.py`.*
-
-# %%
-def your_own_reap():
-    # return your Lua script's source, a str
-    raise NotImplementedError
-
-
-print(exercises.check("03.3", your_own_reap))
-
-# %% [markdown]
 # ## The counted sweep — `Stalled.check/3` → `@stalled_check`
 #
 # A reap forgives every lapse. A job whose handler kills its worker every time (a poison message)
@@ -315,6 +286,44 @@ for _ in range(2):
           "· stalled", s.rows[poison].get("stalled"))
 assert rounds == [(["pending"], "1"), (["dead"], "2")]
 assert snapshots.snapshot(conn, Q7).rows[poison]["last_error"] == "stalled"
+
+# %% [markdown]
+# ### 03.3 · Build: a reap that stops a poison job
+#
+# The counted sweep stops a poison job by counting lapses. Count what the queue already counts instead:
+# write a reap, in Lua, that forgives a lapse while the job has tries left, and buries it once its
+# `attempts` reached the cap — whatever used those attempts up: handler errors, kills, or both. It takes
+#
+# - `KEYS[1]`, the queue's active set (each score a lease's deadline, in server milliseconds),
+#   `KEYS[2]`, its pending set, `KEYS[3]`, its dead set, and `KEYS[4]`, the queue's base `emq:{q}:`
+#   (a job's row is `KEYS[4] .. 'job:' .. id`);
+# - `ARGV[1]`, the most lapsed leases one call may handle, and `ARGV[2]`, the cap (`max_attempts`);
+#
+# and takes the lapsed leases, earliest deadline first. A job whose row's `attempts` is below the cap
+# goes back to pending, as `@reap` moves it. A job whose `attempts` reached the cap is buried: in dead
+# (scored with the server's now), its row's state `dead`, and its one ending recorded on the completions
+# stream, `KEYS[4] .. 'stream:completions'`, as the counted sweep records a burial: fields `id`,
+# `outcome` (`stalled`), `attempts` (the row's) and `error` (why). It answers two lists:
+# `{the ids moved back, the ids buried}`. Return your script's source as a string.
+#
+# The judge starts a node of its own (not this notebook's) and first calls your script on a small queue
+# whose answers are known: three lapsed leases — one on its last attempt after two handler errors — one
+# live, a limit of 2; after each call, the queue must keep notebook 01's table, and the workers that held
+# the lapsed leases wake before anyone claims again and try to complete. Then, on three seeds it draws,
+# three worker processes drain twelve jobs, one of them poison (its handler kills its worker, every
+# time), while a seeded nemesis kills one worker and freezes another past its lease; the run's sweeper
+# calls **your** script every 50 ms, one lease a call, with a cap of 3. It passes only when every answer
+# is right and, on every seed, the checker finds the run valid, the queue keeps the table, the poison was
+# tried three times and buried, and every other job was done. A Lua error comes back as a finding naming
+# its line. A few seconds a check. *Solution: `solutions/03_3_your_own_reap.py`.*
+
+# %%
+def your_own_reap():
+    # return your Lua script's source, a str
+    raise NotImplementedError
+
+
+print(exercises.check("03.3", your_own_reap))
 
 # %% [markdown]
 # ### 03.4 · Predict the counted sweep (predict)

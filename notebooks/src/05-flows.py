@@ -13,6 +13,8 @@
 #    once-only branch.
 # 4. Choose what a dying child does to its parent: the four policies.
 # 5. Read the children's results from the parent's handler.
+# 6. Write the completion of a child whose parent needs only a quorum of its children, and have the
+#    checker judge it under faults (05.2).
 
 # %%
 import time
@@ -244,21 +246,30 @@ assert flows.children_values(conn, Q3, f3.parent_id) == {}
 # through such crash points.
 
 # %% [markdown]
-# ### 05.2 · Write the fan-in, and survive the kills (build)
+# ### 05.2 · Build: a parent that needs only a quorum
 #
-# Write the completion of a flow child yourself, as a Lua script, with `@complete`'s KEYS and ARGV for
-# a child: KEYS `[1]` active, `[2]` the child's row, `[3]` the parent's `:dependencies`, `[4]` its
-# `:processed`, `[5]` the parent's row; ARGV `[1]` the child's id, `[2]` the caller's token, `[3]` the base
-# `emq:{q}:`, `[4]` the parent's id, `[5]` the result. Answer 1 when this call completed the child, 0 when
-# the caller no longer holds it (and write nothing then). Open it with a KEYS / ARGV / reply header.
+# A search fans out to five mirrors and answers as soon as three of them replied: the parent should
+# run once **a quorum** of its children completed, not all of them. Write the completion of a flow
+# child for such parents, as a Lua script. Each parent's row holds its quorum, in the field `quorum`
+# (the judge writes it when the flow lands; `:dependencies` still starts at the number of children).
+# The script takes `@complete`'s KEYS and ARGV for a child: KEYS `[1]` active, `[2]` the child's row,
+# `[3]` the parent's `:dependencies`, `[4]` its `:processed`, `[5]` the parent's row; ARGV `[1]` the
+# child's id, `[2]` the caller's token, `[3]` the base `emq:{q}:`, `[4]` the parent's id, `[5]` the result.
 #
-# The check does not run it on your node. It starts a node of its own and drains two flows of five
-# children there with three worker processes whose every flow child completes by **your** script, while
-# a seeded nemesis kills workers and freezes one inside its handler for longer than the lease — a
-# zombie that wakes up and completes its child late. Every call is recorded; it passes only when, on
-# each of three seeds it draws, the checker says **valid**, no parent was claimed before all its
-# children completed, every parent was released and completed once, and each parent's `:processed`
-# holds its five results. A Lua error comes back as a finding that names the line. A run takes a few
+# - It answers 1 when this call completed the child (its row deleted, out of active), 0 when the
+#   caller no longer holds it — and then writes nothing.
+# - The completion that makes the quorum releases the parent to pending (its row saying so), once.
+# - A completion after that settles its own child and **counts nothing**: the parent is not counted
+#   down, not given a result, not released again, and not written at all once it is gone.
+#
+# The check does not run it on your node. It starts a node of its own, calls your script on two small
+# flows whose answers are known (holding the queue to notebook 01's table after every call, and waking a
+# worker whose child a sweep put back in pending), then drains two flows of five children, quorum three,
+# with three worker processes whose every flow child completes by **your** script, while a seeded nemesis
+# kills workers and freezes one inside its handler past its lease (a zombie). It passes only when every
+# answer is right and, on each of three seeds it draws, the checker says **valid**, the queue keeps the
+# table, no parent was claimed before three of its children completed, and each parent's `:processed`
+# holds three results. A Lua error comes back as a finding that names the line. A run takes a few
 # seconds. *Solution: `solutions/05_2_fan_in.py`.*
 
 # %%

@@ -477,22 +477,29 @@ durable.stop()
 # %% [markdown]
 # ### 07.2 · Capstone: pass the nemesis
 #
-# A team runs a payment queue. Their handler is `handlers.careless_charge`; it asks the payment
-# provider, `ctx.charge`, to charge the order's customer:
+# A team runs a shop's payment queue. Their handler is `handlers.careless_charge`; it asks the payment
+# provider to charge the order's customer:
 
 # %%
 print(source.getsource(handlers.careless_charge))
-print(source.getsource(handlers.Context.charge))
 
 # %% [markdown]
-# The provider is not yours, and it is not always quick: on some orders its first answer is a timeout,
-# and from the timeout alone nobody can tell whether the money was taken. The team runs with
-# `lease_ms=50` and `max_attempts=1`. The check below starts three worker processes on 60 orders, lets
-# the provider time out on a dozen of them, throws a seeded nemesis of kills and freezes (a freeze
-# longer than a sound lease) at the workers, and gives each run 15 seconds to drain. It does that for
-# three seeds it draws, side by side, one queue each on your node. It passes only if, on every seed, the
-# checker says *valid*, every order completed (none dead, none left over), and **every customer was
-# charged exactly once**, which the queue alone does not give
+# The provider is not yours. It answers `ctx.charge(job, key=None)`: it charges the customer of the
+# order the job's payload names, and answers whether this call took money. Like real payment providers
+# it takes an optional **idempotency key**: a second charge with a key it has already charged takes
+# nothing. And it is not always quick: on some orders its first answer is a timeout
+# (`handlers.ProviderTimeout`), and from the timeout alone nobody can tell whether the money was taken.
+# One more thing the team learned the hard way: the shop's front end sends an order again when a
+# customer double-clicks, so **some orders arrive twice**, as two jobs with the same payload. A
+# customer must be charged exactly once per order.
+#
+# The team runs with `lease_ms=50` and `max_attempts=1`. The check below starts three worker processes
+# on 60 jobs for 50 orders, lets the provider time out on some of them, throws a seeded nemesis of kills
+# and freezes at the workers (a freeze lands inside a handler and outlasts a sound lease: a zombie wakes
+# up), and gives each run 15 seconds to drain. It does that for three seeds it draws, side by side, one
+# queue each on your node. It passes only if, on every seed, the checker says *valid*, the queue keeps
+# notebook 01's table, no handler that no fault touched lost its lease, every job completed (none dead,
+# none left over), and **every order was charged exactly once**, which the queue alone does not give
 # ([ledger](docs/guarantees.md#one-settle-per-life)).
 #
 # Your function returns your choices: `{"lease_ms": …, "max_attempts": …, "handler": h}`, where `h`

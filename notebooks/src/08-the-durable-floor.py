@@ -334,11 +334,13 @@ with exercises.reveals("08.1"):  # its output waits until 08.1 is committed
     assert code == 0 and count == collections.Counter(crash_ids) and stream_len(conn, QC) == 0
 
 # %% [markdown]
-# ### 08.2 · Build: a fold that survives a kill at every step
+# ### 08.2 · Build: a fold that survives a kill at every step, for two readers
 #
-# Now write the fold yourself. Your function returns a function `fold_step(kit)` that folds **one**
-# slice of at most 10 settles and answers how many it folded (0 when there was nothing left to fold).
-# The `kit` is all it needs, and all it may use:
+# Now write the fold yourself — for a stream that has **two readers**. Besides the archive driver, the
+# shop's notifier reads the completions stream to send each customer an e-mail, at its own pace; it
+# keeps the last stream id it has read, and it still needs every entry after that one. Your function
+# returns a function `fold_step(kit)` that folds **one** slice of at most 10 settles and answers how many
+# it folded (0 when there was nothing left to fold). The `kit` is all it needs, and all it may use:
 
 # %%
 from inspect import cleandoc  # noqa: E402
@@ -348,15 +350,16 @@ from echomq_teach.course.fold_runner import FoldKit  # noqa: E402
 print(cleandoc(FoldKit.__doc__))
 
 # %% [markdown]
-# The check starts a node of its own, settles 25 jobs, and calls your `fold_step` in a process of its
-# own until it answers 0. Then, for **each step** of its second fold (each read, each commit, the
-# middle of each commit's transaction, each trim), it starts again on 25 fresh settles with a process
-# that kills itself with SIGKILL right at that step, and then a second process that folds until your
-# step answers 0. The settles' enqueues, claims and completions were recorded, so the checker of
-# notebook 07 reads that history against the floor and the stream together, as one archive. It passes
-# when, after every one of those kills, the checker says *valid*, every settle is on the floor exactly
-# once and the stream holds none of them. A try takes a few seconds; a failed one names the step whose
-# kill broke it. *Solution: `solutions/08_2_survive_every_kill.py`.*
+# The check starts a node of its own, settles 25 jobs, lets the notifier read the first 15 of them, and
+# calls your `fold_step` in a process of its own until it answers 0. Then, for **each step** of its
+# second fold (each read, each commit, the middle of each commit's transaction, each trim), it starts
+# again on 25 fresh settles with a process that kills itself with SIGKILL right at that step, and then a
+# second process that folds until your step answers 0. The settles' enqueues, claims and completions
+# were recorded, so the checker of notebook 07 reads that history against the floor and the stream
+# together, as one archive. It passes when, after every one of those kills, the checker says *valid*,
+# every settle is on the floor exactly once, the stream still holds every settle the notifier has not
+# read, and nothing that both readers have. A try takes a few seconds; a failed one names the step
+# whose kill broke it. *Solution: `solutions/08_2_survive_every_kill.py`.*
 
 # %%
 def survive_every_kill():

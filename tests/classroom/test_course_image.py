@@ -26,7 +26,7 @@ import pytest
 from echomq_teach import keyspace
 from echomq_teach.errors import NodeError
 from echomq_teach.nodes import container, valkey
-from echomq_teach.nodes.local import free_port
+from echomq_teach.nodes.host import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = os.environ.get("ECHOMQ_COURSE_IMAGE") or "echomq-course:local"

@@ -49,7 +49,7 @@ from echomq_teach.classroom.holders import holders
 from echomq_teach.connector import address_from_url, make_client
 from echomq_teach.course import exercises, registry
 from echomq_teach.nodes import container, valkey
-from echomq_teach.nodes.local import free_port
+from echomq_teach.nodes.host import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "docker" / "jupyterhub_config.py"
@@ -707,7 +707,8 @@ print("OUT" + _j.dumps({"url": _o.environ["ECHOMQ_URL"].split("@")[-1]}))
 # meet the shared node's bus (port + 10000) on the loopback she shares with the host; then she looks for
 # any listener on that loopback that could be it, and asks the shared node itself to meet hers
 BUS = """
-from echomq_teach.nodes.local import LocalNode as _L, free_port as _fp
+from echomq_teach.nodes.host import free_port as _fp
+from echomq_teach.nodes.local import LocalNode as _L
 _listening = set()
 for _f in ("/proc/net/tcp", "/proc/net/tcp6"):
     for _line in open(_f).read().splitlines()[1:]:

@@ -39,8 +39,18 @@ WRONG_CAPSTONES = {
     # the provider's timeouts are in every run, whatever the seed: no seed passes the loophole by luck
     "never raises": (wrong_capstones.never_raises, ("settled without their customer ever being charged",
                                                      "failed on 3 of 3 seeds")),
-    "not idempotent": (wrong_capstones.not_idempotent, ("customers were charged more than once",)),
-    "one attempt": (wrong_capstones.one_attempt, ("orders ended in dead",)),
+    "not idempotent": (wrong_capstones.not_idempotent, ("charged more than once for one order",)),
+    "one attempt": (wrong_capstones.one_attempt, ("jobs ended in dead",)),
+    # every healthy handler (60 ms of work) outlives a 50 ms lease: read from the runs, on every seed
+    "lease under the work": (wrong_capstones.lease_under_the_work, ("your lease is 50 ms, and the quickest of your "
+                                                                    "handlers' runs", "failed on 3 of 3 seeds")),
+    # copy attempts: the team's settings; the printed handler keyed by the job's id; the notebook's own runs
+    "copy: the team's settings": (wrong_capstones.the_teams_settings, ("your lease is 50 ms",)),
+    "copy: keyed by the job": (wrong_capstones.keyed_by_the_job, ("charged more than once for one order",
+                                                                  "came in twice, as two jobs each",
+                                                                  "failed on 3 of 3 seeds")),
+    "copy: the notebook's runs": (wrong_capstones.the_notebooks_runs, ("settled without their customer ever being "
+                                                                       "charged", "failed on 3 of 3 seeds")),
 }
 
 
@@ -137,12 +147,16 @@ from wrong_answers import survive_every_kill as wrong_folds  # noqa: E402 - answ
 
 WRONG_FOLDS = {
     # trimmed before the commit: killed between the two, the slice is in neither place
-    "trim first": (wrong_folds.trim_first, ("killed at step 6 (trim of fold 2): the checker, reading the floor and "
-                                            "the stream as one archive, says invalid (unrecorded 10)",
-                                            "failed on 2 of 4 steps of a fold")),
-    # read from the stream's start: killed between commit and trim, the next fold commits the slice again
-    "from the start": (wrong_folds.from_the_start, ("(commit of fold 2)", "committed again settles the floor "
-                                                    "already holds", "line 7 of your fold step")),
+    "trim first": (wrong_folds.trim_first, ("(trim of fold 2): the checker, reading the floor and the stream as one "
+                                            "archive, says invalid (unrecorded", "steps of a fold")),
+    # read from the stream's start: what the notifier still needs stays in the stream, and is committed again
+    "from the start": (wrong_folds.from_the_start, ("committed again settles the floor already holds",
+                                                    "line 7 of your fold step")),
+    "for the notifier alone": (wrong_folds.for_the_notifier_alone, ("says invalid (unrecorded",)),
+    # the copy attempt: the fold as 08 lists its steps, the trim bounded by the floor alone
+    "copy: the notebook's steps": (wrong_folds.for_the_floor_alone, ("with no kill: 10 settles the shop's notifier "
+                                                                     "had not read yet were trimmed",
+                                                                     "it may lose only what both have read")),
 }
 
 

@@ -23,7 +23,7 @@ from echomq_teach.consumer import Pools
 from echomq_teach.errors import BadInput, CrossSlot, NodeError, WireError
 from echomq_teach.nodes import valkey
 from echomq_teach.nodes.cluster import SLOTS, LocalCluster
-from echomq_teach.nodes.local import sweep_stale_dirs
+from echomq_teach.nodes.host import sweep_stale_dirs
 from echomq_teach.nodes.process import pid_alive
 
 LEASE = 30_000

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+import redis
 from conftest import server_ms, wait_until_due
 
 from echomq_teach import Connector, jobs, keyspace, snapshots
-from echomq_teach.consumer import Consumer, Error, Metronome, Pool
+from echomq_teach.consumer import Budget, Consumer, Error, Metronome, Pool
 
 
 def stream(conn: Connector, queue: str) -> list[dict[str, str]]:
@@ -291,6 +293,18 @@ def test_an_exception_in_a_pool_thread_is_in_the_report(conn: Connector, queue: 
     assert len(report.errors) == 3  # two consumers and the metronome, each named with its error
     assert all("WRONGTYPE" in e for e in report.errors), report.errors
     assert sorted(e.split(":")[0] for e in report.errors) == ["consumer-0", "consumer-1", "metronome"]
+
+
+def test_a_run_that_raises_gives_its_budget_back(conn: Connector, queue: str) -> None:
+    # a pool's consumers share one Budget: a consumer whose run ends on an error gives back what it
+    # claimed and will not settle, so the others may still settle it
+    jobs.enqueue(conn, queue, "x")
+    conn.client.set(keyspace.queue_key(queue, "metrics:completed"), "not a hash")  # the complete is refused
+    budget = Budget(max_jobs=1)
+    with pytest.raises(redis.ResponseError, match="metrics:completed"):
+        Consumer(conn, queue, upper).run_within(budget, timeout=5)
+    assert (budget.taken, budget.settled) == (0, 0)
+    assert budget.take() == 1  # the one job the run counted on is the others' again
 
 
 def test_a_metronome_error_stops_its_loop_and_is_kept(conn: Connector, queue: str) -> None:

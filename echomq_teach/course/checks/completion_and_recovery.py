@@ -1,5 +1,5 @@
-"""Notebook 03 · completion and recovery: who can still settle, a recovery by hand, the counted sweep, the
-metronome that stopped, your own reap."""
+"""Notebook 03 · completion and recovery: who can still settle, a recovery by hand, a reap that stops a poison
+job, the counted sweep, the metronome that stopped."""
 
 from __future__ import annotations
 
@@ -269,11 +269,12 @@ def _setup_metronome_stopped(conn: Connector, queue: str) -> tuple[Any, ...]:
 # -- 03.3 · build: your own reap, judged by the checker under worker kills ----------------------------------------
 @judged(
     "03.3",
-    "Your own reap",
-    "Hint: the server's TIME in milliseconds is seconds * 1000 + microseconds // 1000; ZRANGEBYSCORE active "
-    "-inf (now LIMIT 0 N finds the lapsed leases, earliest first. For each: ZREM from active, ZADD pending 0, "
-    "and the row's state back to pending. Leave attempts alone: the next claim raises it, and that new token "
-    "is what the dead worker's settle will not match.",
+    "A reap that stops a poison job",
+    "Hint: the server's TIME in milliseconds is seconds * 1000 + microseconds // 1000; ZRANGEBYSCORE active -inf "
+    "(now LIMIT 0 N finds the lapsed leases, earliest first. For each, ZREM it from active and read its row's "
+    "attempts. Below the cap: ZADD pending 0, the row's state back to pending, attempts left alone (the next "
+    "claim raises it). At the cap: ZADD dead now, the row's state dead, and one XADD to the stream with id, "
+    "outcome stalled, attempts and error. Answer {moved back, buried}.",
     solution="03_3_your_own_reap.py",
 )
 def _judge_your_own_reap(answer: Any, f: Findings) -> None:

@@ -1,4 +1,5 @@
-"""Notebook 05 · flows: a refused land, why a parent never releases, predict the counter, the fan-in."""
+"""Notebook 05 · flows: a refused land, a parent that needs only a quorum, why a parent never releases, predict
+the counter."""
 
 from __future__ import annotations
 
@@ -183,11 +184,13 @@ def _setup_predict_the_counter(conn: Connector, queue: str) -> tuple[Any, ...]:
 # -- 05.2 · build: the fan-in, judged by the checker under kills ---------------------------------------------------
 @judged(
     "05.2",
-    "Write the fan-in, and survive the kills",
-    "Hint: two layers, in this order. The fence: the row's attempts must equal the caller's token and its state "
-    "be active, else answer 0 and write nothing. Then once-only: count the child (DECR :dependencies, HSET its "
-    "result in :processed) only when ZREM took it out of active; at zero, ZADD the parent to ARGV[3] .. "
-    "'pending' with score 0 and set its state to pending. Last, DEL the child's row and answer 1.",
+    "A parent that needs only a quorum",
+    "Hint: three layers, in this order. The fence: the row's attempts must equal the caller's token and its state "
+    "be active, else answer 0 and write nothing. Then once-only: count the child only when ZREM took it out of "
+    "active AND the parent's row still says awaiting_children (after the quorum it says pending, active, or is "
+    "gone). Counting is DECR :dependencies and HSET its result in :processed; when :processed holds quorum "
+    "results (HLEN), ZADD the parent to ARGV[3] .. 'pending' with score 0 and set its state to pending. Last, "
+    "DEL the child's row and answer 1.",
     solution="05_2_fan_in.py",
 )
 def _judge_fan_in(answer: Any, f: Findings) -> None:
