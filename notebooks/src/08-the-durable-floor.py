@@ -516,6 +516,35 @@ fig = reads.plot_throughput(f, Q, bucket_ms=100)
 plt.show()
 
 # %% [markdown]
+# Every count above came from a settle of the pool. A burial by the counted stall sweep is an ending
+# too: when the sweep records (`record=True`, as a recording consumer, pool or metronome passes it),
+# the burial's entry goes on the stream in the same step as the burial, and the driver folds it like
+# any other, once. A job whose workers vanish twice, swept with `max_stalled=1`, on a queue of its own
+# that folds into the same floor:
+
+# %%
+from echomq_teach import stalled  # noqa: E402
+
+QB = "buried"  # ledger: one-ending-one-entry
+jobs.drop(conn, QB)  # a re-run of this cell starts from an empty queue, as the first run did
+doomed = jobs.enqueue(conn, QB, "its workers keep vanishing")
+for _ in range(2):
+    jobs.claim(conn, QB, 20)  # the worker dies holding it
+    time.sleep(0.03)
+    sweep = stalled.check(conn, QB, max_stalled=1, record=True)
+on_stream = [fields for _, fields in conn.client.xrange(floor.completions_stream(QB))]
+print("buried:", sweep.dead == [doomed], "· stream:", [(e["outcome"], e["error"]) for e in on_stream])
+burial_driver = floor.Driver(conn, QB, f, slice_size=10)
+folds = [burial_driver.fold(), burial_driver.fold()]  # the second finds nothing new
+print("folded:", [fo.read for fo in folds], "· the floor counts:", reads.counts(f, QB),
+      "· stream:", stream_len(conn, QB))
+print("the archive's record of the job:", [(s.outcome, s.error) for s in reads.by_job(f, QB, doomed)])
+assert sweep.dead == [doomed] and [(e["id"], e["outcome"]) for e in on_stream] == [(doomed, "stalled")]
+assert [fo.read for fo in folds] == [1, 0] and stream_len(conn, QB) == 0
+assert reads.counts(f, QB) == {"completed": 0, "dead": 0, "stalled": 1, "child_failed": 0, "removed": 0}
+assert [s.outcome for s in reads.by_job(f, QB, doomed)] == ["stalled"]
+
+# %% [markdown]
 # ### 08.3 · Find what was lost
 #
 # Now that you can read both places a settle can be, a diagnosis. The check settles 20 jobs, lets a
@@ -549,6 +578,23 @@ print(exercises.check("08.3", find_the_lost, conn))
 # - The floor answers alone: a job by id, a time range, counts, throughput.
 #
 # Next: **09-cluster** — the same queue on a Valkey Cluster, and a primary killed mid-run.
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. What does a node without persistence keep of the completions stream across a restart, and what
+#    does an append-only file keep?
+# 2. In which order does a fold read, commit and trim, and what would the other orders lose or
+#    archive twice?
+# 3. A driver was killed between its commit and its trim. How does the next driver avoid archiving
+#    that slice twice?
+# 4. A driver paused past its lease wakes up. What refuses its late commit, and where is its token
+#    checked?
+# 5. A recording sweep buried a job. Which outcome does the floor hold for it, and how many times,
+#    after two folds?
 
 # %% [markdown]
 # ## Further reading

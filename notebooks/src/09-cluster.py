@@ -254,7 +254,8 @@ with exercises.reveals("09.1"):  # its output waits until 09.1 is committed
 # WAIT, the checker finds the window's writes gone. Each enqueue of the burst is **lost**: the
 # producer was told it was stored, and the new primary never had it. (If a worker got to such a job
 # inside the window, its settle is what went missing instead.) Settles the old primary acknowledged
-# are missing from the stream (**unrecorded**), and once the job ran again it was **settled twice**.
+# are missing from the stream (**unrecorded**: [one ending, one entry](docs/guarantees.md#one-ending-one-entry)
+# holds on one node), and once the job ran again it was **settled twice**.
 # Jobs **ran twice**. Every finding is about a job that had a call answered inside the window. These
 # are the breaks of what one node promised: [one holder per lease](docs/guarantees.md#one-holder-per-lease),
 # [one settle per life](docs/guarantees.md#one-settle-per-life) and
@@ -454,7 +455,11 @@ print(f"before the hold: without WAIT {plain.rate():.0f} jobs/s · with WAIT 1 2
 # all, `bench/bench_failover.py` measured WAIT at a bit over half the jobs per second on the machine
 # the course was built on (docs/cluster.md). WAIT also has a second cost: while a shard has no
 # replica (between a promotion and the old node's return), every WAIT waits its full timeout. Choose
-# the timeout with that in mind, and bring replicas back soon.
+# the timeout with that in mind, and bring replicas back soon. A timeout of 0 is no timeout at all:
+# `WAIT 1 0` waits until a replica acknowledges, so while the shard has none, every writer of its
+# queues blocks until one returns — for ever, if none does, and the queue stops whole. Keep the
+# timeout finite, and count the shortfalls (`conn.wait_short`) instead
+# ([ledger](docs/guarantees.md#wait-keeps-confirmed-writes)).
 #
 # ## Recap
 #
@@ -472,6 +477,21 @@ print(f"before the hold: without WAIT {plain.rate():.0f} jobs/s · with WAIT 1 2
 #   back once, uncounted.
 #
 # Next: **10-case-files** — six real failures of other queues, each modelled and run beside this one.
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Why does every key of a queue carry `{q}`, and what would a transition without it run into on a
+#    cluster?
+# 2. What did the failover lose without `WAIT`, and why did the waited run lose nothing the checker
+#    could count?
+# 3. A `WAIT` with no timeout, on a shard that has no replica: what happens to every writer of its queues?
+# 4. Why does the native stall sweep not count the leases a promoted replica inherited as stalls?
+# 5. Whose clock judges an inherited lease, and what happens to it if the new primary's clock runs
+#    ahead?
 
 # %% [markdown]
 # ## Further reading
