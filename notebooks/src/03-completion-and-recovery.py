@@ -719,7 +719,7 @@ full.stop()
 #   standalone consumer makes them every beat; in a pool, the metronome makes them for all.
 # - The counted sweep buries a job that stalls more than `max_stalled` times.
 # - `max_attempts` is read only by `@retry`: under `reap`, the default recovery leg, a job that kills
-#   every worker loops for ever; under `stalled` it is buried after `max_stalled` lapses. Choose `reap`
+#   every worker loops for ever; under `stalled` it is buried past `max_stalled` lapses. Choose `reap`
 #   when a lapse usually means a slow or restarted worker, `stalled` when a job can take its worker down.
 # - A reap is a few lines of Lua: the server's clock, at most N a call, earliest deadline first, and
 #   `attempts` left alone, so that the next claim's token fences out the worker that died.
