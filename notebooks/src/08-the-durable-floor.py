@@ -357,7 +357,7 @@ print(cleandoc(FoldKit.__doc__))
 # second process that folds until your step answers 0. The settles' enqueues, claims and completions
 # were recorded, so the checker of notebook 07 reads that history against the floor and the stream
 # together, as one archive. It passes when, after every one of those kills, the checker says *valid*,
-# every settle is on the floor exactly once, the stream still holds every settle the notifier has not
+# every settle is on the floor once and only once, the stream still holds every settle the notifier has not
 # read, and nothing that both readers have. A try takes a few seconds; a failed one names the step
 # whose kill broke it. *Solution: `solutions/08_2_survive_every_kill.py`.*
 

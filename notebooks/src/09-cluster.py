@@ -321,19 +321,30 @@ with exercises.reveals("09.1"):  # its output waits until 09.1 is committed
 #
 # ### 09.2 · Build: keep what the failover would lose
 #
-# Now choose the setting yourself, and let the checker judge it. The judge starts a cluster of its own
-# (three primaries, one replica each; yours is left alone) and, for each of three seeds it draws, runs
-# the failover above on a small queue: worker processes draining 60 jobs, the replica held back, a burst
-# of enqueues, the primary killed, the replica promoted. Each seed draws which shard it hits and how long
-# the replica lags before the kill: **up to 2.5 s**, and one seed of every judged run lags that long.
-# Your function returns the one setting every process of the run then uses: `{"wait": None}` for no WAIT,
-# or `{"wait": (numreplicas, timeout_ms)}` for `WAIT numreplicas timeout_ms` after every write (a timeout
-# of 0 waits as long as it takes). It passes when, on every seed, the checker says *valid* and every job
+# WAIT's answer is a number: how many replicas have the write. When it is fewer than asked, the kit
+# counts it (`wait_short`) and answers the caller all the same; that is where `WAIT 1 50` loses writes.
+# Design what a worker does instead. Your function returns `on_short_wait(short)`, which every process
+# of the judged runs calls for each write whose WAIT came back short. It is handed a
+# `cluster_connector.ShortWait`: `short.transition` (`"claim"`, `"complete"`, `"retry"`, `"enqueue"`,
+# `"sweep"`, `"promote"`), `short.command` (what was sent), `short.reply` (what the primary answered),
+# `short.acked` and `short.asked` (replicas confirmed, and asked for), and `short.again()`, which sends
+# the very same write once more and answers the `ShortWait` of that second send. What your function
+# returns is what the caller is told. If it raises `cluster_connector.Unconfirmed`, the caller learns
+# nothing — an unknown outcome, read as a lost link: a producer may send again, a worker runs nothing.
+# Write it so that it stands alone (import what it uses inside it): the workers import its source.
+#
+# The judge starts a cluster of its own (three primaries, one replica each; yours is left alone). Every
+# process it runs sends `WAIT 1 200` after each write — not your choice this time. First it holds a
+# replica (it applies nothing, like a replica that is down) and sends an enqueue and a claim through your
+# design. Then, for each of two seeds it draws, it runs the failover above on a small queue: worker
+# processes draining 60 jobs, the replica held back 0.4 to 1.2 s, a burst of enqueues, the primary
+# killed, the replica promoted. It passes when nothing was told "done" that only the primary held, no
+# write waited for ever, no claim went twice, and on every seed the checker says *valid* and every job
 # is done. A try takes about half a minute. *Solution: `solutions/09_2_keep_what_failover_loses.py`.*
 
 # %%
 def keep_what_failover_loses():
-    # return {"wait": None} or {"wait": (numreplicas, timeout_ms)}
+    # define on_short_wait(short) here, then return it (the function, not a call of it)
     raise NotImplementedError
 
 

@@ -162,12 +162,9 @@ FALSE = [
     r"as long as it takes",
     r"(heartbeat|renewal|extends? (it|the lease))[^.]{0,80}does not have",
 ]
-# owed by the exercises issue (31), which rewrites 09.2's text and hint; each allowance fails once unused
-OWED_FALSE = {
-    ("notebooks/src/09-cluster.py", "as long as it takes"),
-    ("echomq_teach/course/checks/cluster.py", "as long as it takes"),
-}
-OWED_SCOPED = {("notebooks/src/09-cluster.py", "timeout of 0")}
+# owed by another issue's rewrite; each allowance fails once unused (none left: 09.2 no longer offers WAIT 1 0)
+OWED_FALSE: set[tuple[str, str]] = set()
+OWED_SCOPED: set[tuple[str, str]] = set()
 
 
 def paragraphs(text: str) -> list[str]:
