@@ -13,7 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .. import shipped
+from .. import ending, shipped
 from ..errors import NodeError
 from .process import run_tool
 from .trafikey_recipe import CFLAGS, MODULE_NAME, command, file_name, sources
@@ -73,8 +73,38 @@ def prebuilt() -> Path | None:
     return found if found.is_file() else None
 
 
+#: why wire 6 cannot be had in this process (the last build that failed), and the names its cell never bound
+_unavailable: dict[str, object] = {"why": "", "unbound": set()}
+
+
+def _wire6_line(exc: BaseException) -> str | None:
+    """In a kernel, the one line for a native node that cannot be had, and for a name its cell never bound."""
+    unbound = _unavailable["unbound"]
+    assert isinstance(unbound, set)
+    if isinstance(exc, NativeBuildError):
+        _unavailable["why"] = str(exc).splitlines()[0]
+        unbound.update(ending.cell_names(ending.running_cell()))
+        return (f"wire 6 is not available on this machine ({_unavailable['why']}). The scripted (wire 4) "
+                "cells run; each cell that needs a native node stops with this line.")
+    if isinstance(exc, NameError) and getattr(exc, "name", None) in unbound:
+        return (f"`{exc.name}` was never made: the cell that makes it needs wire 6, which this machine "
+                f"does not have ({_unavailable['why']}).")
+    return None
+
+
 def build(force: bool = False) -> Path:
-    """The path of a built ``trafikey.so`` for the current sources: the wheel's, the cache's, or compiled now."""
+    """The path of a built ``trafikey.so`` for the current sources: the wheel's, the cache's, or compiled now.
+
+    Where neither is possible, ``NativeBuildError``; in a kernel it shows as one line (``_wire6_line``).
+    """
+    try:
+        return _build(force)
+    except NativeBuildError:
+        ending.one_line((NativeBuildError, NameError), _wire6_line, "NoWire6")
+        raise
+
+
+def _build(force: bool) -> Path:
     if not force and (found := prebuilt()) is not None:
         return found
     src = source_dir()
