@@ -96,11 +96,10 @@ def test_a_learner_bug_is_reported_with_its_line(conn):
 
 
 def test_a_wrong_prediction_is_told_what_the_run_gave(conn):
-    verdict = exercises.check(
-        "03.4", lambda: {"where after each round": ["pending"] * 3, "stalled count at the end": 3}, conn
-    )
+    verdict = exercises.check("03.4", lambda: WRONG_SWEEP, conn)
     assert not verdict.ok
-    assert any("the run gave ['pending', 'pending', 'dead']" in f for f in verdict.findings), verdict.findings
+    assert any("the run gave ['pending', 'pending', 'pending', 'pending', 'dead']" in f for f in verdict.findings), (
+        verdict.findings)
     assert not any(f.startswith("stalled count") for f in verdict.findings)  # the right part is not named wrong
 
 
@@ -126,15 +125,14 @@ def test_a_check_that_fails_on_what_the_learner_left_is_a_finding(conn):
 def test_a_check_that_trips_on_a_half_written_row_is_a_finding(conn):
     from echomq_teach import keyspace
 
-    def buries_without_a_row(conn, queue, job_id, *_):
-        # the id in dead, its row deleted: the check finds it there and then has no row to read
-        conn.call("ZADD", keyspace.queue_key(queue, "dead"), 1, job_id)
-        conn.call("ZREM", keyspace.queue_key(queue, "pending"), job_id)
-        conn.call("DEL", keyspace.job_key(queue, job_id))
+    def spoils_the_row(conn, queue, job_id, old_token):
+        # the state put right, and attempts written as a word: the check's own completion trips on it
+        conn.call("HSET", keyspace.job_key(queue, job_id), "state", "pending", "attempts", "many")
 
-    verdict = exercises.check("03.1", buries_without_a_row, conn)
+    verdict = exercises.check("03.2", spoils_the_row, conn)
     assert not verdict.ok
-    assert "the check could not read your queue" in str(verdict) and "KeyError" in str(verdict), str(verdict)
+    text = str(verdict)
+    assert "the check could not read your queue" in text and "not an integer" in text, text
 
 
 # -- issue 20: every exercise says what it is; predictions are committed ---------------------------------
@@ -172,8 +170,9 @@ def test_progress_tells_solved_tried_and_hinted(conn):
     assert "01.2" in str(p) and "hint asked" in str(p)
 
 
-WRONG_SWEEP = {"where after each round": ["pending"] * 3, "stalled count at the end": 3}
-RIGHT_SWEEP = {"where after each round": ["pending", "pending", "dead"], "stalled count at the end": 3}
+WRONG_SWEEP = {"where after each round": ["pending"] * 5, "stalled count at the end": 3}
+RIGHT_SWEEP = {"where after each round": ["pending", "pending", "pending", "pending", "dead"],
+               "stalled count at the end": 3}
 
 
 def test_the_first_prediction_is_kept_and_graded(conn, predictions_folder):
@@ -182,14 +181,14 @@ def test_the_first_prediction_is_kept_and_graded(conn, predictions_folder):
     kept = predictions_folder / "03.4.json"
     assert kept.is_file()
     # the run and its explanation come after the prediction is kept
-    assert any("the run gave ['pending', 'pending', 'dead']" in f for f in first.findings)
+    assert any("the run gave ['pending', 'pending', 'pending', 'pending', 'dead']" in f for f in first.findings)
     assert any(f.startswith("why: ") for f in first.findings)
     # a second try copies the run's answer: the first prediction is still the one graded, shown beside it
     second = exercises.check("03.4", lambda: RIGHT_SWEEP, conn)
     assert not second.ok
     text = str(second)
     assert "graded: your first prediction" in text and "not graded" in text
-    assert "['pending', 'pending', 'pending']" in text
+    assert "['pending', 'pending', 'pending', 'pending', 'pending']" in text
     assert predictions.committed("03.4").answer == WRONG_SWEEP
 
 

@@ -121,6 +121,8 @@ WRONG_OTHERS = {
     "08.1 folded twice": ("08.1", wrong_floor.folds_twice, ("floor_after: you predicted 45; the run gave 35.",)),
     "08.3 stream only": ("08.3", wrong_floor.stream_only, ("10 of the ids you named were not lost",)),
     "08.3 floor only": ("08.3", wrong_floor.floor_only, ("5 of the ids you named were not lost",)),
+    "08.3 the last five": ("08.3", wrong_floor.the_last_five, ("5 of the ids you named were not lost",
+                                                               "5 lost ids are missing from your answer")),
 }
 
 
