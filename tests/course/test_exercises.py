@@ -42,10 +42,15 @@ def test_every_exercise_has_a_solution():
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
 def test_reference_solution_passes(path, conn, native_conn):
+    # the one run of each reference in the suite (bench/bench_judges.py runs the builds' five times under load)
     key = _key(path)
+    before = conn.client.dbsize()
     verdict = exercises.check(key, _solution(path), *_conns(key, conn, native_conn))
     assert verdict.ok, str(verdict)
     assert str(verdict).startswith(f"✓ {key}")
+    if registry.REGISTRY[key].kind == "build":
+        # a build is judged on a node of its judge's own, or on queues it drops: nothing is left on the learner's
+        assert conn.client.dbsize() == before
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
@@ -224,10 +229,10 @@ WRONG_RENEWALS = {
     # the gap: a worker wakes after a sweep, no claim since; the queue-state check finds the job in two sets
     "token, not state": (wrong_renewals.TOKEN_NOT_STATE, ("woke after a sweep took its lapsed lease back to pending",
                                                           "two sets:", "in pending and active at once")),
-    "from the old deadline": (wrong_renewals.OLD_DEADLINE, ("ms from the server's clock now; renewed by 1000 ms",
+    "from the old deadline": (wrong_renewals.OLD_DEADLINE, ("ms from the server's clock now; renewed by 1500 ms",
                                                             "the server's TIME now plus the lease (not the old "
                                                             "deadline plus the lease")),
-    "no clock": (wrong_renewals.NO_CLOCK, ("it should be 1000 ms from now",)),
+    "no clock": (wrong_renewals.NO_CLOCK, ("it should be 1500 ms from now",)),
     "syntax": (wrong_renewals.SYNTAX, ("your script does not compile: line 6 of your script",)),
     "runtime": (wrong_renewals.RUNTIME, ("line 7 of your script", "clock_offset")),
     # copy attempts: what notebook 02 shows, as it is and fitted to the renewal's keys and arguments
@@ -248,9 +253,3 @@ def test_a_wrong_renewal_fails_with_its_finding(name):
     assert registry.REGISTRY["02.2"].hint not in text
     assert not re.search(r"failed on \d+ of", text)  # refused before any judged run: no seed's luck in it
 
-
-def test_the_judge_starts_its_own_node(conn):
-    before = conn.client.dbsize()
-    ref = _solution(next(p for p in SOLUTIONS if _key(p) == "02.2"))
-    assert exercises.check("02.2", ref, conn).ok
-    assert conn.client.dbsize() == before  # nothing of the judged run is on the learner's node

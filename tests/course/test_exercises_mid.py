@@ -107,16 +107,3 @@ def test_a_worker_refuses_a_flow_complete_that_is_no_sha():
     with pytest.raises(BadInput, match="flow_complete must be a loaded script's SHA1"):
         WorkerOptions(queue="q", name="w", history="/nowhere", flow_complete="return 1").check()
 
-
-def test_the_fan_in_is_judged_on_a_node_of_the_judges_own(conn):
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "05_2_fan_in.py"
-    spec = importlib.util.spec_from_file_location("fan_in_reference", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    before = conn.client.dbsize()
-    verdict = exercises.check("05.2", module.fan_in, conn)
-    assert verdict.ok, str(verdict)
-    assert conn.client.dbsize() == before  # nothing of the judged runs is on the learner's node
