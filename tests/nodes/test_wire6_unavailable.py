@@ -9,7 +9,6 @@ traceback.
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_a_machine_without_the_module_gets_one_line_and_the_scripted_cells_run(tmp_path):
+def test_a_machine_without_the_module_gets_one_line_and_the_scripted_cells_run(tmp_path, monkeypatch):
     src = tmp_path / "native"
     shutil.copytree(ROOT / "native", src, ignore=shutil.ignore_patterns("*.so", "build"))
     cells = [
@@ -30,17 +29,11 @@ def test_a_machine_without_the_module_gets_one_line_and_the_scripted_cells_run(t
         "print(not_a_name_anyone_made)",
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    env = {"ECHOMQ_NATIVE_DIR": str(src), "ECHOMQ_CACHE_DIR": str(tmp_path / "cache"), "CC": "/nonexistent/cc"}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # the kernel inherits them
-    try:
-        NotebookClient(nb, timeout=120, allow_errors=True, kernel_name="python3").execute()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    # the kernel inherits them
+    monkeypatch.setenv("ECHOMQ_NATIVE_DIR", str(src))
+    monkeypatch.setenv("ECHOMQ_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    NotebookClient(nb, timeout=120, allow_errors=True, kernel_name="python3").execute()
     out = [c.outputs for c in nb.cells]
     first = [o for o in out[0] if o.output_type == "error"]
     assert len(first) == 1 and len(first[0].traceback) == 1, first
