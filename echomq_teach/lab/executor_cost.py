@@ -31,17 +31,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import jobs, scripts
+from .. import jobs, scripts, transitions
 from ..connector import Connector
 from ..errors import WireError
-from ..keyspace import base, job_key, queue_key
+from ..transitions import Call
 
-#: each leg: the script and the native command that do the same transition
-LEGS: dict[str, tuple[str, str]] = {
-    "claim": ("claim2", "EMQ.CLAIM"),
-    "complete": ("complete", "EMQ.COMPLETE"),
-    "fail": ("retry", "EMQ.FAIL"),
-}
+#: each leg: the transition whose script and native command it measures
+LEGS: dict[str, str] = {"claim": "claim", "complete": "complete", "fail": "retry"}
 LEASE_MS = 60_000
 RETRY_DELAY_MS = 60_000
 BATCH = 100  # calls per pipelined round trip
@@ -63,11 +59,11 @@ class LegCost:
 
     @property
     def script(self) -> str:
-        return "@" + LEGS[self.leg][0]
+        return "@" + transitions.SCRIPTS[LEGS[self.leg]]
 
     @property
     def native(self) -> str:
-        return LEGS[self.leg][1]
+        return transitions.COMMANDS[LEGS[self.leg]]
 
     @property
     def ratio(self) -> float:
@@ -120,34 +116,26 @@ class _Queue:
 
     def __init__(self, name: str, native: bool, shas: dict[str, str]) -> None:
         self.name, self.native, self.shas = name, native, shas
-        self.p = base(name)
 
-    def _send(self, leg: str, keys: list[str], argv: list[Any]) -> list[Any]:
-        script, command = LEGS[leg]
-        if self.native:
-            return [command, len(keys), *keys, *argv]
-        return ["EVALSHA", self.shas[script], len(keys), *keys, *argv]
+    def _send(self, call: Call) -> list[Any]:
+        """The call's words on this queue's executor: its native command, or EVALSHA of its script."""
+        head = [call.command] if self.native and call.command else ["EVALSHA", self.shas[call.script]]
+        return [*head, len(call.keys), *call.keys, *call.argv]
 
     def enqueue_calls(self, ids: Iterable[str]) -> list[list[Any]]:
-        return [
-            ["EVALSHA", self.shas["enqueue"], 2, queue_key(self.name, "pending"), job_key(self.name, i), i, "payload"]
-            for i in ids
-        ]
+        return [self._send(transitions.enqueue(self.name, i, "payload")) for i in ids]
 
     def claim(self, _: Any = None) -> list[Any]:
-        keys = [queue_key(self.name, "pending"), queue_key(self.name, "active"), self.p]
-        return self._send("claim", keys, [LEASE_MS])
+        return self._send(transitions.claim(self.name, LEASE_MS))
 
     def complete(self, claimed: Sequence[Any]) -> list[Any]:
         job_id, _payload, token = claimed
-        keys = [queue_key(self.name, "active"), job_key(self.name, job_id)]
-        return self._send("complete", keys, [job_id, token, self.p, "", "done"])  # the page's five ARGV: not recorded
+        # the page's five ARGV: not recorded
+        return self._send(transitions.complete(self.name, job_id, token, "done"))
 
     def fail(self, claimed: Sequence[Any]) -> list[Any]:
         job_id, _payload, token = claimed
-        sets = [queue_key(self.name, s) for s in ("active", "schedule", "dead")]
-        argv = [job_id, token, RETRY_DELAY_MS, 5, "boom", self.p, ""]
-        return self._send("fail", [*sets, job_key(self.name, job_id)], argv)
+        return self._send(transitions.retry(self.name, job_id, token, "boom", RETRY_DELAY_MS, 5))
 
 
 def _check(leg: str, replies: list[Any]) -> None:
