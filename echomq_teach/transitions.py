@@ -74,6 +74,12 @@ class Call:
         """The kit's script for this transition (``"claim2"``)."""
         return SCRIPTS[self.transition]
 
+    def words(self, native: bool) -> list[Any]:
+        """The call as one command's words, for a raw client's pipeline (a measurement, no trace): its native
+        command where ``native`` and it has one, else EVALSHA of the kit's script (loaded by the caller)."""
+        head = [self.command] if native and self.command else ["EVALSHA", scripts.load(self.script).sha]
+        return [*head, len(self.keys), *self.keys, *self.argv]
+
 
 def _call(transition: str, keys: Sequence[str], argv: Sequence[Any], native: bool = False) -> Call:
     return Call(transition, tuple(keys), tuple(argv), COMMANDS[transition] if native else "")

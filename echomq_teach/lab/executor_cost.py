@@ -114,13 +114,12 @@ def _window(raw: Any, calls: Sequence[Sequence[Any]]) -> tuple[list[Any], float,
 class _Queue:
     """One queue the measurement fills and drains, with the call each executor makes on it."""
 
-    def __init__(self, name: str, native: bool, shas: dict[str, str]) -> None:
-        self.name, self.native, self.shas = name, native, shas
+    def __init__(self, name: str, native: bool) -> None:
+        self.name, self.native = name, native
 
     def _send(self, call: Call) -> list[Any]:
         """The call's words on this queue's executor: its native command, or EVALSHA of its script."""
-        head = [call.command] if self.native and call.command else ["EVALSHA", self.shas[call.script]]
-        return [*head, len(call.keys), *call.keys, *call.argv]
+        return call.words(self.native)
 
     def enqueue_calls(self, ids: Iterable[str]) -> list[list[Any]]:
         return [self._send(transitions.enqueue(self.name, i, "payload")) for i in ids]
@@ -169,8 +168,9 @@ def measure(
     if not conn.module_loaded():
         raise WireError("measuring the native executor needs the trafikey module loaded (a native node)")
     raw = conn.client
-    shas = {name: raw.script_load(scripts.load(name).source) for name in ("enqueue", "claim2", "complete", "retry")}
-    queues = [_Queue(f"{prefix}-script", False, shas), _Queue(f"{prefix}-native", True, shas)]
+    for name in ("enqueue", "claim2", "complete", "retry"):
+        raw.script_load(scripts.load(name).source)  # what the script windows' EVALSHA runs
+    queues = [_Queue(f"{prefix}-script", False), _Queue(f"{prefix}-native", True)]
     for q in queues:
         jobs.drop(conn, q.name)
     size, waves = n // windows, iter(range(1000))
