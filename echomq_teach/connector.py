@@ -7,6 +7,12 @@ on a Valkey Cluster. A ``wire=4`` connector runs scripts only and holds its
 node at ``echomq:4.0.0``. A ``wire=6`` connector requires ``echomq:6.0.0`` and the loaded ``trafikey``
 module; the job functions send it the native command wherever one exists.
 Every command is kept in a trace, written as a learner would type it.
+
+A transition's call (``transitions``: its keys and arguments, built once)
+goes through ``run`` (or ``NodeConnector.entry`` for a pipelined lane): the
+native command on wire 6 where the call has one, else the script; a
+connector made with a ``ScriptSet`` runs another script in a transition's
+place, on either wire, and its forks keep the set.
 """
 
 from __future__ import annotations
