@@ -15,13 +15,18 @@ What changes from one node (docs/cluster.md):
   connector brands a queue on its first transition there (``SET NX``) and
   refuses a queue branded for the other wire;
 * ``wait=(numreplicas, timeout_ms)`` sends ``WAIT`` on the same link after
-  every write, and traces how many replicas acknowledged it.
+  every write, and traces how many replicas acknowledged it. A WAIT that comes
+  back with fewer replicas than asked leaves a write only its primary holds;
+  the kit answers it all the same and counts it (``wait_short``), unless the
+  connector has an ``on_short_wait``: then that function decides what the
+  caller is told (``ShortWait``), and may raise ``Unconfirmed`` — the caller
+  then learns nothing, an unknown outcome, as if the link had gone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -36,6 +41,44 @@ from .transitions import KIT, ScriptSet
 #: redirections followed for one call before giving up (a slot moving twice in one call is a storm)
 MAX_REDIRECTS = 5
 _ALL_PRIMARIES = {"DBSIZE"}  # keyless commands whose answer is the sum over the shards
+
+
+#: the transition each script or native command makes, as a ``ShortWait`` names it
+TRANSITIONS = {
+    "@claim2": "claim", "EMQ.CLAIM": "claim", "@claim_many": "claim", "EMQ.CLAIM.MANY": "claim",
+    "@complete": "complete", "EMQ.COMPLETE": "complete", "@retry": "retry", "EMQ.FAIL": "retry",
+    "@enqueue": "enqueue", "@enqueue_flow": "enqueue", "@reap": "sweep", "@stalled_check": "sweep",
+    "EMQ.STALLED.CHECK": "sweep", "@promote": "promote",
+}
+
+
+class Unconfirmed(redis.exceptions.ConnectionError):
+    """A write no replica confirmed, reported to its caller as an unknown outcome: it ran on the primary, and a
+    failover may or may not keep it (a ``ConnectionError``, so every caller treats it as a lost link's answer)."""
+
+
+@dataclass
+class ShortWait:
+    """One write whose WAIT came back with fewer replicas than asked: what ``on_short_wait`` is handed.
+
+    ``transition`` is what the write was (``claim``, ``complete``, ``retry``, ``enqueue``, ``sweep``,
+    ``promote``, or ``other``), ``command`` what was sent (``@claim2``, ``EMQ.COMPLETE`` …), ``reply``
+    what the primary answered (a list, one reply per call, for a pipelined batch), ``acked`` how many
+    replicas confirmed it and ``asked`` how many WAIT asked for. ``again()`` sends the very same write
+    once more, on the same link, then WAIT: it answers the ShortWait of that second send (a refusal
+    comes back as its reply, an exception object, not raised).
+    """
+
+    transition: str
+    command: str
+    reply: Any
+    acked: int
+    asked: int
+    resend: Callable[[], tuple[Any, int]] = field(repr=False)
+
+    def again(self) -> ShortWait:
+        reply, acked = self.resend()
+        return ShortWait(self.transition, self.command, reply, acked, self.asked, self.resend)
 
 
 def _text(key: Any) -> str:
@@ -59,6 +102,9 @@ class ClusterConnector(Connector):
     client: RedisCluster  # type: ignore[assignment]
     #: ``(numreplicas, timeout_ms)``: WAIT after every write, on the link that wrote
     wait: tuple[int, int] | None = None
+    #: what the caller of a write is told when its WAIT confirms fewer replicas than asked (``ShortWait``);
+    #: None: the primary's answer, counted in ``wait_short``
+    on_short_wait: Callable[[ShortWait], Any] | None = None
 
     on_cluster = True
 
@@ -195,7 +241,10 @@ class ClusterConnector(Connector):
                 link.send_command(*args)
                 reply = rc.parse_response(link, "" if raw else _text(args[0]))
                 if write and self.wait is not None:
-                    self._wait_on(rc, link, node.name)
+                    acked = self._wait_on(rc, link, node.name)
+                    if acked < self.wait[0] and self.on_short_wait is not None:
+                        return self._short(entry, args, reply, acked,
+                                           lambda rc=rc, link=link, at=node.name: self._resend(rc, link, at, args))
                 return reply
             except redis.exceptions.MovedError as exc:
                 # the node refused before running anything: the slot lives elsewhere now
@@ -219,13 +268,33 @@ class ClusterConnector(Connector):
                 pool.release(link)
         raise redis.exceptions.ClusterError(f"slot {slot} moved more than {MAX_REDIRECTS} times during one call")
 
-    def _wait_on(self, rc: redis.Redis, link: Any, node: str) -> None:
+    def _wait_on(self, rc: redis.Redis, link: Any, node: str) -> int:
         n, timeout_ms = self.wait  # type: ignore[misc]
         link.send_command("WAIT", n, timeout_ms)
-        acked = rc.parse_response(link, "WAIT")
+        acked = int(rc.parse_response(link, "WAIT"))
         if acked < n:
             self.wait_short += 1
         self.trace.append(TraceEntry(["WAIT", n, timeout_ms], reply=acked, node=node))
+        return acked
+
+    def _resend(self, rc: redis.Redis, link: Any, node: str, args: Sequence[Any]) -> tuple[Any, int]:
+        """The same write once more on the same link, then WAIT: (its reply or refusal, replicas confirmed)."""
+        entry = TraceEntry(list(args), node=node)
+        self.trace.append(entry)
+        link.send_command(*args)
+        try:
+            entry.reply = rc.parse_response(link, _text(args[0]))
+        except redis.exceptions.ResponseError as exc:
+            entry.reply, entry.error = exc, True
+        return entry.reply, self._wait_on(rc, link, node)
+
+    def _short(self, entry: TraceEntry | None, args: Sequence[Any], reply: Any, acked: int,
+               resend: Callable[[], tuple[Any, int]]) -> Any:
+        """What ``on_short_wait`` makes of a write only the primary holds: the reply its caller is told."""
+        command = (entry.script if entry is not None and entry.script else "") or _text(args[0]).upper()
+        short = ShortWait(TRANSITIONS.get(command, "other"), command, reply, acked, self.wait[0],  # type: ignore[index]
+                          resend)
+        return self.on_short_wait(short)  # type: ignore[misc]
 
     def refresh(self) -> None:
         """Ask the cluster for its slot map again (after a lost link, a failover)."""
@@ -329,8 +398,11 @@ class ClusterConnector(Connector):
             raise
         if waiting:
             acked = answers.pop()
-            self.wait_short += isinstance(acked, int) and acked < self.wait[0]  # type: ignore[index]
+            short = isinstance(acked, int) and acked < self.wait[0]  # type: ignore[index]
+            self.wait_short += short
             self.trace.append(TraceEntry(["WAIT", *self.wait], reply=acked, node=node.name))  # type: ignore[misc]
+            if short and self.on_short_wait is not None:
+                answers = list(self._short(entries[0], [], answers, acked, lambda: self._resend_batch(rc, entries)))
         again = []
         for i, entry, answer in zip(todo, entries, answers):
             entry.reply, entry.error = answer, isinstance(answer, Exception)
@@ -345,6 +417,17 @@ class ClusterConnector(Connector):
         if any(isinstance(replies[i], redis.exceptions.NoScriptError) for i in again):
             self.loaded.discard((node.name, sc.sha))
         return again
+
+    def _resend_batch(self, rc: redis.Redis, entries: list[TraceEntry]) -> tuple[Any, int]:
+        """A pipelined batch sent once more, then WAIT: (its replies, refusals among them, replicas confirmed)."""
+        pipe = rc.pipeline(transaction=False)
+        for e in entries:
+            pipe.execute_command(*e.args)
+        pipe.execute_command("WAIT", *self.wait)  # type: ignore[misc]
+        answers = pipe.execute(raise_on_error=False)
+        acked = int(answers.pop())
+        self.wait_short += acked < self.wait[0]  # type: ignore[index]
+        return answers, acked
 
     def _load_on(self, name: str, sc: scripts.Script) -> None:
         self._send_to(name, "SCRIPT", "LOAD", sc.source)
@@ -372,7 +455,8 @@ class ClusterConnector(Connector):
     def fork(self, parser: str | None = None) -> ClusterConnector:
         """A new connector on the same cluster (its own client, slot map and trace), same wire and WAIT."""
         _check_cluster_parser(parser or "python")
-        return connect_cluster(self.address, wire=self.wire, wait=self.wait, script_set=self.script_set)
+        return connect_cluster(self.address, wire=self.wire, wait=self.wait, on_short_wait=self.on_short_wait,
+                               script_set=self.script_set)
 
 
 def _writes(sc: scripts.Script) -> bool:
@@ -416,15 +500,16 @@ def make_cluster_client(address: dict[str, Any]) -> RedisCluster:
 
 
 def connect_cluster(address: dict[str, Any], wire: int = 4, wait: tuple[int, int] | None = None,
+                    on_short_wait: Callable[[ShortWait], Any] | None = None,
                     script_set: ScriptSet = KIT) -> ClusterConnector:
     """A fresh cluster connector (its own client and trace) on the cluster at ``address``."""
     check_wait(wait)  # before a link is opened
     return ClusterConnector(make_cluster_client(address), wire=wire, address=dict(address), wait=wait,
-                            script_set=script_set)
+                            on_short_wait=on_short_wait, script_set=script_set)
 
 
 def reconnect(address: dict[str, Any], wire: int = 4, wait: tuple[int, int] | None = None,
-              script_set: ScriptSet = KIT) -> Connector:
+              on_short_wait: Callable[[ShortWait], Any] | None = None, script_set: ScriptSet = KIT) -> Connector:
     """A fresh connector from an ``address`` alone: a cluster's (``startup_nodes``) or a node's.
 
     What ``fork()`` does, for another process that was handed the address. It
@@ -433,7 +518,7 @@ def reconnect(address: dict[str, Any], wire: int = 4, wait: tuple[int, int] | No
     ``script_set`` runs another script in a transition's place (``transitions.ScriptSet``).
     """
     if "startup_nodes" in address:
-        return connect_cluster(address, wire=wire, wait=wait, script_set=script_set)
+        return connect_cluster(address, wire=wire, wait=wait, on_short_wait=on_short_wait, script_set=script_set)
     if wait is not None:
         raise BadInput("wait=(numreplicas, timeout_ms) needs a cluster address: a single node has no replica")
     return connect(address, wire=wire, script_set=script_set)

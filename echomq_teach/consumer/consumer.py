@@ -28,6 +28,21 @@ class Consumer:
     ``"stalled"``, or ``None`` inside a pool), one claim, the handler, and the
     settle: complete on a value, retry on an exception or an ``Error``.
 
+    Choosing the recovery leg: ``max_attempts`` caps a job's *errors* only. It
+    is read by ``retry`` alone, when the handler raises or returns ``Error``; a
+    worker that dies inside the handler never calls it. So under ``"reap"`` a
+    poison job (one that kills every worker that takes it) is reaped and
+    claimed again for ever, its ``attempts`` climbing past the cap, and never
+    reaches dead. ``"stalled"`` counts each job's lapsed leases and buries it
+    (``last_error`` "stalled") once it has lapsed more than ``max_stalled``
+    times. Choose ``"reap"`` when a lapse usually means a slow, frozen or
+    restarted worker of a healthy job and no job can take its worker down;
+    choose ``"stalled"`` when one can, with a lease longer than the slowest
+    healthy run, since the sweep cannot tell a slow job from a dead worker.
+    Notebook 03 runs one poison job under each leg; the ledger's
+    ``at-least-once-runs`` (docs/guarantees.md) and docs/decisions.md ("the
+    default recovery leg") say why ``"reap"`` stays the default.
+
     ``lost_link="retry"`` lets ``run()`` ride out a node going away (a
     failover): the beat is abandoned, counted in ``RunReport.lost_links``, and
     the next beat goes wherever the connector's refreshed slot map says. A job

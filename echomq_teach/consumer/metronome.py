@@ -10,7 +10,12 @@ from .ticker import Ticker
 
 
 class Metronome(Ticker):
-    """One per queue in a pool: calls promote and the recovery leg on a fixed tick (EchoMQ.Metronome)."""
+    """One per queue in a pool: calls promote and the recovery leg on a fixed tick (EchoMQ.Metronome).
+
+    ``recovery="reap"`` (the default) never buries: a job that kills every worker
+    that takes it is claimed again for ever; ``"stalled"`` buries it after more
+    than ``max_stalled`` lapses (``Consumer`` says when to choose which).
+    """
 
     who = "metronome"
 

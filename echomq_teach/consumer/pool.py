@@ -21,6 +21,15 @@ from .report import RunReport, combine, failure
 class Pool:
     """Several consumers of one queue on threads, with one Metronome for recovery (EchoMQ.Pool).
 
+    ``recovery`` (``"reap"`` by default, or ``"stalled"``) and ``max_stalled``
+    go to the Metronome, the pool's only sweeper. Under ``"reap"`` a job that
+    kills every worker that takes it is claimed again for ever: ``max_attempts``
+    is read only when a handler reports an error, which a dead worker never
+    does. ``"stalled"`` buries such a job after more than ``max_stalled`` lapses,
+    and buries a healthy job that outlasts its lease as often, so it wants a
+    lease longer than the slowest healthy run (``Consumer`` says when to choose
+    which; notebook 03 shows both).
+
     The consumers leave promote and recovery to the Metronome's tick and, by
     default, take every shortcut (``shortcuts=True``: ``native-reads`` on wire 6,
     ``pipeline``, ``hiredis``; see ``echomq_teach.shortcuts``). ``shortcuts=False``

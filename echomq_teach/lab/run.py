@@ -201,6 +201,7 @@ class Run:
         wait: tuple[int, int] | None = None,
         batch: int = 1,
         pump: bool = False,
+        on_short_wait: Callable[..., Any] | None = None,
         scripts: ScriptSet | None = None,
     ) -> None:
         keyspace.check_queue(queue)
@@ -228,6 +229,9 @@ class Run:
             retry_delay_ms=retry_delay_ms, handler=handler if isinstance(handler, str) else "notebook:cell",
             work_ms=work_ms, idle_ms=idle_ms, record=record, timeout=timeout + 30, wait=wait, batch=batch,
         ).check()
+        if on_short_wait is not None and (wait is None or not callable(on_short_wait)):
+            raise BadInput("on_short_wait is a function deciding what a write WAIT confirmed short answers: "
+                           "it needs wait=(numreplicas, timeout_ms)")
         if batch > 1 and "startup_nodes" in node.address:
             raise BadInput("batch > 1 needs a single node: a cluster routes every call on its own")
         source = handler_source(handler) if callable(handler) else None
@@ -242,16 +246,22 @@ class Run:
         self.folder.mkdir(parents=True, exist_ok=True)
         if source is not None:
             handler, handler_path = write_handler(*source, self.folder), self.folder
+        # a design for short WAITs travels to the workers as a handler does: its source, in the run's folder
+        short = write_handler(*handler_source(on_short_wait), self.folder) if on_short_wait is not None else None
         #: the scripts every process of this run runs (the kit's, but for those another stands in for)
         self.scripts = scripts
         #: what every worker of this run is told (its name is filled in by ``spawn``)
         self.options = dataclasses.replace(told, history=str(self.folder), handler=str(handler),
                                            handler_path=str(handler_path) if handler_path else None,
+                                           on_short_wait=short,
                                            scripts=scripts.files(self.folder / "scripts") if scripts else None)
         self.wait = wait
+        self.on_short_wait = on_short_wait
         # the producer's and the metronome's writes wait for the replicas as the workers' do
         self.conn: Connector = node.connector() if wait is None else node.connector(wait=wait)
         self.conn.script_set = scripts  # its forks (the metronome's) keep it
+        if on_short_wait is not None:
+            self.conn.on_short_wait = on_short_wait  # type: ignore[attr-defined]
         self.slots: list[WorkerProcess | None] = [None] * workers
         self.all: list[WorkerProcess] = []
         self._generation = [0] * workers
@@ -333,7 +343,7 @@ class Run:
         if self.pump and (self._pump is None or not self._pump.running):
             # a link of its own, named, so that drop_pump_link finds it in CLIENT LIST as drop_link finds a worker's
             link = reconnect({**self.address, "client_name": client_name(PUMP)}, wire=self.wire, wait=self.wait,
-                             script_set=self.scripts)
+                             on_short_wait=self.on_short_wait, script_set=self.scripts)
             self._pump = RecordedPump(link, self.queue, Recorder(self.folder, PUMP, self._clock), self.nemesis,
                                       interval_ms=self.tick_ms)
             self._pump.start()

@@ -96,6 +96,9 @@ class WorkerOptions:
     crash_on: int = 1  # the claim (1st, 2nd, …) to crash on
     #: a loaded script's SHA that completes a flow child in place of @complete (a judged build's fan-in)
     flow_complete: str | None = None
+    #: on a cluster with ``wait``: ``module:function`` that decides what a write WAIT confirmed short answers
+    #: (``cluster_connector.ShortWait``), imported from the run's folder (a judged build's design)
+    on_short_wait: str | None = None
     #: another script in a transition's place, as a Lua file by transition (``transitions.ScriptSet.files``):
     #: every call of that transition this worker makes runs it, on either wire
     scripts: dict[str, str] | None = None
@@ -120,6 +123,8 @@ class WorkerOptions:
             raise BadInput(f"flow_complete must be a loaded script's SHA1 (40 hex digits), got {self.flow_complete!r}")
         if self.wait is not None and (len(self.wait) != 2 or not all(isinstance(v, int) for v in self.wait)):
             raise BadInput(f"wait must be (numreplicas, timeout_ms), two integers, got {self.wait!r}")
+        if self.on_short_wait is not None and (self.wait is None or ":" not in str(self.on_short_wait)):
+            raise BadInput(f"on_short_wait must be 'module:function', with a wait, got {self.on_short_wait!r}")
         self.script_set()  # every transition known, every file there and a script
         return self
 
@@ -330,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     # named on every link it opens, so that a fault can find this worker in CLIENT LIST and drop it
     address["client_name"] = client_name(options.name)
     conn, clock = connect_when_up(address, options.wire, wait=options.wait, script_set=options.script_set())
+    if options.on_short_wait:
+        sys.path.insert(0, options.history)  # the run wrote the design's module into its folder
+        conn.on_short_wait = load_handler(options.on_short_wait)  # type: ignore[attr-defined]
     rec = Recorder(options.history, options.name, clock)
     worker = Worker(conn, options.queue, rec, handler, options)
 

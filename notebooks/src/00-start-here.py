@@ -33,18 +33,19 @@
 # | notebook | what it teaches | time |
 # | --- | --- | --- |
 # | `00-start-here` | your node, the connector and its trace, the words and values used throughout | 20 min |
-# | `01-lifecycle` | the four sets and the row; every state and every way into it | 55 min |
-# | `02-claim-and-lease` | `@claim2` line by line; the lease, the fencing token, the ghost guard, pause | 70 min |
-# | `03-completion-and-recovery` | the fence; the retry fork; reap, the counted sweep, who calls them | 105 min |
+# | `01-lifecycle` | the four sets and the row; every state and every way into it | 60 min |
+# | `02-claim-and-lease` | `@claim2` line by line; the lease, the fencing token, the ghost guard, pause | 75 min |
+# | `03-completion-and-recovery` | the fence; the retry fork; reap, the counted sweep, who calls them | 115 min |
 # | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | 70 min |
 # | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 85 min |
 # | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | 30 min |
-# | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 75 min |
-# | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 80 min |
-# | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 65 min |
+# | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 80 min |
+# | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 85 min |
+# | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 70 min |
 # | `10-case-files` | six real failures of other queues, modelled and run beside this one under one nemesis | 65 min |
 #
-# Each notebook opens with its goals and closes with a recap and further reading. In between: prose, real calls with
+# Each notebook opens with its goals and closes with a recap, a few questions to check yourself, and
+# further reading. In between: prose, real calls with
 # their traces, the scripts themselves (read from the kit's `lua/` folder, never retyped), a widget
 # to step through, and exercises. Most exercises ask you to **predict** what the queue will do, to
 # **diagnose** a queue left in a strange state, or to **repair** it; a few ask you to **build** a piece
@@ -263,6 +264,20 @@ assert message and "valkey-server" in message and "bootstrap.sh" in message
 #   are used from here on; come back to them when a notebook uses one.
 #
 # Next: **01-lifecycle** — the four sets, the row, and every transition between them.
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Which key does a connector write when it first connects to a fresh node, and what does a
+#    connector of the other wire get afterwards?
+# 2. One enqueue and one claim sent three commands. Which, in what order, and why is there an
+#    `EXISTS` between the two scripts?
+# 3. What do `jobs.claim` on an empty queue and `jobs.complete` for a job whose row is gone answer,
+#    in Python and in the course's Elixir?
+# 4. A lease of 0 is refused. How does the trace show that nothing reached the node?
 
 # %% [markdown]
 # ## Further reading

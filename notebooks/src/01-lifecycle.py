@@ -370,6 +370,18 @@ stepper
 
 
 # %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. What is the score of a member of each of the four sets, and what does the row's `state` say
+#    about them?
+# 2. Where does a completed job's row go, and what on the node still counts it?
+# 3. Name every way into `pending`: which scripts and sweeps put a job there?
+# 4. Pending hands out the smallest id. When is that not the job that has waited longest?
+
+# %% [markdown]
 # ## Further reading
 #
 # - [`ZADD`][r1]: how a member and its score enter a sorted set; the four sets are all sorted sets.

@@ -18,7 +18,8 @@
 # 2. See that the lease deadline comes from the **server's** clock.
 # 3. Use `attempts` as a fencing token.
 # 4. Feed the ghost guard, and watch a paused queue answer empty.
-# 5. Tell at-least-once handler runs from exactly-once settles.
+# 5. Tell at-least-once handler runs from one settle per life (on one node, ids not reused:
+#    [ledger](docs/guarantees.md#one-settle-per-life)).
 # 6. Write a lease extension in Lua, fenced by the token, and have the checker judge it under faults
 #    (02.2).
 
@@ -152,8 +153,10 @@ assert t0 <= deadline - 30_000 <= t1
 # %% [markdown]
 # Why the server's clock? Because the deadline is read later by `@reap`, which also runs on the
 # server. On one node, one clock stamps the lease and the same clock judges it, whatever the clocks of
-# the workers say. After a failover another machine's clock judges it
-# ([ledger](docs/guarantees.md#server-clock)).
+# the workers say. That clock is the node's wall clock (`TIME`), so a step of it shortens or stretches
+# every live lease: an NTP correction or a VM migration that moves it forward by five seconds makes each
+# lease lapse five seconds early, and a sweep may take a job whose worker is still at it. After a
+# failover another machine's clock judges it ([ledger](docs/guarantees.md#server-clock)).
 
 # %% [markdown]
 # ### 02.1 · Late, but not too late (predict before you read on)
@@ -299,7 +302,7 @@ with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
 #
 # The judge starts a node of its own (not this notebook's) and calls your script first for callers whose
 # answers are known: a holder, a stale token, a holder whose lease lapsed, and one whose lapsed lease a
-# sweep has just put back. Then three worker processes run handlers that work 1 s on a 500 ms lease,
+# sweep has just put back. Then three worker processes run handlers that work 2 s on a 1 s lease,
 # renewing every 100 ms, while a seeded nemesis freezes and kills them, on three seeds it draws. It
 # passes only when every answer is right, the queue keeps notebook 01's table, and on every seed the
 # checker finds the run valid **and** your renewal kept the lease of every handler no fault touched. A
@@ -389,6 +392,41 @@ assert jobs.resume(conn, Q4b) is True
 # %% [markdown]
 # A pause holds the claims, and only them: a job already active runs on and settles; a lapsed lease is
 # reaped back into pending, and a due retry is promoted into pending, where both wait for the resume.
+#
+# The counted stall sweep (notebook 03 teaches it: a sweep that also counts each job's lapses, and
+# buries a job that lapses more than `max_stalled` times) goes on as well. A pause does not stop the
+# count, nor shield a job from burial. Two jobs claimed before the pause, whose workers both vanish;
+# one of them had already lost a worker once:
+
+# %%
+from echomq_teach import stalled
+
+Q4c = "paused-and-swept"
+jobs.drop(conn, Q4c)  # a re-run of this cell starts from an empty queue, as the first run did
+twice, once = (jobs.enqueue(conn, Q4c, p) for p in ("vanished twice", "vanished once"))
+jobs.claim(conn, Q4c, 20)  # 'vanished twice' loses its first worker before the pause ...
+time.sleep(0.03)
+assert stalled.check(conn, Q4c, max_stalled=1).requeued == [twice]  # ... a stall counted: 1
+for _ in range(2):
+    jobs.claim(conn, Q4c, 50)  # both are claimed, and both workers vanish
+jobs.pause(conn, Q4c)
+time.sleep(0.08)  # both leases lapse while the queue is paused
+swept = stalled.check(conn, Q4c, max_stalled=1)
+s = snapshots.snapshot(conn, Q4c)
+print("swept while paused: requeued", [s.rows[j]["payload"] for j in swept.requeued],
+      "· buried", [s.rows[j]["payload"] for j in swept.dead])
+print("stall counts:", {s.rows[j]["payload"]: s.rows[j]["stalled"] for j in (twice, once)},
+      "· a claim answers:", jobs.claim(conn, Q4c, 30_000))
+assert swept.requeued == [once] and swept.dead == [twice] and s.rows[twice]["last_error"] == "stalled"
+assert (s.rows[once]["stalled"], s.rows[twice]["stalled"]) == ("1", "2") and s.pending == [once]
+assert jobs.claim(conn, Q4c, 30_000) is None and jobs.resume(conn, Q4c) is True
+
+# %% [markdown]
+# The sweep counted both lapses during the pause: one job waits in pending with its first stall, the
+# other went over `max_stalled` and lies in dead. So a long pause is no rest for a job whose workers
+# vanish; and the pause itself holds only on the node that took it
+# ([ledger](docs/guarantees.md#pause-holds-claims)).
+#
 # `claim/3` reads the flag in a round trip of its own before it sends `@claim2`, so on wire 4 a pause
 # that lands between the two does not stop that claim; `04-two-executors.ipynb` plays that window step
 # by step, and shows the native command closing it.
@@ -437,6 +475,22 @@ view
 # Next: **03-completion-and-recovery** — how a claimed job ends: completed, failed and retried, or
 # recovered from a worker that vanished.
 
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Which clock stamps a lease's deadline and which judges it, and what happens to every live lease
+#    when that clock steps forward by five seconds?
+# 2. A worker's lease has lapsed. When does its completion still pass, and when is it answered
+#    stale? What does the fence compare?
+# 3. What does a lease leave unpromised about how often the handler runs, what does the queue promise
+#    instead, and on what set-up?
+# 4. A queue is paused with jobs in flight. What still happens to an active job, a lapsed lease, a
+#    due retry and the stall count, and what does a claim answer?
+# 5. What does a claim do with a ghost at the head of pending, and what does the next claim do?
 
 # %% [markdown]
 # ## Further reading

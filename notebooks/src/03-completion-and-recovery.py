@@ -12,8 +12,10 @@
 #    counted stall sweep, which buries a job that keeps stalling.
 # 4. Run a consumer that does all of this in a loop, and plot the sets while it works; see who calls
 #    promote and the sweeps in a pool.
-# 5. See what a full node answers.
-# 6. Write a reap of your own, in Lua, that stops a poison job, and have the checker judge it under
+# 5. Watch a poison job loop for ever under the default recovery leg, `reap`, and be buried under the
+#    counted sweep, `stalled`; choose between the two.
+# 6. See what a full node answers.
+# 7. Write a reap of your own, in Lua, that stops a poison job, and have the checker judge it under
 #    faults (03.3).
 
 # %%
@@ -486,6 +488,72 @@ assert len(set(sizes["pending"])) >= 5 and max(sizes["active"]) == 1 and max(siz
 print("all 30 settled; 10 of them after one retry; pending fell over many samples, one job active at a time")
 
 # %% [markdown]
+# ## A poison job under each recovery leg
+#
+# The cap on attempts (`max_attempts`, 3 by default) is read by one of the kit's scripts only:
+# `@retry`, when a handler reports an error. `@reap` and `@claim2` never read it (the reap you wrote in
+# 03.3 does; the kit's does not), and a worker that dies never calls retry. So what stops a **poison**
+# job in a kit consumer, one that takes down every worker that runs it (a payload that crashes a
+# parser, a task that runs the machine out of memory)? Here is one, tried as you would try it with the
+# kit's own `Consumer`: a 20 ms lease, a cap of 3, and a new worker each round, whose handler dies with
+# the job in hand (`WorkerKilled` stands for the SIGKILL: the beat stops where it is, and nothing
+# settles). Between two rounds the lease lapses, and the next worker's beat runs its recovery leg
+# before it claims. The two columns differ in that leg only: `reap`, the default, and `stalled` with
+# `max_stalled=2`.
+
+# %%
+class WorkerKilled(BaseException):
+    """What a SIGKILL does to a worker inside its handler: the beat stops where it is, and nothing settles."""
+
+
+def kills_its_worker(job):
+    raise WorkerKilled  # every worker that takes this job dies with it
+
+
+legs = {}  # ledger: at-least-once-runs
+for leg in ("reap", "stalled"):
+    q = f"poison-{leg}"
+    jobs.drop(conn, q)  # a re-run of this cell starts from an empty queue, as the first run did
+    victim = jobs.enqueue(conn, q, "kills every worker that takes it")
+    legs[leg] = []
+    for _ in range(10):
+        worker = Consumer(conn, q, kills_its_worker, lease_ms=20, max_attempts=3, recovery=leg, max_stalled=2)
+        try:
+            worker.beat()  # promote, the recovery leg, claim, the handler ...
+        except WorkerKilled:
+            pass  # ... and the worker is gone, holding the job
+        s = snapshots.snapshot(conn, q)
+        legs[leg].append((s.where(victim)[0], int(s.rows[victim]["attempts"])))
+        time.sleep(0.03)  # the lease lapses before the next worker starts
+print("round   recovery='reap' (the default)   recovery='stalled', max_stalled=2")
+for n, (r, st) in enumerate(zip(legs["reap"], legs["stalled"]), 1):
+    print(f"{n:>5}   {r[0]:<7} attempts {r[1]:<15}   {st[0]:<7} attempts {st[1]}")
+assert legs["reap"] == [("active", n) for n in range(1, 11)]  # ten runs under a cap of 3, and still going
+assert legs["stalled"] == [("active", 1), ("active", 2), ("active", 3)] + [("dead", 3)] * 7
+
+# %% [markdown]
+# Under `reap` the job ran ten times under a cap of three, and it would go on: a reap forgives every
+# lapse, so the job loops for as long as workers take it, its `attempts` climbing past the cap, and
+# never reaches dead (should one of its runs *report* an error instead, `@retry` would bury it at once:
+# its token has long reached the cap). Under `stalled` the sweep counted each lapse, and the third
+# (more than `max_stalled=2`) buried the job after three runs, with `last_error` "stalled", where an
+# operator sees it ([ledger](docs/guarantees.md#at-least-once-runs)).
+#
+# Which leg to choose, when:
+#
+# - **`reap`** (the default) forgives every lapse, and never buries a job for it. Choose it when a
+#   lapse usually means a worker that was slow, frozen or restarted (a deploy, a laptop lid) while the
+#   job itself is healthy, and no job can take its worker down — or watch `attempts` from outside and
+#   remove a job that runs away. Its cost: a poison job loops for ever.
+# - **`stalled`** counts each job's lapses and buries it past `max_stalled`. Choose it when a job can
+#   take its worker down (native code, memory blow-ups, untrusted input); then make the lease longer
+#   than the slowest healthy run and `max_stalled` larger than the restarts you expect, because to the
+#   sweep a slow healthy job and a restarted worker look like poison (the slow-but-healthy cell above).
+#
+# The kit keeps `reap` as the default (`docs/decisions.md`, "the default recovery leg"); a `Pool`
+# passes its `recovery` and `max_stalled` to its metronome.
+
+# %% [markdown]
 # ## Who sweeps? A pool and its metronome
 #
 # Nothing on the node calls promote, reap or the stall sweep; a client does. The course page names
@@ -636,6 +704,9 @@ full.stop()
 # - Nothing moves on its own: promote, reap and the counted stall sweep are client calls — a
 #   standalone consumer makes them every beat; in a pool, the metronome makes them for all.
 # - The counted sweep buries a job that stalls more than `max_stalled` times.
+# - `max_attempts` is read only by `@retry`: under `reap`, the default recovery leg, a job that kills
+#   every worker loops for ever; under `stalled` it is buried past `max_stalled` lapses. Choose `reap`
+#   when a lapse usually means a slow or restarted worker, `stalled` when a job can take its worker down.
 # - A reap is a few lines of Lua: the server's clock, at most N a call, earliest deadline first, and
 #   `attempts` left alone, so that the next claim's token fences out the worker that died.
 # - A full node (`maxmemory`, `noeviction`) refuses writes with `OOM`, and a refused `@enqueue` writes
@@ -643,6 +714,21 @@ full.stop()
 #
 # Next: **04-two-executors** — the same claim, as one native command.
 
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Which two things must hold for `@complete` to pass, and what does a stale call write?
+# 2. Where is `max_attempts` read, and why does a job that kills every worker never reach dead under
+#    the default recovery leg?
+# 3. Under `recovery="stalled"` with `max_stalled=2`, how many times does that job run before it is
+#    buried, and what does a slow but healthy job risk under the same setting?
+# 4. Who calls promote and the recovery leg for a standalone `Consumer`, and who for the consumers
+#    of a `Pool`?
+# 5. What does a full node answer to `@enqueue`, and what did the refused enqueue write?
 
 # %% [markdown]
 # ## Further reading

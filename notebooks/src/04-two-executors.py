@@ -161,7 +161,7 @@ assert [e.line.split()[0] for e in n_conn.last(5)] == ["EXISTS"]
 
 # %% tags=["reveals:04.1"]
 with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
-    QW = "window"
+    QW = "window"  # ledger: pause-holds-claims
     window = {}
     for name, c in (("wire 4", s_conn), ("wire 6", n_conn)):
         jobs.drop(c, QW)
@@ -178,9 +178,11 @@ with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
 
 # %% [markdown]
 # On wire 4 the job went out after the pause: the script trusts the read made before it. `EMQ.CLAIM`
-# reads the flag inside the command, in the same atomic step as the pop, so once `pause()` has
-# returned no claim hands a job out. (The kit's batch claim, `@claim_many`, reads the flag inside on
-# both executors.)
+# reads the flag inside the command, in the same atomic step as the pop, so on the node that took the
+# pause, once `pause()` has returned, no native claim hands a job out. (The kit's batch claim,
+# `@claim_many`, reads the flag inside on both executors.) The pause is a write like any other: a
+# failover to a replica that had not applied it loses it, as 09 loses the writes of its window
+# ([ledger](docs/guarantees.md#pause-holds-claims)).
 
 # %% [markdown]
 # ### 2 · All the checks first, then the writes
@@ -588,8 +590,9 @@ if lab is not native:
 
 # %% [markdown]
 # With one job per claim, a dead worker strands one job; with batches of *k*, up to *k*, each for
-# up to one lease. Nothing is lost — the guarantees are per job, and the reap hands each one out
-# again with a new token — but those jobs wait. A bigger batch buys fewer round trips with more
+# up to one lease. Nothing is lost while a client sweeps — the guarantees are per job, and the reap
+# hands each one out again with a new token ([ledger](docs/guarantees.md#at-least-once-runs)) — but
+# those jobs wait. A bigger batch buys fewer round trips with more
 # jobs waiting after a crash. (Every lease of a batch runs from its one claim, so a consumer whose
 # batch is slow settles what it has done once half the lease has gone:
 # [`docs/decisions.md`](docs/decisions.md), "the lease guard".)
@@ -610,6 +613,20 @@ if lab is not native:
 #
 # Next: **05-flows** — a parent, its children, and a counter.
 
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. What are the four differences between `@claim2` and `EMQ.CLAIM`?
+# 2. In the pause window on wire 4, why does the claim still hand the job out, and what closes the
+#    window on wire 6?
+# 3. What does the native stall sweep do with a lease whose `lease_epoch` is not the server's
+#    `run_id`, and why is that fair to the job?
+# 4. When is `EMQWIRE` raised, and what does it keep apart?
+# 5. What does a batch claim of *k* jobs save, and what does it cost when its worker dies?
 
 # %% [markdown]
 # ## Further reading

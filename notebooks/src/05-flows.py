@@ -37,7 +37,7 @@ conn.clear_trace()  # the trace starts with the notebook's own calls
 # in any of the four sets. And the parent's counter, `emq:{q}:job:<parent>:dependencies`, starts at
 # the number of children N (a plain **SET**). The parent and every child also carry the flow's number,
 # `flow`, which the land draws from the queue's counter `emq:{q}:flows`: a child counts only toward
-# the flow it was landed with (the end of this notebook shows why).
+# the flow it was landed with ("A parent id used again", below, shows why).
 
 # %%
 print(scripts.show("enqueue_flow"))
@@ -405,6 +405,48 @@ def predict_the_counter():
 print(exercises.check("05.4", predict_the_counter, conn))
 
 # %% [markdown]
+# ## A buried child, brought back
+#
+# Under `ignore`, a child's death counts as done. What if an operator then reprocesses that child and
+# it completes after all? Its death was counted once, when it died, and `child_death` detached it then
+# (its `parent` field went), so its new life settles as a plain job: it counts nothing toward the
+# parent, which was released once, by the counter reaching zero. A child under `ignore`, buried by the
+# counted stall sweep, its sibling completed, then the child reprocessed and completed while a worker
+# holds the released parent:
+
+# %%
+Q6 = "brought-back"
+jobs.drop(conn, Q6)  # a re-run of this cell starts from an empty queue, as the first run did
+f6 = flows.add(conn, Q6, "parent", ["vanishes", "succeeds"], policy="ignore")
+buried_child = f6.child_ids[0]
+for _ in range(2):
+    jobs.claim(conn, Q6, 20)  # its worker dies holding it
+    time.sleep(0.03)
+    sweep = stalled.check(conn, Q6, max_stalled=1)
+sib = jobs.claim(conn, Q6, 30_000)
+jobs.complete(conn, Q6, sib.id, sib.attempts, "fine")
+s = snapshots.snapshot(conn, Q6)
+print("buried by the sweep:", sweep.dead == [buried_child], "· its link to the parent kept:",
+      "parent" in s.rows[buried_child], "· the parent:", s.state(f6.parent_id))
+assert sweep.dead == [buried_child] and "parent" not in s.rows[buried_child]
+assert s.where(f6.parent_id) == ["pending"] and flows.dependencies(conn, Q6, f6.parent_id) == 0
+held_parent = jobs.claim(conn, Q6, 30_000)  # a worker takes the released parent ...
+jobs.reprocess(conn, Q6, buried_child)  # ... while an operator brings the child back
+back = jobs.claim(conn, Q6, 30_000)
+late_ok = jobs.complete(conn, Q6, back.id, back.attempts, "done after all")
+s = snapshots.snapshot(conn, Q6)
+print("the reprocessed child completes:", late_ok, "· :dependencies", flows.dependencies(conn, Q6, f6.parent_id),
+      "· :processed", flows.children_values(conn, Q6, f6.parent_id),
+      "· :unsuccessful", flows.ignored_failures(conn, Q6, f6.parent_id))
+print("the parent is where its worker holds it:", s.where(f6.parent_id), "· in pending again:",
+      f6.parent_id in s.pending)
+assert held_parent.id == f6.parent_id and back.id == buried_child and late_ok == jobs.OK
+assert flows.dependencies(conn, Q6, f6.parent_id) == 0 and flows.children_values(conn, Q6, f6.parent_id) == {
+    sib.id: "fine"}
+assert flows.ignored_failures(conn, Q6, f6.parent_id) == {buried_child: "stalled"}
+assert s.where(f6.parent_id) == ["active"] and jobs.complete(conn, Q6, f6.parent_id, held_parent.attempts) == jobs.OK
+
+# %% [markdown]
 # ## A parent id used again
 #
 # Callers often choose a flow's parent id themselves, a business id such as `order-42`, and land the
@@ -529,6 +571,22 @@ composer
 #
 # Next: **06-workshop** — the whole machine, end to end.
 
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Where does the parent wait while its children run, and what releases it?
+# 2. Which two layers keep a completion from counting twice, and which one stopped each refused
+#    completion in "Never twice"?
+# 3. A child under `ignore` is buried by the sweep, then reprocessed, and completes. What does its
+#    completion count toward the parent, and why?
+# 4. A parent is removed while a child runs, and a new flow lands under the same id. Why does the
+#    old child's completion count nothing toward the new flow?
+# 5. Why does `flows.add` send the script even on a wire 6 connector, and which script does a flow
+#    child's completion take?
 
 # %% [markdown]
 # ## Further reading

@@ -170,10 +170,11 @@ assert counter == [3, 2, 1, 0] and snapshots.snapshot(conn, Q).where(flow.parent
 # The queue is no archive. A finished job's row is gone the moment it completes, and a dead job
 # waits only until someone reprocesses, removes or trims it. (The node your kernel started does not
 # even write to disk.) A consumer started with `record=True` appends every finished job — completed
-# or dead — to the stream `emq:{q}:stream:completions`, inside the same script that settles it: one
-# entry per settle, never two, never none. That stream is still memory: it goes with a node that
-# restarts without persistence, and trimming it deletes. Notebook 08 folds it into a durable floor
-# before it trims.
+# or dead — to the stream `emq:{q}:stream:completions`, inside the same script that settles it: on
+# one node, one entry per ending in each life, never two, never none
+# ([ledger](docs/guarantees.md#one-ending-one-entry)). That stream is still memory: it goes with a
+# node that restarts without persistence (08), a failover can lose an entry with its settle (09), and
+# trimming it deletes. Notebook 08 folds it into a durable floor before it trims.
 
 # %%
 from echomq_teach import keyspace
@@ -192,7 +193,7 @@ entries = node.client().xrange(stream)
 outcomes = [fields["outcome"] for _, fields in entries]
 print(report.outcomes, "·", len(entries), "stream entries:", outcomes)
 assert outcomes == ["completed"] * 4 + ["dead"]
-assert [fields["id"] for _, fields in entries] == floor_ids  # one entry per settle
+assert [fields["id"] for _, fields in entries] == floor_ids  # one entry per ending, on this node
 # never two: the same completion sent again is stale, and the stream stays as it was
 assert jobs.complete(conn, Q, floor_ids[0], 1, "again", record=True) == jobs.STALE
 assert conn.call("XLEN", stream) == 5
@@ -293,6 +294,17 @@ print(exercises.check("06.1", waiting_for, conn))
 #
 # Next: **07-when-things-fail** — races, crashes, frozen workers and the checker.
 
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Which scripts does a job go through on the happy path, on the failure path, and when its worker
+#    vanishes?
+# 2. What does `record=True` add, in which step, and what can still lose that entry?
+# 3. What are the three ideas of the pattern, and which mechanism carries each one in this queue?
 
 # %% [markdown]
 # ## Further reading

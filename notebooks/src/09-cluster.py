@@ -254,7 +254,8 @@ with exercises.reveals("09.1"):  # its output waits until 09.1 is committed
 # WAIT, the checker finds the window's writes gone. Each enqueue of the burst is **lost**: the
 # producer was told it was stored, and the new primary never had it. (If a worker got to such a job
 # inside the window, its settle is what went missing instead.) Settles the old primary acknowledged
-# are missing from the stream (**unrecorded**), and once the job ran again it was **settled twice**.
+# are missing from the stream (**unrecorded**: [one ending, one entry](docs/guarantees.md#one-ending-one-entry)
+# holds on one node), and once the job ran again it was **settled twice**.
 # Jobs **ran twice**. Every finding is about a job that had a call answered inside the window. These
 # are the breaks of what one node promised: [one holder per lease](docs/guarantees.md#one-holder-per-lease),
 # [one settle per life](docs/guarantees.md#one-settle-per-life) and
@@ -320,19 +321,30 @@ with exercises.reveals("09.1"):  # its output waits until 09.1 is committed
 #
 # ### 09.2 · Build: keep what the failover would lose
 #
-# Now choose the setting yourself, and let the checker judge it. The judge starts a cluster of its own
-# (three primaries, one replica each; yours is left alone) and, for each of three seeds it draws, runs
-# the failover above on a small queue: worker processes draining 60 jobs, the replica held back, a burst
-# of enqueues, the primary killed, the replica promoted. Each seed draws which shard it hits and how long
-# the replica lags before the kill: **up to 2.5 s**, and one seed of every judged run lags that long.
-# Your function returns the one setting every process of the run then uses: `{"wait": None}` for no WAIT,
-# or `{"wait": (numreplicas, timeout_ms)}` for `WAIT numreplicas timeout_ms` after every write (a timeout
-# of 0 waits as long as it takes). It passes when, on every seed, the checker says *valid* and every job
+# WAIT's answer is a number: how many replicas have the write. When it is fewer than asked, the kit
+# counts it (`wait_short`) and answers the caller all the same; that is where `WAIT 1 50` loses writes.
+# Design what a worker does instead. Your function returns `on_short_wait(short)`, which every process
+# of the judged runs calls for each write whose WAIT came back short. It is handed a
+# `cluster_connector.ShortWait`: `short.transition` (`"claim"`, `"complete"`, `"retry"`, `"enqueue"`,
+# `"sweep"`, `"promote"`), `short.command` (what was sent), `short.reply` (what the primary answered),
+# `short.acked` and `short.asked` (replicas confirmed, and asked for), and `short.again()`, which sends
+# the very same write once more and answers the `ShortWait` of that second send. What your function
+# returns is what the caller is told. If it raises `cluster_connector.Unconfirmed`, the caller learns
+# nothing — an unknown outcome, read as a lost link: a producer may send again, a worker runs nothing.
+# Write it so that it stands alone (import what it uses inside it): the workers import its source.
+#
+# The judge starts a cluster of its own (three primaries, one replica each; yours is left alone). Every
+# process it runs sends `WAIT 1 200` after each write — not your choice this time. First it holds a
+# replica (it applies nothing, like a replica that is down) and sends an enqueue and a claim through your
+# design. Then, for each of two seeds it draws, it runs the failover above on a small queue: worker
+# processes draining 60 jobs, the replica held back 0.4 to 1.2 s, a burst of enqueues, the primary
+# killed, the replica promoted. It passes when nothing was told "done" that only the primary held, no
+# write waited for ever, no claim went twice, and on every seed the checker says *valid* and every job
 # is done. A try takes about half a minute. *Solution: `solutions/09_2_keep_what_failover_loses.py`.*
 
 # %%
 def keep_what_failover_loses():
-    # return {"wait": None} or {"wait": (numreplicas, timeout_ms)}
+    # define on_short_wait(short) here, then return it (the function, not a call of it)
     raise NotImplementedError
 
 
@@ -443,7 +455,11 @@ print(f"before the hold: without WAIT {plain.rate():.0f} jobs/s · with WAIT 1 2
 # all, `bench/bench_failover.py` measured WAIT at a bit over half the jobs per second on the machine
 # the course was built on (docs/cluster.md). WAIT also has a second cost: while a shard has no
 # replica (between a promotion and the old node's return), every WAIT waits its full timeout. Choose
-# the timeout with that in mind, and bring replicas back soon.
+# the timeout with that in mind, and bring replicas back soon. A timeout of 0 is no timeout at all:
+# `WAIT 1 0` waits until a replica acknowledges, so while the shard has none, every writer of its
+# queues blocks until one returns — for ever, if none does, and the queue stops whole. Keep the
+# timeout finite, and count the shortfalls (`conn.wait_short`) instead
+# ([ledger](docs/guarantees.md#wait-keeps-confirmed-writes)).
 #
 # ## Recap
 #
@@ -461,6 +477,21 @@ print(f"before the hold: without WAIT {plain.rate():.0f} jobs/s · with WAIT 1 2
 #   back once, uncounted.
 #
 # Next: **10-case-files** — six real failures of other queues, each modelled and run beside this one.
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Why does every key of a queue carry `{q}`, and what would a transition without it run into on a
+#    cluster?
+# 2. What did the failover lose without `WAIT`, and why did the waited run lose nothing the checker
+#    could count?
+# 3. A `WAIT` with no timeout, on a shard that has no replica: what happens to every writer of its queues?
+# 4. Why does the native stall sweep not count the leases a promoted replica inherited as stalls?
+# 5. Whose clock judges an inherited lease, and what happens to it if the new primary's clock runs
+#    ahead?
 
 # %% [markdown]
 # ## Further reading

@@ -225,9 +225,10 @@ WRONG_RENEWALS = {
     # the gap: a worker wakes after a sweep, no claim since; the queue-state check finds the job in two sets
     "token, not state": (wrong_renewals.TOKEN_NOT_STATE, ("woke after a sweep took its lapsed lease back to pending",
                                                           "two sets:", "in pending and active at once")),
-    "from the old deadline": (wrong_renewals.OLD_DEADLINE, ("to a deadline 30", "the server's TIME now plus the "
-                                                            "lease (not the old deadline plus the lease")),
-    "no clock": (wrong_renewals.NO_CLOCK, ("it should be 500 ms from now",)),
+    "from the old deadline": (wrong_renewals.OLD_DEADLINE, ("ms from the server's clock now; renewed by 1000 ms",
+                                                            "the server's TIME now plus the lease (not the old "
+                                                            "deadline plus the lease")),
+    "no clock": (wrong_renewals.NO_CLOCK, ("it should be 1000 ms from now",)),
     "syntax": (wrong_renewals.SYNTAX, ("your script does not compile: line 6 of your script",)),
     "runtime": (wrong_renewals.RUNTIME, ("line 7 of your script", "clock_offset")),
     # copy attempts: what notebook 02 shows, as it is and fitted to the renewal's keys and arguments

@@ -127,6 +127,36 @@ def test_recovery_leg_stalled_buries_past_max(conn: Connector, queue: str) -> No
     assert jobs.row(conn, queue, crashed.id)["last_error"] == "stalled"
 
 
+class WorkerKilled(BaseException):
+    """A worker dying inside its handler: the beat stops where it is and nothing settles."""
+
+
+def test_a_poison_job_loops_under_reap_and_is_buried_under_stalled(either: Connector, queue: str) -> None:
+    # issue 32: max_attempts is read only by @retry, which a dying worker never calls; under the default
+    # leg a job that kills every worker is handed out for ever, past its cap; the counted sweep buries it
+    def poison(job: jobs.Claimed) -> str:
+        raise WorkerKilled
+
+    seen: dict[str, list[tuple[list[str], int]]] = {}
+    for leg in ("reap", "stalled"):
+        q = f"{queue}-{leg}"
+        job_id = jobs.enqueue(either, q, "kills its worker")
+        seen[leg] = []
+        for _ in range(6):
+            worker = Consumer(either, q, poison, lease_ms=20, max_attempts=3, recovery=leg, max_stalled=2)
+            try:
+                worker.beat()
+            except WorkerKilled:
+                pass
+            snap = snapshots.snapshot(either, q)
+            seen[leg].append((snap.where(job_id), int(snap.rows[job_id]["attempts"])))
+            wait_until_due(either, q, "active")
+    assert seen["reap"] == [(["active"], n) for n in range(1, 7)]  # six runs under a cap of three
+    assert seen["stalled"] == [(["active"], n) for n in (1, 2, 3)] + [(["dead"], 3)] * 3
+    [buried] = snapshots.snapshot(either, f"{queue}-stalled").dead
+    assert jobs.row(either, f"{queue}-stalled", buried)["last_error"] == "stalled"
+
+
 def test_no_recovery_leg_leaves_the_lapsed_lease(conn: Connector, queue: str) -> None:
     crashed = crashed_claim(conn, queue)
     b = Consumer(conn, queue, upper, recovery=None).beat()

@@ -1,4 +1,4 @@
-"""Notebook 09 · the cluster: predict a failover's verdicts; the WAIT setting that keeps what it would lose.
+"""Notebook 09 · the cluster: predict a failover's verdicts; a design for a short WAIT that keeps what it would lose.
 
 09.1 is a prediction: what the checker says of a queue without WAIT and of one
 with ``WAIT 1 2000`` when their primary dies with its replica held back, and
@@ -6,15 +6,11 @@ how many of the window's enqueues each producer was told were stored. Its run
 is a failover on a cluster the check starts.
 
 09.2 is a build judged on a cluster of the judge's own (never the learner's
-notebook cluster): the learner chooses ``wait``, the ``(numreplicas,
-timeout_ms)`` every process of the run sends ``WAIT`` with after each write,
-and the judge runs one failover per seed (``lab.failover``: the replica held
-back, a burst of enqueues, the primary killed by SIGKILL, the replica
-promoted), each seed drawing how long the replica lags, when the kill comes
-and which shard it hits. It passes only when, on every seed, the checker says
-valid and the run drained: no write the queue acknowledged was lost.
+notebook cluster): the learner designs what a worker does when WAIT confirms a
+write short (``course/judges/failover.py``: probes on a held replica, then one
+failover per seed).
 
-This module is the one place the course imports ``lab.failover`` from.
+The course imports ``lab.failover`` here (09.1's run) and in 09.2's judge only.
 """
 
 from __future__ import annotations
@@ -30,9 +26,11 @@ from ..registry import Findings, judged, prediction
 @judged(
     "09.2",
     "Keep what the failover would lose",
-    "Hint: WAIT confirms a write only once numreplicas replicas have it; each shard here has one replica. A "
-    "WAIT that times out answers anyway, and that write is the primary's alone: the timeout must outlast the "
-    "longest the replica can lag (here up to 2.5 s) by a good margin, or be 0 (wait as long as it takes).",
+    "Hint: a write WAIT confirmed short is the primary's alone, so its caller must not be told it happened: raise "
+    "Unconfirmed, and the caller treats it as a lost link (the producer may send it again, the worker runs "
+    "nothing, the lease lapses). Never wait until a replica confirms: a shard without one never does. If you send "
+    "a write again first, send only what the node refuses a second time: a settle (the token fence) or an enqueue "
+    "(its id) — never a claim, which would hand out another job.",
     solution="09_2_keep_what_failover_loses.py",
 )
 def _judge_keep_what_failover_loses(answer: Any, f: Findings) -> None:

@@ -39,11 +39,11 @@ def _run_predict_the_crashes(conn: Connector, queue: str, args: tuple[Any, ...])
 @exercise(
     "07.2",
     "Pass the nemesis",
-    "Hint: three things, one each. The lease must outlast the handler's 60 ms of work, yet bring a killed "
-    "worker's job back well inside the deadline. A provider timeout leaves you not knowing whether the money "
-    "was taken: let the job fail (raise) so it is tried again, and give it the attempts to be. And a charge "
-    "asked for twice must be made once: hand the provider an idempotency key that every run of the same order "
-    "shares (ctx.charge(job, key=job.id)).",
+    "Hint: three things, one each. The lease must outlast the handler's 60 ms of work (and a loaded machine's "
+    "pauses), yet bring a killed worker's job back well inside the deadline. A provider timeout leaves you not "
+    "knowing whether the money was taken: let the job fail (raise) so it is tried again, and give it attempts "
+    "enough for that and for the nemesis's faults. And a charge asked for twice must be made once per ORDER: "
+    "hand the provider a key that every run of the order shares, the second job of an order sent twice too.",
     solution="07_2_pass_the_nemesis.py",
     kind="build",
 )

@@ -26,10 +26,21 @@ from ... import flows, ids, jobs, keyspace, snapshots, transitions
 from ...lab.checker import check
 from ...lab.history import History, Op
 from ...lab.nemesis import Nemesis
-from ...lab.queue_state import completed_in
-from ...lab.run import Fault, Run
+from ...lab.run import Run
 from ..registry import Findings
-from .frame import call_script, checker_valid, judge_script, lua_error, state_holds, unchanged, until
+from .frame import (
+    AtWork,
+    FreezeFirst,
+    Watched,
+    call_script,
+    checker_valid,
+    end_run,
+    judge_script,
+    lua_error,
+    state_holds,
+    unchanged,
+    until,
+)
 
 
 class FANIN:
@@ -53,41 +64,8 @@ class FANIN:
         # one freeze in every schedule, first (every worker holds a child then: the parents wait for ten; a
         # kill's new worker takes a while to start) and longer than the lease: its child is reaped and
         # completed by another worker before the zombie wakes and completes it too
-        return _FreezeFirst(seed=seed, kinds=("freeze", "kill"), count=3, must=("freeze",), gap_s=(0.03, 0.15),
+        return FreezeFirst(seed=seed, kinds=("freeze", "kill"), count=3, must=("freeze",), gap_s=(0.03, 0.15),
                             freeze_s=(1.4, 1.6))
-
-
-class _FreezeFirst(Nemesis):
-    """A seeded schedule whose first fault is its first freeze (the faults keep their drawn times)."""
-
-    def draw(self, slots: int) -> list[Fault]:
-        out = super().draw(slots)
-        i = next(n for n, x in enumerate(out) if x.kind == "freeze")
-        out[0], out[i] = (dataclasses.replace(out[i], at_s=out[0].at_s), dataclasses.replace(out[0], at_s=out[i].at_s))
-        self.schedule = out
-        return out
-
-
-class _AtWork:
-    """A run as the nemesis sees it, whose freeze waits (bounded) until the slot's worker is inside a
-    handler: a worker frozen between two jobs holds nothing, and no zombie wakes from it."""
-
-    def __init__(self, run: Run) -> None:
-        self.run = run
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.run, name)
-
-    def apply(self, fault: Fault) -> None:
-        if fault.kind == "freeze" and fault.slot is not None:
-            name = self.run.worker(fault.slot).name
-            deadline = time.monotonic() + 1.0
-            while time.monotonic() < deadline:
-                mine = [o for o in self.run.history().ops if o.worker == name]
-                if mine and mine[-1].op == "run":
-                    break
-                time.sleep(0.01)
-        self.run.apply(fault)
 
 
 def child_keys(queue: str, parent: str, child: str) -> list[str]:
@@ -288,17 +266,14 @@ def _fan_in_seed(node: Any, sha: str, seed: int, f: Findings) -> bool:
         # the first children then go to all of them at once, and the nemesis finds each inside a handler
         until(lambda h: len({c.worker for c in h.calls("claim")}) >= FANIN.WORKERS, run, 10.0)
         parents = _land_flows(run, FANIN.FLOWS, FANIN.CHILDREN)
-        faults = FANIN.nemesis(seed).run(_AtWork(run), deadline_s=FANIN.DEADLINE_S)  # type: ignore[arg-type]
+        watched = Watched(AtWork(run))
+        faults = FANIN.nemesis(seed).run(watched, deadline_s=FANIN.DEADLINE_S)  # type: ignore[arg-type]
         drained = run.wait_drained(FANIN.DEADLINE_S)
         until(_zombies_settled, run, FANIN.GRACE_S)
         drained = run.wait_drained(0.5) and drained
-        run.stop()
-        history = run.history()
+        e = end_run(run, seed, faults, lambda h: check(h, run.final_state(), recorded=False), watched)
         final = run.final_state()
-        report = check(history, final, recorded=False)
-        said = f"seed {seed} ({', '.join(str(x) for x in faults)})"
-        state = Findings()
-        state_holds(run.conn, queue, state, f"{said}: at the end of the run", settled=completed_in(history))
+        said, history, report = e.said, e.history, e.report
         processed = {p: len(flows.children_values(run.conn, queue, p)) for p in parents}
         jobs.drop(run.conn, queue)
     refused = [o for o in history.calls("complete") if o.at == "refused"]
@@ -312,8 +287,8 @@ def _fan_in_seed(node: Any, sha: str, seed: int, f: Findings) -> bool:
     # a fence violation first, when there is one: it says why the other findings happened
     if not checker_valid(said, report, f, first=(report.fence_violations or report.findings or [None])[0]):
         return False
-    if state.items:
-        f.items.extend(state.items)
+    f.items.extend(e.state.items)
+    if e.state.items:
         return False
     early = _parents_released_early(history, parents)
     if early:

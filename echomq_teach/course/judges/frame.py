@@ -11,6 +11,7 @@ a run, a checker finding as a few lines, a Lua error as one line.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import secrets
 import threading
@@ -23,8 +24,9 @@ from ... import snapshots
 from ...errors import BadInput
 from ...lab import queue_state
 from ...lab.checker import Report
-from ...lab.history import History
-from ...lab.run import Run
+from ...lab.history import History, Op
+from ...lab.nemesis import Nemesis
+from ...lab.run import Fault, Run
 from ...nodes.local import LocalNode
 from ..registry import Findings
 
@@ -172,6 +174,29 @@ def until(done: Callable[[History], bool], run: Run, timeout_s: float) -> bool:
     return False
 
 
+def _fault_between(faults: list[Op], worker: str, lo: float, hi: float) -> bool:
+    return any(n.extra.get("worker") == worker and lo <= n.sent <= hi for n in faults)
+
+
+def lapsed_under_healthy(history: History) -> list[Op]:
+    """The settles refused stale whose worker no fault touched between its claim and the settle: its lease
+    lapsed and was swept while its handler was at work (a lease too short, or a renewal that did not keep it)."""
+    claims = {(o.worker, o.token, o.job): o for o in history.calls("claim") if o.ok and o.job}
+    faults = history.notes("freeze", "kill")
+    return [o for o in history.calls("complete", "retry") if o.ok and o.reply == "stale"
+            and (c := claims.get((o.worker, o.token, o.job))) is not None
+            and not _fault_between(faults, o.worker, c.sent, o.sent)]
+
+
+def healthy_runs_ms(history: History) -> list[float]:
+    """How long each handler run no fault touched took, from its start to its end (the ``run`` and ``ran``
+    notes of one worker, job and token)."""
+    starts = {(o.worker, o.job, o.token): o for o in history.notes("run")}
+    faults = history.notes("freeze", "kill")
+    return [o.sent - s.sent for o in history.notes("ran") if (s := starts.get((o.worker, o.job, o.token)))
+            and not _fault_between(faults, o.worker, s.sent, o.sent)]
+
+
 def counterexample(finding: Any) -> str:
     """A checker finding as a few lines: what it says, then the claims, releases and late calls that show it."""
     ops = finding.ops
@@ -195,6 +220,65 @@ def checker_valid(said: str, report: Report, f: Findings, first: Any = None) -> 
     return False
 
 
+class FreezeFirst(Nemesis):
+    """A seeded schedule whose first fault is its first freeze (the faults keep their drawn times)."""
+
+    def draw(self, slots: int) -> list[Fault]:
+        out = super().draw(slots)
+        i = next(n for n, x in enumerate(out) if x.kind == "freeze")
+        out[0], out[i] = (dataclasses.replace(out[i], at_s=out[0].at_s), dataclasses.replace(out[0], at_s=out[i].at_s))
+        self.schedule = out
+        return out
+
+
+class AtWork:
+    """A run as the nemesis sees it, whose freeze waits (bounded) until the slot's worker is inside a
+    handler: a worker frozen between two jobs holds nothing, and no zombie wakes from it."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.run, name)
+
+    def apply(self, fault: Fault) -> None:
+        if fault.kind == "freeze" and fault.slot is not None:
+            name = self.run.worker(fault.slot).name
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline:
+                mine = [o for o in self.run.history().ops if o.worker == name]
+                if mine and mine[-1].op == "run":
+                    break
+                time.sleep(0.01)
+        self.run.apply(fault)
+
+
+class Watched:
+    """A run as the nemesis sees it, whose queue is held to notebook 01's table at each point a fault leaves
+    it: right after every fault is applied, and after every thaw. The first breaks are kept in ``broken``."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+        self.broken: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.run, name)
+
+    def _look(self, what: str) -> None:
+        if not self.broken:
+            found = queue_state.read(self.run.conn, self.run.queue)
+            self.broken = [f"right after {what}, the queue's own state breaks notebook 01's table: {found[0]}"
+                           + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")] if found else []
+
+    def apply(self, fault: Any) -> None:
+        self.run.apply(fault)
+        self._look(str(fault).split(" ", 1)[1])
+
+    def thaw(self, slot: int) -> None:
+        self.run.thaw(slot)
+        self._look(f"the thaw of slot {slot}")
+
+
 @dataclass
 class Ended:
     """A judged run once stopped: what names it in a finding, its history, the checker's report, and the
@@ -206,13 +290,17 @@ class Ended:
     state: Findings
 
 
-def end_run(run: Run, seed: int, faults: list[Any], report: Callable[[History], Report] | None = None) -> Ended:
+def end_run(run: Run, seed: int, faults: list[Any], report: Callable[[History], Report] | None = None,
+            watched: Watched | None = None) -> Ended:
     """Stop ``run`` and read what the judge reads: its history, the checker's report (``report(history)``, or
-    the run's own check), and the queue's state against the table, every acknowledged completion rowless."""
+    the run's own check), and the queue's state against the table — at each point a fault left it (``watched``)
+    and at the end, every acknowledged completion rowless."""
     run.stop()
     history = run.history()
     said = f"seed {seed} ({', '.join(str(x) for x in faults)})"
     state = Findings()
+    for broken in watched.broken if watched else []:
+        state.expect(False, f"{said}: {broken}.")
     state_holds(run.conn, run.queue, state, f"{said}: at the end of the run", settled=queue_state.completed_in(history))
     return Ended(said, history, report(history) if report else run.check(), state)
 

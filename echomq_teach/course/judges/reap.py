@@ -36,7 +36,7 @@ from ...lab.nemesis import Nemesis
 from ...lab.run import RecordedMetronome, Run
 from ...lab.worker_process import WorkerProcess
 from ..registry import Findings
-from .frame import call_script, checker_and_state, end_run, judge_script, state_holds, wait_drained
+from .frame import Watched, call_script, checker_and_state, end_run, judge_script, state_holds, wait_drained
 
 
 class REAP:
@@ -326,11 +326,12 @@ def _one_reap_seed(node: Any, sha: str, seed: int, f: Findings) -> bool:
             enqueued = run.produce(REAP.JOBS, payload=lambda i: REAP.POISON if i == REAP.JOBS - 1 else f"job {i}")
             poison = enqueued[-1]
             run.start()
-            faults = REAP.nemesis(seed).run(run, deadline_s=REAP.DEADLINE_S)
+            watched = Watched(run)
+            faults = REAP.nemesis(seed).run(watched, deadline_s=REAP.DEADLINE_S)  # type: ignore[arg-type]
             # stop early once the verdict is known: a lease reaped before it lapsed, the poison past its cap
             drained = wait_drained(run, REAP.DEADLINE_S, lambda h: bool(_released_early(h, REAP.LEASE_MS))
                                    or _poison_claims(h, poison) > REAP.MAX_ATTEMPTS)
-            e = end_run(run, seed, faults)
+            e = end_run(run, seed, faults, watched=watched)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if not checker_and_state(e, "stalled", f):
