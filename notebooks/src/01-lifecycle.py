@@ -139,10 +139,12 @@ tour.close()
 # is not yet true; after a try that did not pass, `exercises.hint("01.1")` (with the exercise's number) gives a
 # hint. The reference solutions are in `solutions/`, one file per exercise — try first.
 #
-# The check walks nine jobs down different ways into their sets and hands you their ids, not what it
+# The check walks six jobs down different ways into their sets and hands you their ids, not what it
 # did. Read the queue (`snapshots.snapshot(conn, queue)`: the sets, and each row's fields) and return a
 # dict from each id to the transition that put the job where it is, one of `"enqueue"`, `"claim"`,
-# `"retry"`, `"retry at the cap"`, `"reap"`, `"promote"`, `"stall sweep"`, `"flow land"`.
+# `"retry"`, `"retry at the cap"`, `"reap"`, `"promote"`. Three of them end in pending: the set alone
+# cannot tell them apart, the row's fields can (the table of the keyspace above names them). Read, and
+# move nothing: the check wants the queue as it left it.
 # *Solution: `solutions/01_1_which_transition.py`.*
 
 # %%

@@ -302,7 +302,7 @@ with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
 #
 # The judge starts a node of its own (not this notebook's) and calls your script first for callers whose
 # answers are known: a holder, a stale token, a holder whose lease lapsed, and one whose lapsed lease a
-# sweep has just put back. Then three worker processes run handlers that work 2 s on a 1 s lease,
+# sweep has just put back. Then three worker processes run handlers that work 2 s on a 1.5 s lease,
 # renewing every 100 ms, while a seeded nemesis freezes and kills them, on three seeds it draws. It
 # passes only when every answer is right, the queue keeps notebook 01's table, and on every seed the
 # checker finds the run valid **and** your renewal kept the lease of every handler no fault touched. A

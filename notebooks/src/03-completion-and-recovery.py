@@ -137,28 +137,30 @@ print("next claim's token:", third.attempts, "· the first life's token 1 →",
 assert third.attempts == 3 and jobs.complete(conn, Q2, job, 1, "late") == jobs.STALE
 
 # %% [markdown]
-# ### 03.1 · Out of the morgue (repair)
+# ### 03.1 · Who can still settle it? (diagnose)
 #
 # Each exercise's check builds a fresh queue on your node, judges your function there, and says what
 # is not yet true; after a try that did not pass, `exercises.hint("03.1")` (with the exercise's number) gives a
 # hint. Solutions: `solutions/`, one per file — try first.
 #
-# "The invoice job died while the mailer was down; the mailer is back, send it." The check builds
-# that queue: one job, buried in dead after two failed claims, and hands you its id and the token of
-# its last claim. **Repair** the queue so that the job is claimed again and runs — and so that a
-# worker of its first life, waking up late with its old token, can never complete it.
-# *Solution: `solutions/03_1_out_of_the_morgue.py`.*
+# Five jobs of an invoice queue, each with a worker that went quiet holding a token and may wake up at
+# any moment. Their stories differ: a death and a reprocess, a death and an operator who removed the job
+# and enqueued it again under its own id, a retry and a promote, a lease that lapsed. The check builds
+# that queue and hands you `late`, a dict from each job's id to the token its quiet worker holds.
+# **Diagnose**, from the rows alone, whose completion the node would accept if that worker woke up now,
+# and return the set of those ids. Read, do not try: the check wakes the workers itself, afterwards, and
+# wants the queue as it left it. *Solution: `solutions/03_1_who_can_still_settle.py`.*
 
 # %%
 from echomq_teach.course import exercises  # noqa: E402
 
 
-def out_of_the_morgue(conn, queue, job_id, old_token):
-    # your code here
+def who_can_still_settle(conn, queue, late):
+    # your diagnosis here: a set of job ids
     raise NotImplementedError
 
 
-print(exercises.check("03.1", out_of_the_morgue, conn))
+print(exercises.check("03.1", who_can_still_settle, conn))
 
 # %%
 Q6 = "morgue"
@@ -236,19 +238,22 @@ print("three sweeps moved:", sweeps)
 assert sweeps == [100, 50, 0]
 
 # %% [markdown]
-# ### 03.2 · Recover a crashed worker's job (repair)
+# ### 03.2 · Recovered by hand (repair)
 #
-# The check claims a job with a 50 ms lease and walks away (the worker "crashed"); you get the id and
-# the crashed worker's token. Bring the job back and complete it properly.
-# *Solution: `solutions/03_2_recover.py`.*
+# A worker crashed holding a job. Before any sweep ran, a colleague "recovered" it by hand: `ZREM` from
+# active, `ZADD` to pending at 0, nothing else. "It's back in pending, so it's fine." The check builds
+# that queue and hands you the job's id and the crashed worker's token. **Repair** what the hand-made
+# recovery left wrong, so that the job waits in pending for its next worker and the crashed worker,
+# should it wake up, can no longer complete it. Do not complete the job: its work was never done. The
+# check then wakes the crashed worker, and claims. *Solution: `solutions/03_2_recovered_by_hand.py`.*
 
 # %%
-def recover(conn, queue, job_id, old_token):
+def recovered_by_hand(conn, queue, job_id, old_token):
     # your code here
     raise NotImplementedError
 
 
-print(exercises.check("03.2", recover, conn))
+print(exercises.check("03.2", recovered_by_hand, conn))
 
 # %% [markdown]
 # ## The counted sweep — `Stalled.check/3` → `@stalled_check`
@@ -325,11 +330,18 @@ print(exercises.check("03.3", your_own_reap))
 # %% [markdown]
 # ### 03.4 · Predict the counted sweep (predict)
 #
-# One job waits in pending. The check will run three rounds; in each, a worker claims whatever is at
-# the head with a 20 ms lease and dies, and `stalled.check(conn, queue, max_stalled=2)` runs once the
-# lease has lapsed. **Predict**, without running anything: where is the job after each round
-# (`"pending"`, `"active"`, `"dead"` or `"nowhere"`), and what is its `stalled` count at the end?
-# Return `{"where after each round": [...], "stalled count at the end": n}`.
+# One job waits in pending, and five rounds come. In each, a worker claims whatever is at the head, and:
+#
+# 1. the worker dies holding it (a 20 ms lease); once the lease has lapsed, a stall sweep runs;
+# 2. the worker dies holding it; once the lease has lapsed, a plain **reap** runs;
+# 3. the handler fails: a retry (due 1 ms later, 10 attempts allowed), then a promote;
+# 4. the worker dies holding it; a stall sweep;
+# 5. the worker dies holding it; a stall sweep.
+#
+# Every stall sweep is `stalled.check(conn, queue, max_stalled=2)`. **Predict**, without running
+# anything: where is the job after each round (`"pending"`, `"active"`, `"dead"` or `"nowhere"`), and
+# what is its `stalled` count at the end? Return `{"where after each round": [...five...],
+# "stalled count at the end": n}`.
 # *Solution: `solutions/03_4_predict_the_sweep.py`.*
 #
 # Your function is handed no connection, and your **first** answer of the right form is kept and graded
@@ -638,21 +650,23 @@ assert jobs.reap(conn, Q9) == [abandoned]  # recovery: somebody else's call
 # workers leave promotion to it. Nothing on the node does.
 
 # %% [markdown]
-# ### 03.5 · Two stuck jobs (diagnose and repair)
+# ### 03.5 · The metronome stopped (diagnose and repair)
 #
-# "Our consumer ran with `recovery=None` and `promote=False`, and now two jobs never come back." The
-# check builds that queue and hands you the two ids. **Diagnose** where each one is stuck, free both
-# (back to pending, not completed) with the right call each, and return a dict from each id to the
-# call that freed it (`"promote"`, `"reap"` or `"stall sweep"`).
-# *Solution: `solutions/03_5_unstick.py`.*
+# A pool ran on this queue with `recovery="stalled"` and `max_stalled=2`: its metronome promoted what
+# was due and ran the counted sweep on every tick. Then the metronome's process died, and the workers
+# went on without it. The check builds the queue it left: five jobs, some stuck and some not. **Diagnose**
+# each one from its set, its score against the server's clock and its row, and **repair** the queue so
+# that it is exactly what the metronome would have made of it by now: no more, no less, and each job
+# brought back the way this pool brings jobs back. Return nothing.
+# *Solution: `solutions/03_5_metronome_stopped.py`.*
 
 # %%
-def unstick(conn, queue, stuck):
+def metronome_stopped(conn, queue):
     # your code here
     raise NotImplementedError
 
 
-print(exercises.check("03.5", unstick, conn))
+print(exercises.check("03.5", metronome_stopped, conn))
 
 # %% [markdown]
 # ## A full node

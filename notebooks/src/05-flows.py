@@ -362,15 +362,17 @@ assert swept["fail"][1] == "dead" and swept["fail"][2].endswith("failed: stalled
 assert [swept[p][1] for p in ("ignore", "remove", "wait")] == ["pending", "pending", "awaiting_children"]
 
 # %% [markdown]
-# ### 05.3 · Why does this parent never release? (diagnose and repair)
+# ### 05.3 · Why do these parents never release? (diagnose and repair)
 #
-# "Two of its three children finished an hour ago; the parent is still waiting." The check builds
-# that flow and hands you the parent's id. **Diagnose** which child holds it and why, **repair** it so
-# the parent is released with all three children's results, and return the id of the child that held
-# it. *Solution: `solutions/05_3_never_releases.py`.*
+# "Four parents have been waiting for an hour. Each had two children; the first of each finished long
+# ago." The check builds those four flows, each second child held up in a way of its own, and hands you
+# the parents' ids. **Diagnose** which parents are stuck and which child holds each, **repair** them so
+# that every stuck parent is released with both its children's results (you act as the worker: claim
+# the child and complete it), and leave alone what is not stuck. Return a dict from each stuck parent to
+# the child that held it. *Solution: `solutions/05_3_never_releases.py`.*
 
 # %%
-def never_releases(conn, queue, parent_id):
+def never_releases(conn, queue, parents):
     # your code here
     raise NotImplementedError
 

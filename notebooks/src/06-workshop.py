@@ -234,25 +234,36 @@ assert counter == [3, 2, 1, 0]
 print("confirm atomically, recover by timeout, compose by counting: each held on this node")
 
 # %% [markdown]
-# ### 06.1 · What is each job waiting for? (diagnose)
+# ### 06.1 · Trace a flow child (predict)
 #
-# The check leaves a queue on your node in the middle of things: some jobs in active, a flow parent,
-# a child in pending. Each job that is **not** in pending waits on one of the three ideas above: its
-# worker's atomic confirmation, a sweep after its lease ran out, or a counter reaching zero. Read the
-# queue (`snapshots.snapshot`) and return a dict from each such job's id to `"confirm atomically"`,
-# `"recover by timeout"` or `"compose by counting"`. After a try that did not pass,
-# `exercises.hint("06.1")` gives a hint. *Solution: `solutions/06_1_waiting_for.py`.*
+# The paths above, put together on one flow: a parent and two children `a` and `b`, each with the policy
+# `ignore`. Then, one step at a time:
+#
+# 1. `a` is claimed and its handler fails: a retry, due in 50 ms, 3 attempts allowed;
+# 2. a promote, once the retry is due;
+# 3. `a` is claimed with a 20 ms lease, its worker dies, and a reap runs once the lease has lapsed;
+# 4. `a` is claimed and completed;
+# 5. `b` is claimed and fails at a cap of 1 attempt.
+#
+# **Predict**: where `a` is after each step (`"pending"`, `"active"`, `"schedule"`, `"dead"` or
+# `"nowhere"`), the parent's `:dependencies` after each step, the token `a`'s completion carried, and the
+# parent's state at the end. Return `{"where a is after each step": [...five...], ":dependencies after each
+# step": [...five...], "a's token when it completed": n, "the parent at the end": state}`. After a try that
+# did not pass, `exercises.hint("06.1")` gives a hint. *Solution: `solutions/06_1_trace_a_flow_child.py`.*
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell.
 
 # %%
 from echomq_teach.course import exercises  # noqa: E402
 
 
-def waiting_for(conn, queue):
-    # your diagnosis here: {job id: idea}
+def trace_a_flow_child():
+    # your prediction here
     raise NotImplementedError
 
 
-print(exercises.check("06.1", waiting_for, conn))
+print(exercises.check("06.1", trace_a_flow_child, conn))
 
 # %% [markdown]
 # ## References

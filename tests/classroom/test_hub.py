@@ -662,7 +662,7 @@ def test_two_students_each_in_a_container_of_their_own(hub: Hub) -> None:
         s.close()
     teacher.close()
 
-    assert seen["me"] == "alice" and seen["url_user"] == "alice" and seen["uid"] == 65534
+    assert seen["me"] == "alice" and seen["url_user"] == "alice" and seen["uid"] == 1000
     assert seen["env_mentions_other"] == [] and seen["proc_environ_mentions_other"] == []
     assert set(seen["host_paths"].values()) == {"FileNotFoundError"}, seen["host_paths"]
     assert seen["docker_socket"] is False

@@ -57,6 +57,7 @@ TELLS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "04.1": (
         (r"on a paused queue:\s*\[", "a raw claim on a paused queue, printed"),
+        (r"raw_reply\s*==\s*\[", "a raw claim on a paused queue, asserted"),
         (r"the claim answered \[", "a raw claim after pause() returned, printed"),
         (r"script error:|native refusal:", "a claim with a lease of 'soon', printed"),
         (r"first claim: (None|\[)", "a claim with a ghost at the head, printed"),
@@ -69,6 +70,9 @@ TELLS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "05.4": (
         (r":dependencies[^\n]{0,40}\[2, 2, 2, 1, 0\]", "the counter after the five steps"),
+    ),
+    "06.1": (
+        (r"token when it completed[^\n]{0,20}\d", "the token of the traced child's completion"),
     ),
     "07.1": (
         (r"charge_first[^\n]{0,80}(handler runs|charges)\s*[:=]\s*\d", "charge_first under a crash, counted"),
@@ -175,7 +179,7 @@ def test_a_cell_that_reveals_a_prediction_stores_only_its_hold(notebook, index, 
     assert m and m.group(1) == key, (
         f'{notebook} cell {index} is tagged reveals:{key} but does not open with `with exercises.reveals("{key}"):`'
     )
-    hold = exercises.HOLD.format(key=key, title=ex.title)
+    hold = exercises.HOLD.format(key=key)
     assert [o.get("text", "").strip() for o in cell.outputs] == [hold], (
         f"{notebook} cell {index} stores more than its hold line: build it with an empty predictions folder"
     )
@@ -218,7 +222,7 @@ def test_a_withheld_cell_runs_but_shows_only_its_hold_until_the_prediction_is_ke
         print("the answer")
         ran.append(1)
     hold = capsys.readouterr().out
-    assert ran == [1] and "the answer" not in hold and "Hidden until you predict 02.1" in hold
+    assert ran == [1] and "the answer" not in hold and "hidden until you predict 02.1" in hold
     predictions.commit("02.1", {"any": "answer"})
     with exercises.reveals("02.1"):
         print("the answer")

@@ -72,9 +72,3 @@ def test_a_runtime_error_is_a_finding_naming_the_line():
     assert not verdict.ok
     assert "line 4 of your script" in str(verdict) and "nothing_here" in str(verdict), str(verdict)
 
-
-def test_the_reference_passes_and_leaves_the_learners_node_alone(conn):
-    before = conn.client.dbsize()
-    verdict = exercises.check("03.3", _reference, conn)
-    assert verdict.ok, str(verdict)
-    assert conn.client.dbsize() == before

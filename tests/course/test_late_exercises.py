@@ -60,12 +60,6 @@ def test_a_wrong_capstone_fails_with_its_finding(name, conn):
     assert registry.REGISTRY["07.2"].hint not in text
 
 
-def test_the_capstone_reference_passes_and_leaves_nothing(conn):
-    before = conn.client.dbsize()
-    verdict = exercises.check("07.2", _solution("07_2_pass_the_nemesis"), conn)
-    assert verdict.ok, str(verdict)
-    assert conn.client.dbsize() == before  # each seed's queue is dropped once judged
-
 
 # -- 09.2 · the WAIT setting, judged on failovers of a cluster the judge starts --------------------------------
 from wrong_answers import keep_what_failover_loses as wrong_waits  # noqa: E402 - answers written to fail
@@ -127,6 +121,8 @@ WRONG_OTHERS = {
     "08.1 folded twice": ("08.1", wrong_floor.folds_twice, ("floor_after: you predicted 45; the run gave 35.",)),
     "08.3 stream only": ("08.3", wrong_floor.stream_only, ("10 of the ids you named were not lost",)),
     "08.3 floor only": ("08.3", wrong_floor.floor_only, ("5 of the ids you named were not lost",)),
+    "08.3 the last five": ("08.3", wrong_floor.the_last_five, ("5 of the ids you named were not lost",
+                                                               "5 lost ids are missing from your answer")),
 }
 
 
