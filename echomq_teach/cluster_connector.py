@@ -34,8 +34,9 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
 from . import keyspace, scripts
-from .connector import Connector, NotSent, TraceEntry, check_parser, client_options, connect
+from .connector import Connector, NotSent, TraceEntry, check_parser, client_options, connect, lists_trafikey
 from .errors import BadInput, CrossSlot, WireError
+from .transitions import KIT, ScriptSet
 
 #: redirections followed for one call before giving up (a slot moving twice in one call is a storm)
 MAX_REDIRECTS = 5
@@ -110,7 +111,7 @@ class ClusterConnector(Connector):
     def _start(self) -> None:
         check_wait(self.wait)
         _check_cluster_parser(self.parser)
-        # self._loaded holds (node, sha): a script cache is per node
+        # self.loaded holds (node, sha): a script cache is per node
         self._branded: set[str] = set()  # queues whose brand this connector has checked
         #: writes whose WAIT came back with fewer replicas than asked
         self.wait_short = 0
@@ -130,7 +131,7 @@ class ClusterConnector(Connector):
         out = []
         for node in self.client.get_nodes():
             mods = self.client.get_redis_connection(node).execute_command("MODULE", "LIST")
-            if not self._lists_trafikey(mods):
+            if not lists_trafikey(mods):
                 out.append(node.name)
         return sorted(out)
 
@@ -320,7 +321,7 @@ class ClusterConnector(Connector):
             name = _text(args[0]).upper()
             entry = TraceEntry(list(args), node="all primaries" if name in _ALL_PRIMARIES else "cluster")
             opts = {"target_nodes": RedisCluster.PRIMARIES} if name in _ALL_PRIMARIES else {}
-            return self._send(entry, lambda: self.client.execute_command(*args, **opts))
+            return self.traced(entry, lambda: self.client.execute_command(*args, **opts))
         slot = self._slot(keys)
         if _text(args[0]).upper().startswith("EMQ."):
             self._ensure_brand(keys, slot)
@@ -337,9 +338,9 @@ class ClusterConnector(Connector):
 
     def _load_once(self, sc: scripts.Script, where: tuple[int, bool]) -> None:
         node = self.node_for_slot(where[0])
-        if (node, sc.sha) not in self._loaded:
+        if (node, sc.sha) not in self.loaded:
             self._route(["SCRIPT", "LOAD", sc.source], where[0], None, write=False)
-            self._loaded.add((node, sc.sha))
+            self.loaded.add((node, sc.sha))
 
     def _reload(self, sc: scripts.Script, refused: TraceEntry) -> None:
         # a promoted replica, a restart, or a redirection to a node this connector never loaded on:
@@ -388,6 +389,7 @@ class ClusterConnector(Connector):
         if waiting:
             pipe.execute_command("WAIT", *self.wait)  # type: ignore[misc]
         self.trace.extend(entries)
+        self.round_trips += 1
         try:
             answers = pipe.execute(raise_on_error=False)
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
@@ -413,7 +415,7 @@ class ClusterConnector(Connector):
         if any(isinstance(replies[i], redis.exceptions.MovedError) for i in again):
             self.refresh()
         if any(isinstance(replies[i], redis.exceptions.NoScriptError) for i in again):
-            self._loaded.discard((node.name, sc.sha))
+            self.loaded.discard((node.name, sc.sha))
         return again
 
     def _resend_batch(self, rc: redis.Redis, entries: list[TraceEntry]) -> tuple[Any, int]:
@@ -429,7 +431,7 @@ class ClusterConnector(Connector):
 
     def _load_on(self, name: str, sc: scripts.Script) -> None:
         self._send_to(name, "SCRIPT", "LOAD", sc.source)
-        self._loaded.add((name, sc.sha))
+        self.loaded.add((name, sc.sha))
 
     def _send_to(self, name: str, *args: Any) -> Any:
         """One traced command to the node named ``host:port`` itself (no slot routing)."""
@@ -437,7 +439,7 @@ class ClusterConnector(Connector):
         if node is None:
             raise redis.exceptions.ClusterError(f"node {name} is not in the slot map")
         entry = TraceEntry(list(args), node=name)
-        return self._send(entry, lambda: self.client.get_redis_connection(node).execute_command(*args))
+        return self.traced(entry, lambda: self.client.get_redis_connection(node).execute_command(*args))
 
     # -- per node ----------------------------------------------------------------------
     def run_id(self, queue: str) -> str:
@@ -453,7 +455,8 @@ class ClusterConnector(Connector):
     def fork(self, parser: str | None = None) -> ClusterConnector:
         """A new connector on the same cluster (its own client, slot map and trace), same wire and WAIT."""
         _check_cluster_parser(parser or "python")
-        return connect_cluster(self.address, wire=self.wire, wait=self.wait, on_short_wait=self.on_short_wait)
+        return connect_cluster(self.address, wire=self.wire, wait=self.wait, on_short_wait=self.on_short_wait,
+                               script_set=self.script_set)
 
 
 def _writes(sc: scripts.Script) -> bool:
@@ -497,23 +500,25 @@ def make_cluster_client(address: dict[str, Any]) -> RedisCluster:
 
 
 def connect_cluster(address: dict[str, Any], wire: int = 4, wait: tuple[int, int] | None = None,
-                    on_short_wait: Callable[[ShortWait], Any] | None = None) -> ClusterConnector:
+                    on_short_wait: Callable[[ShortWait], Any] | None = None,
+                    script_set: ScriptSet = KIT) -> ClusterConnector:
     """A fresh cluster connector (its own client and trace) on the cluster at ``address``."""
     check_wait(wait)  # before a link is opened
     return ClusterConnector(make_cluster_client(address), wire=wire, address=dict(address), wait=wait,
-                            on_short_wait=on_short_wait)
+                            on_short_wait=on_short_wait, script_set=script_set)
 
 
 def reconnect(address: dict[str, Any], wire: int = 4, wait: tuple[int, int] | None = None,
-              on_short_wait: Callable[[ShortWait], Any] | None = None) -> Connector:
+              on_short_wait: Callable[[ShortWait], Any] | None = None, script_set: ScriptSet = KIT) -> Connector:
     """A fresh connector from an ``address`` alone: a cluster's (``startup_nodes``) or a node's.
 
     What ``fork()`` does, for another process that was handed the address. It
     lives here, not in ``connector``, so that the dependency runs one way.
-    ``wait=(numreplicas, timeout_ms)`` (a cluster's replicas) sends WAIT after every write.
+    ``wait=(numreplicas, timeout_ms)`` (a cluster's replicas) sends WAIT after every write;
+    ``script_set`` runs another script in a transition's place (``transitions.ScriptSet``).
     """
     if "startup_nodes" in address:
-        return connect_cluster(address, wire=wire, wait=wait, on_short_wait=on_short_wait)
+        return connect_cluster(address, wire=wire, wait=wait, on_short_wait=on_short_wait, script_set=script_set)
     if wait is not None:
         raise BadInput("wait=(numreplicas, timeout_ms) needs a cluster address: a single node has no replica")
-    return connect(address, wire=wire)
+    return connect(address, wire=wire, script_set=script_set)

@@ -47,10 +47,11 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from . import ids as _ids
+from . import transitions
 from .connector import Connector
 from .errors import BadInput
 from .jobs import check_id, check_payload, send
-from .keyspace import check_queue, job_key, queue_key
+from .keyspace import check_queue, job_key
 
 POLICIES = ("fail", "ignore", "remove", "wait")
 DEFAULT_POLICY = "fail"
@@ -138,15 +139,7 @@ def add(
         seen[child_id] = i
     policies = _policies(policy, len(kids))
 
-    keys = [queue_key(queue, "pending"), job_key(queue, parent_id)]
-    keys += [job_key(queue, parent_id, s) for s in ("dependencies", "processed", "unsuccessful")]
-    keys += [job_key(queue, child_id) for child_id, _ in kids]
-    # ARGV: the parent, each child's id and payload, then each child's policy
-    argv: list[Payload] = [parent_id, parent_payload]
-    for child_id, payload in kids:
-        argv += [child_id, payload]
-    argv += policies
-    send(conn, "", "enqueue_flow", keys, argv)
+    send(conn, transitions.enqueue_flow(queue, (parent_id, parent_payload), kids, policies))
     return Flow(parent_id, tuple(child_id for child_id, _ in kids))
 
 

@@ -72,7 +72,7 @@ class Pump(Ticker):
         return moved
 
     def start(self) -> None:
-        if self._thread is not None:
+        if self.started:
             raise RuntimeError("this pump was started already; make a new Pump to start again")
         self.start_thread("pump")
 

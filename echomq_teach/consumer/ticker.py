@@ -39,6 +39,11 @@ class Ticker:
         """True while the tick thread runs."""
         return self._thread is not None and self._thread.is_alive()
 
+    @property
+    def started(self) -> bool:
+        """True once the tick thread was started (a ticker starts once)."""
+        return self._thread is not None
+
     def start_thread(self, name: str) -> None:
         self._thread = threading.Thread(target=self.run, name=name, daemon=True)
         self._thread.start()

@@ -26,7 +26,7 @@
 # %%
 import inspect  # the standard library's: it reads a function's source
 
-from echomq_teach import jobs, keyspace, scripts, snapshots, start_node
+from echomq_teach import jobs, keyspace, scripts, snapshots, start_node, transitions
 
 node = start_node()
 conn = node.connector()
@@ -44,9 +44,12 @@ conn.clear_trace()  # the trace starts with the notebook's own calls
 # the same three things: refuse a lease that is not a positive integer, read the pause flag in its
 # own round trip (the course's `paused?/2`, in Python `jobs.paused(conn, queue)`), and only then send
 # `@claim2` with three keys and one argument. Here is the kit's code, read from the module itself:
+# the handle, then the one place that builds claim's call (`transitions.claim`: every caller of
+# claim in the kit sends what it builds, and a native node's connector sends its `EMQ.CLAIM`):
 
 # %%
 print(inspect.getsource(jobs.claim))
+print(inspect.getsource(transitions.claim))
 
 # %% [markdown]
 # The three keys are the pending set, the active set and the **base** `emq:{q}:`; the one argument

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from native_support import assert_same_end_state, stream
 
-from echomq_teach import flows, jobs, stalled
+from echomq_teach import flows, jobs, stalled, transitions
 from echomq_teach.connector import Connector
 from echomq_teach.keyspace import base, queue_key
 
@@ -163,8 +163,8 @@ def step(c: Connector, q: str, op: tuple[Any, ...], story: Story, forced: int) -
         if kind == "claim":
             return claim_raw(c, q, op[1]) if op[2] and c.native else jobs.claim(c, q, op[1])
         if kind == "claim_many":
-            keys = [queue_key(q, "pending"), queue_key(q, "active"), base(q)]
-            reply = jobs.send(c, "EMQ.CLAIM.MANY", "claim_many", keys, [str(op[1]), str(op[2])])
+            # the batch claim as built, past claim_many's checks: each executor's own refusal is compared
+            reply = jobs.send(c, transitions.claim_many(q, op[1], op[2]))
             return [tuple(j) for j in reply]
         if kind in ("complete", "retry"):
             _, job_id, token = story.target(op)

@@ -7,7 +7,7 @@ import secrets
 import time
 from typing import Any
 
-from ... import jobs, keyspace, snapshots, stalled
+from ... import jobs, keyspace, snapshots, stalled, transitions
 from ...connector import Connector
 from ...errors import WireError
 from ...nodes.providers import start_node
@@ -188,13 +188,10 @@ WHERE = "after the lease of 'soon', where the job is"
 
 def _raw_claim(conn: Connector, queue: str, lease: object) -> str:
     """A raw claim, not the kit's claim/3 (no host-side pause read, no lease check): its answer's kind."""
-    keys = [keyspace.queue_key(queue, "pending"), keyspace.queue_key(queue, "active"), keyspace.queue_key(queue, "")]
     try:
-        if conn.wire == 6:
-            reply = conn.call("EMQ.CLAIM", 3, *keys, lease)
-        else:
-            # loaded first if the node has not seen it: a NOSCRIPT would be the cache's answer, not the script's
-            reply = conn.eval("claim2", keys, [lease])
+        # EMQ.CLAIM on wire 6, else @claim2 (loaded first if the node has not seen it: a NOSCRIPT would be the
+        # cache's answer, not the script's)
+        reply = conn.run(transitions.claim(queue, lease))
     except Exception:  # noqa: BLE001 - the kind of answer is what is predicted
         return "error"
     return "claimed" if reply else "empty"

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from ... import flows, ids, jobs, keyspace, snapshots
+from ... import flows, ids, jobs, keyspace, snapshots, transitions
 from ...lab.checker import check
 from ...lab.history import History, Op
 from ...lab.nemesis import Nemesis
@@ -70,9 +70,7 @@ class FANIN:
 
 def child_keys(queue: str, parent: str, child: str) -> list[str]:
     """@complete's KEYS for a flow child: active, the child's row, the parent's :dependencies, :processed, row."""
-    return [keyspace.queue_key(queue, "active"), keyspace.job_key(queue, child),
-            *(keyspace.job_key(queue, parent, s) for s in ("dependencies", "processed")),
-            keyspace.job_key(queue, parent)]
+    return list(transitions.complete(queue, child, 0, "", parent).keys)
 
 
 def land(conn: Any, queue: str, parent: str | tuple[str, str], children: list[Any], quorum: int) -> flows.Flow:

@@ -24,6 +24,7 @@ from typing import Any
 from ...completions import StreamId, completions_stream
 from ...connector import Connector
 from ...errors import BadInput
+from ...nodes.process import ChildError, run_tool
 from ..fold_runner import notifier_key
 from ..registry import Findings
 from .frame import over_seeds, side_by_side
@@ -53,9 +54,13 @@ def _fold_module(step: Any, folder: Path) -> tuple[str, str]:
 
 def _runner(node: Any, spec: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, ECHOMQ_ADDRESS=json.dumps(node.address), PYTHONUNBUFFERED="1")
-    # the runner is a child of this check alone; on the timeout, run() kills it by its PID
-    return subprocess.run([sys.executable, "-m", "echomq_teach.course.fold_runner", json.dumps(spec)], env=env,
-                          capture_output=True, text=True, timeout=FOLD.TIMEOUT_S, check=False)
+    argv = [sys.executable, "-m", "echomq_teach.course.fold_runner", json.dumps(spec)]
+    # forked by the kit's launcher, as every process the kit starts: it dies with the kernel, and on the
+    # timeout run_tool kills it by its PID
+    try:
+        return run_tool(argv, timeout_s=FOLD.TIMEOUT_S, env=env)
+    except ChildError as exc:  # a fold that never ends is the learner's finding, not the check's crash
+        return subprocess.CompletedProcess(argv, -1, "", str(exc))
 
 
 def _crashed(p: subprocess.CompletedProcess[str]) -> str:

@@ -113,13 +113,12 @@ class _ReapRun(Run):
         self._keeping = threading.Event()
         self._keeper: threading.Thread | None = None
 
+    def make_metronome(self, rec: Recorder) -> RecordedMetronome:
+        return _LearnersReap(self.sha, self.conn.fork(), self.queue, rec, self.nemesis,
+                             interval_ms=self.tick_ms, recovery="stalled", record=self.record)
+
     def start_metronome(self) -> None:
-        if self._metronome is not None and self._metronome.running:
-            return
-        rec = Recorder(self.folder, "metronome", self.clock)
-        self._metronome = _LearnersReap(self.sha, self.conn.fork(), self.queue, rec, self.nemesis,
-                                        interval_ms=self.tick_ms, recovery="stalled", record=self.record)
-        self._metronome.start()
+        super().start_metronome()
         if self._keeper is None:
             self._keeping.set()
             self._keeper = threading.Thread(target=self._keep, name="judge-keeper", daemon=True)
