@@ -31,13 +31,14 @@ from ...nodes.local import LocalNode
 from ..registry import Findings
 
 
-def lua_error(what: str, exc: BaseException) -> str:
-    """A Lua error as one finding that names the script's line (``user_script:N`` in the node's words)."""
+def lua_error(what: str, exc: BaseException, script: str = "your script") -> str:
+    """A Lua error as one finding that names the script's line (``user_script:N`` in the node's words);
+    ``script`` is what the finding calls the script (a file of your queue: ``claim.lua``)."""
     text = str(exc)
     m = re.search(r"user_script:(\d+)", text)
     reason = re.sub(r"^Error compiling script \(new function\): ", "", text)
     reason = re.sub(r"\s*script: .*$", "", re.sub(r"user_script:\d+:\s*", "", reason)).strip()
-    where = f"line {m.group(1)} of your script" if m else "your script"
+    where = f"line {m.group(1)} of {script}" if m else script
     return f"{what}: {where}: {reason}"
 
 

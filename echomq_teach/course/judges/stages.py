@@ -1,0 +1,60 @@
+"""Your queue's stages, judged: on a node of the judge's own, the probes of every stage up to the one checked, in
+the course's order, then that stage's judged runs on seeds the judge draws, side by side.
+
+One module per stage (``stage_claim`` 02.2, ``stage_settle`` 03.3, ``stage_recover`` 03.6, ``stage_beat`` 03.7,
+``stage_fan_in`` 05.2, ``stage_fast`` 10.4), each with ``probes(node, loaded, f)`` (calls whose answers are
+known, deterministic, recorded where the checker can read them) and ``one_seed(node, loaded, seed, f)`` (one
+recorded run of your queue under a seeded nemesis), ``SEEDS`` and ``DEADLINE_S``; a stage that measures more
+once it passes has ``after(node, loaded, f)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from types import ModuleType
+from typing import Any
+
+from ...nodes.local import LocalNode
+from ..my_queue.stages import stage, upto
+from ..registry import Findings
+from . import stage_claim, stage_recover, stage_settle
+from .frame import draw_seeds, over_seeds, side_by_side
+from .queue import load
+
+JUDGES: dict[str, ModuleType] = {"02.2": stage_claim, "03.3": stage_settle, "03.6": stage_recover}  # WIP
+
+
+def judge_stage(key: str, answer: Any, f: Findings, seeds: Iterable[int] | None = None) -> None:
+    """Judge stage ``key`` of the folder ``answer`` (a ``my_queue.Folder``): load it, run the probes of every
+    stage up to ``key`` (an earlier stage's are run again: the queue it grew must still do what it did), then
+    ``key``'s judged runs, on ``seeds`` or on seeds drawn here."""
+    stage(key)
+    node = LocalNode()
+    try:
+        conn = node.connector()
+        try:
+            loaded = load(answer, key, conn, f)
+        finally:
+            conn.close()
+        if loaded is None:
+            return
+        for s in upto(key):
+            before = len(f.items)
+            if not JUDGES[s.key].probes(node, loaded, f):
+                if s.key != key:
+                    f.items.insert(before, f"stage {s.key} ({s.title.split(': ', 1)[1]}), checked again as your "
+                                   f"queue grows, no longer passes:")
+                return
+        judge = JUDGES[key]
+        drawn = draw_seeds(seeds, judge.SEEDS)
+        found = {seed: Findings() for seed in drawn}
+        side_by_side(lambda seed: judge.one_seed(node, loaded, seed, found[seed]), drawn, judge.DEADLINE_S * 4 + 60)
+        failed = over_seeds(found, f)
+        if failed:
+            f.shown.extend(found[failed[0]].shown)
+            return
+        after = getattr(judge, "after", None)
+        if after is not None:
+            after(node, loaded, f)
+    finally:
+        node.stop()
