@@ -203,8 +203,10 @@ def counterexample(finding: Any) -> str:
     ops = finding.ops
     claims = [o for o in ops if o.op == "claim" and o.at != "note"]
     since = max((c.sent for c in claims), default=0.0)
+    # a parent released early is shown with every settle of its children: which of them counted is the story
+    late = 0.0 if finding.kind == "released_early" else since
     shown = [o for o in ops if o.op in ("claim", "reap", "stalled", "promote")
-             or (o.at != "note" and o.sent >= since and o.op in ("extend", "complete", "retry"))]
+             or (o.at != "note" and o.sent >= late and o.op in ("extend", "complete", "retry"))]
     t0 = min((o.sent for o in ops), default=0.0)
     return "\n".join([f"{finding.kind.replace('_', ' ')}: {finding.job} — {finding.detail}",
                       *[f"    {o.describe(t0)}" for o in shown[:10]]])

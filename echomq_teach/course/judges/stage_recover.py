@@ -76,9 +76,9 @@ def as_report(reply: Any) -> StallReport:
     return StallReport(list(reply[0]), list(reply[1]))
 
 
-class _RecoverRun(Run):
-    """A Run whose metronome recovers with your recover.lua (the stall sweep's place) handed the cap, and whose
-    slots are kept filled: a worker the poison killed is replaced, as a supervisor would."""
+class KeptRun(Run):
+    """A Run whose slots are kept filled: a worker that died (the poison killed it) is replaced, as a supervisor
+    would; the keeper starts with the workers."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -86,18 +86,13 @@ class _RecoverRun(Run):
         self._keeping = threading.Event()
         self._keeper: threading.Thread | None = None
 
-    def make_metronome(self, rec: Recorder) -> RecordedMetronome:
-        m = RecordedMetronome(self.conn.fork(), self.queue, rec, self.nemesis, interval_ms=self.tick_ms,
-                              recovery="stalled", record=self.record)
-        m.max_stalled = REAP.MAX_ATTEMPTS  # what your recover.lua reads as its cap (ARGV[1])
-        return m
-
-    def start_metronome(self) -> None:
-        super().start_metronome()
+    def start(self, **options: Any) -> list[WorkerProcess]:
+        started = super().start(**options)
         if self._keeper is None:
             self._keeping.set()
             self._keeper = threading.Thread(target=self._keep, name="judge-keeper", daemon=True)
             self._keeper.start()
+        return started
 
     def kill(self, slot: int, replace: bool = True) -> WorkerProcess | None:
         with self._slots_lock:  # the keeper never fills a slot the nemesis is refilling
@@ -107,7 +102,7 @@ class _RecoverRun(Run):
         while self._keeping.is_set():
             with self._slots_lock:
                 for i, w in enumerate(self.slots):
-                    if self._keeping.is_set() and w is not None and not w.alive:
+                    if self._keeping.is_set() and w is not None and not w.alive and not w.frozen:
                         self.spawn(i).wait_ready()
             time.sleep(0.05)
 
@@ -116,6 +111,16 @@ class _RecoverRun(Run):
         if self._keeper is not None:
             self._keeper.join(timeout=30)
         super().stop()
+
+
+class _RecoverRun(KeptRun):
+    """A kept Run whose metronome recovers with your recover.lua (the stall sweep's place), handed the cap."""
+
+    def make_metronome(self, rec: Recorder) -> RecordedMetronome:
+        m = RecordedMetronome(self.conn.fork(), self.queue, rec, self.nemesis, interval_ms=self.tick_ms,
+                              recovery="stalled", record=self.record)
+        m.max_stalled = REAP.MAX_ATTEMPTS  # what your recover.lua reads as its cap (ARGV[1])
+        return m
 
 
 def _handler_module(folder: Path) -> str:

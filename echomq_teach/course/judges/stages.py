@@ -17,11 +17,12 @@ from typing import Any
 from ...nodes.local import LocalNode
 from ..my_queue.stages import stage, upto
 from ..registry import Findings
-from . import stage_claim, stage_recover, stage_settle
+from . import stage_beat, stage_claim, stage_fan_in, stage_recover, stage_settle
 from .frame import draw_seeds, over_seeds, side_by_side
 from .queue import load
 
-JUDGES: dict[str, ModuleType] = {"02.2": stage_claim, "03.3": stage_settle, "03.6": stage_recover}  # WIP
+JUDGES: dict[str, ModuleType] = {"02.2": stage_claim, "03.3": stage_settle, "03.6": stage_recover,
+                                 "03.7": stage_beat, "05.2": stage_fan_in}
 
 
 def judge_stage(key: str, answer: Any, f: Findings, seeds: Iterable[int] | None = None) -> None:
