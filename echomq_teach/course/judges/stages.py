@@ -5,7 +5,7 @@ One module per stage (``stage_claim`` 02.2, ``stage_settle`` 03.3, ``stage_recov
 ``stage_fan_in`` 05.2, ``stage_fast`` 10.4), each with ``probes(node, loaded, f)`` (calls whose answers are
 known, deterministic, recorded where the checker can read them) and ``one_seed(node, loaded, seed, f)`` (one
 recorded run of your queue under a seeded nemesis), ``SEEDS`` and ``DEADLINE_S``; a stage that measures more
-once it passes has ``after(node, loaded, f)``.
+once it passes has ``after(node, loaded, f)``, and one whose runs are not one a seed has ``plan(seeds)``.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from typing import Any
 from ...nodes.local import LocalNode
 from ..my_queue.stages import stage, upto
 from ..registry import Findings
-from . import stage_beat, stage_claim, stage_fan_in, stage_recover, stage_settle
+from . import stage_beat, stage_claim, stage_fan_in, stage_fast, stage_recover, stage_settle
 from .frame import draw_seeds, over_seeds, side_by_side
 from .queue import load
 
 JUDGES: dict[str, ModuleType] = {"02.2": stage_claim, "03.3": stage_settle, "03.6": stage_recover,
-                                 "03.7": stage_beat, "05.2": stage_fan_in}
+                                 "03.7": stage_beat, "05.2": stage_fan_in, "10.4": stage_fast}
 
 
 def judge_stage(key: str, answer: Any, f: Findings, seeds: Iterable[int] | None = None) -> None:
@@ -47,10 +47,11 @@ def judge_stage(key: str, answer: Any, f: Findings, seeds: Iterable[int] | None 
                                    f"queue grows, no longer passes:")
                 return
         judge = JUDGES[key]
-        drawn = draw_seeds(seeds, judge.SEEDS)
-        found = {seed: Findings() for seed in drawn}
-        side_by_side(lambda seed: judge.one_seed(node, loaded, seed, found[seed]), drawn, judge.DEADLINE_S * 4 + 60)
-        failed = over_seeds(found, f)
+        # a stage may run something other than one run per seed (``plan``: 10.4 runs one case file a seed)
+        runs = getattr(judge, "plan", list)(draw_seeds(seeds, judge.SEEDS))
+        found = {run: Findings() for run in runs}
+        side_by_side(lambda run: judge.one_seed(node, loaded, run, found[run]), runs, judge.DEADLINE_S * 4 + 60)
+        failed = over_seeds(found, f, what="runs" if hasattr(judge, "plan") else "seeds")
         if failed:
             f.shown.extend(found[failed[0]].shown)
             return
