@@ -66,25 +66,35 @@ def as_folder(answer: Any) -> Folder:
     raise TypeError(f"hand the check your queue's folder (my_queue.folder()); got {type(answer).__name__}")
 
 
-def load(answer: Any, key: str, conn: Any, f: Findings) -> Loaded | None:
-    """The folder's files for stage ``key``, each loaded (a Lua file compiled on ``conn``'s node, beat.py
-    imported); None, with the findings, when one is not written or does not load.
+def prepare(answer: Any, key: str, f: Findings) -> Folder | None:
+    """The folder handed for stage ``key``, its missing starter files copied in; None, with a finding for each,
+    when a file an earlier stage asks for is not written yet. Nothing runs on a node here.
 
     Raises ``NotImplementedError`` (the starter's verdict) while the stage's own files are the starter."""
     mine = as_folder(answer)
     mine.begin(key)
     own = stage(key).files
     unwritten = mine.unwritten(key)
-    if (own and all(not mine.written(n) for n in own)) or (not own and len(unwritten) == len(files_upto(key))):
-        names = " and ".join(f"my_queue/{n}" for n, _ in unwritten if n in own or not own)
-        raise NotImplementedError(f"{names} {'still hold' if len(unwritten) > 1 else 'still holds'} the starter: "
-                                  f"write what notebook {key[:2]} asks of {'them' if len(unwritten) > 1 else 'it'} "
-                                  "(each file's header says where), then check again.")
+    if not own and len(unwritten) == len(files_upto(key)):
+        asking = sorted({s for _, s in unwritten})
+        raise NotImplementedError(f"every file of your queue still holds the starter: stages {', '.join(asking)} "
+                                  "ask for them, and this stage runs them all together.")
+    if own and all(not mine.written(n) for n in own):
+        names = [f"my_queue/{n}" for n in own]
+        many = len(names) > 1
+        raise NotImplementedError(f"{', '.join(names[:-1]) + ' and ' if many else ''}{names[-1]} "
+                                  f"{'still hold' if many else 'still holds'} the starter: write what notebook "
+                                  f"{key[:2]} asks of {'them' if many else 'it'} (each file's header says where), "
+                                  "then check again.")
     for name, first in unwritten:
         f.expect(False, f"my_queue/{name} is not written yet (stage {first} asks for it, and stage {key} runs it): "
                  f'write it, or load its reference and go on: my_queue.folder().load_reference("{first}").')
-    if f.items:
-        return None
+    return None if f.items else mine
+
+
+def load(mine: Folder, key: str, conn: Any, f: Findings) -> Loaded | None:
+    """The folder's files for stage ``key``, each loaded (a Lua file compiled on ``conn``'s node, beat.py
+    imported); None, with the finding, when one does not load."""
     files = files_upto(key)
     replaced: dict[str, scripts.Script] = {}
     renew = None

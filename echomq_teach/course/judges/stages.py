@@ -19,7 +19,7 @@ from ..my_queue.stages import stage, upto
 from ..registry import Findings
 from . import stage_beat, stage_claim, stage_fan_in, stage_fast, stage_recover, stage_settle
 from .frame import draw_seeds, over_seeds, side_by_side
-from .queue import load
+from .queue import load, prepare
 
 JUDGES: dict[str, ModuleType] = {"02.2": stage_claim, "03.3": stage_settle, "03.6": stage_recover,
                                  "03.7": stage_beat, "05.2": stage_fan_in, "10.4": stage_fast}
@@ -30,11 +30,14 @@ def judge_stage(key: str, answer: Any, f: Findings, seeds: Iterable[int] | None 
     stage up to ``key`` (an earlier stage's are run again: the queue it grew must still do what it did), then
     ``key``'s judged runs, on ``seeds`` or on seeds drawn here."""
     stage(key)
+    mine = prepare(answer, key, f)
+    if mine is None:
+        return
     node = LocalNode()
     try:
         conn = node.connector()
         try:
-            loaded = load(answer, key, conn, f)
+            loaded = load(mine, key, conn, f)
         finally:
             conn.close()
         if loaded is None:
