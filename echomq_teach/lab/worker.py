@@ -33,8 +33,9 @@ each claim and each settle as its own call.
 ``scripts`` names another Lua file in a transition's place (a learner's own
 ``claim``, say: ``transitions.ScriptSet``); the worker's connector runs it for
 every call of that transition, with the kit's keys and arguments, on either
-wire. ``flow_complete`` is the narrower hook of a judged fan-in: a loaded
-script that completes flow children only.
+wire. ``beat`` names a beat of your own (``lab.own_beat``) that the worker
+calls in the place of its own: it promotes, recovers, claims within its
+``budget``, and settles, each call recorded as the worker's own are.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ import dataclasses
 import importlib
 import json
 import os
-import re
 import signal
 import sys
 import time
@@ -51,7 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import connector, consumer, jobs, keyspace, transitions
+from .. import connector, consumer, jobs
 from ..cluster_connector import reconnect
 from ..connector import Connector
 from ..errors import BadInput
@@ -95,8 +95,6 @@ class WorkerOptions:
     batch: int = 1  # jobs per claim call (more than 1 on a single node only)
     crash_at: str | None = None  # one of CRASH_POINTS
     crash_on: int = 1  # the claim (1st, 2nd, …) to crash on
-    #: a loaded script's SHA that completes a flow child in place of @complete (a judged build's fan-in)
-    flow_complete: str | None = None
     #: on a cluster with ``wait``: ``module:function`` that decides what a write WAIT confirmed short answers
     #: (``cluster_connector.ShortWait``), imported from the run's folder (a judged build's design)
     on_short_wait: str | None = None
@@ -125,8 +123,6 @@ class WorkerOptions:
             raise BadInput(f"crash_at must be one of {CRASH_POINTS}, got {self.crash_at!r}")
         if self.crash_at == "settle-sent" and self.batch > 1:
             raise BadInput("crash_at 'settle-sent' is for one-job workers: a batch's settles share one round trip")
-        if self.flow_complete is not None and not re.fullmatch(r"[0-9a-f]{40}", str(self.flow_complete)):
-            raise BadInput(f"flow_complete must be a loaded script's SHA1 (40 hex digits), got {self.flow_complete!r}")
         if self.wait is not None and (len(self.wait) != 2 or not all(isinstance(v, int) for v in self.wait)):
             raise BadInput(f"wait must be (numreplicas, timeout_ms), two integers, got {self.wait!r}")
         if self.on_short_wait is not None and (self.wait is None or ":" not in str(self.on_short_wait)):
@@ -251,33 +247,17 @@ class Worker:
         job = self.rec.claim(self.conn, self.queue, a.lease_ms)
         if job is None:
             return False
-        # a flow child's parent, read while the worker holds the job: a zombie settles it by the same script
-        parent = self.conn.call("HGET", keyspace.job_key(self.queue, job.id), "parent") if a.flow_complete else None
         ok, value = consumer.settle_args(self.work(job))
         self._settling, self._arm_settle = job, self._due("settle-sent")
         try:
             if not ok:
                 self.rec.retry(self.conn, self.queue, job.id, job.attempts, str(value), a.retry_delay_ms,
                                a.max_attempts, record=a.record)
-            elif parent and a.flow_complete:
-                self.complete_by_script(job, value, a.flow_complete, parent)
             else:
                 self.rec.complete(self.conn, self.queue, job.id, job.attempts, value, record=a.record)
         finally:
             self._arm_settle = False
         return True
-
-    def complete_by_script(self, job: jobs.Claimed, value: str | bytes, sha: str, parent: str) -> str:
-        """Complete a flow child of ``parent`` by the script ``sha`` (@complete's KEYS and ARGV), recorded as
-        ``complete``: the reply 1 is ``ok``, 0 ``stale``; anything else is kept as it came, for the judge to name.
-        """
-        c = transitions.complete(self.queue, job.id, job.attempts, value, parent)
-
-        def call() -> str:
-            reply = self.conn.call("EVALSHA", sha, len(c.keys), *c.keys, *c.argv)
-            return jobs.OK if reply == 1 else jobs.STALE if reply == 0 else f"not 1 or 0: {reply!r}"
-
-        return self.rec.call("complete", call, job=job.id, token=job.attempts)
 
     def own_beat(self, own: OwnBeat) -> bool:
         """One beat of your own (``lab.own_beat``); False when it claimed nothing. Its error is noted in the

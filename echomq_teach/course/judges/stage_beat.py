@@ -122,9 +122,9 @@ def _one_job(node: Any, loaded: Loaded, f: Findings) -> bool:
         p = _Probe(s, loaded, 5)
         if not p.beats(1, f, "on an empty queue"):
             return False
-        if not f.expect(p.share.budget.taken == 0, f"on an empty queue your beat's claim brought nothing, yet it kept "
-                        f"{p.share.budget.taken} of its budget: a claim that brings nothing gives its budget back "
-                        "(budget.give_back())."):
+        if not f.expect(p.share.budget.taken == 0, f"on an empty queue your beat claimed nothing, yet its budget went "
+                        f"from 5 jobs left to {5 - p.share.budget.taken}: a beat takes one before its claim "
+                        "(budget.take()) and gives it back when the claim brings nothing (budget.give_back())."):
             return False
         job = s.enqueue("one job")
         if not p.beats(BEAT.BEATS, f, "on a queue of one job", lambda: job in p.handled):

@@ -1,5 +1,5 @@
-"""Your queue's stages, judged: on a node of the judge's own, the probes of every stage up to the one checked, in
-the course's order, then that stage's judged runs on seeds the judge draws, side by side.
+"""Your queue's stages, judged: on a node of the judge's own, the stage's probes, then those of every stage
+before it again, in the course's order, then the stage's judged runs on seeds the judge draws, side by side.
 
 One module per stage (``stage_claim`` 02.2, ``stage_settle`` 03.3, ``stage_recover`` 03.6, ``stage_beat`` 03.7,
 ``stage_fan_in`` 05.2, ``stage_fast`` 10.4), each with ``probes(node, loaded, f)`` (calls whose answers are
@@ -26,9 +26,9 @@ JUDGES: dict[str, ModuleType] = {"02.2": stage_claim, "03.3": stage_settle, "03.
 
 
 def judge_stage(key: str, answer: Any, f: Findings, seeds: Iterable[int] | None = None) -> None:
-    """Judge stage ``key`` of the folder ``answer`` (a ``my_queue.Folder``): load it, run the probes of every
-    stage up to ``key`` (an earlier stage's are run again: the queue it grew must still do what it did), then
-    ``key``'s judged runs, on ``seeds`` or on seeds drawn here."""
+    """Judge stage ``key`` of the folder ``answer`` (a ``my_queue.Folder``): load it, run ``key``'s probes, then
+    those of every earlier stage (the queue it grew must still do what it did), then ``key``'s judged runs, on
+    ``seeds`` or on seeds drawn here."""
     stage(key)
     mine = prepare(answer, key, f)
     if mine is None:
@@ -42,7 +42,8 @@ def judge_stage(key: str, answer: Any, f: Findings, seeds: Iterable[int] | None 
             conn.close()
         if loaded is None:
             return
-        for s in upto(key):
+        # the stage's own probes first (what is new is what most likely fails), then every earlier stage's again
+        for s in (stage(key), *upto(key)[:-1]):
             before = len(f.items)
             if not JUDGES[s.key].probes(node, loaded, f):
                 if s.key != key:

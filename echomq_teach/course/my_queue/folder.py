@@ -18,10 +18,11 @@ import shutil
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
-from ... import shipped
+from ... import scripts, shipped, transitions
 from ...errors import BadInput
-from .stages import FILES, STAGES, first_asked, stage, upto
+from .stages import FILES, STAGES, TRANSITIONS, files_upto, first_asked, stage, upto
 
 #: the environment variable naming your queue's folder (tests and notebook builds use a fresh one)
 FOLDER_ENV = "ECHOMQ_MY_QUEUE"
@@ -85,20 +86,23 @@ class Folder:
         text = self.text(name)
         return text is not None and not any(m in text for m in STARTER_MARKS)
 
-    def begin(self, key: str) -> list[str]:
+    def begin(self, key: str) -> str:
         """Copy in the starter of every file the stages up to ``key`` ask for and the folder lacks (never
-        overwriting one); answers the files copied."""
+        overwriting one); answers the stage and each of those files: written, or still the starter."""
         self.path.mkdir(parents=True, exist_ok=True)
         readme = self.path / "README.md"
         if not readme.exists():
             readme.write_text(readme_text(), encoding="utf-8")
-        copied = []
-        for name in dict.fromkeys(f for s in upto(key) for f in s.files):
+        names = dict.fromkeys(f for s in upto(key) for f in s.files)
+        for name in names:
             p = self.file(name)
             if not p.exists():
                 p.write_text(starter_text(name), encoding="utf-8")
-                copied.append(name)
-        return copied
+        st = stage(key)
+        lines = [f"{st.key} · {st.title}: {st.asks}."]
+        lines += [f"  my_queue/{n:<13} {'written' if self.written(n) else 'the starter'}"
+                  f"{'' if n in st.files else f' (stage {first_asked(n).key})'}" for n in names]
+        return "\n".join(lines)
 
     def load_reference(self, key: str) -> str:
         """Stage ``key``'s reference files into your folder, so that you can go on to the next stage. Each file
@@ -127,6 +131,20 @@ class Folder:
         asks for it."""
         names = dict.fromkeys(name for s in upto(key) for name in s.files)
         return [(name, first_asked(name).key) for name in names if not self.written(name)]
+
+    def run_options(self, key: str = "10.4") -> dict[str, Any]:
+        """Your queue for the kit's lab to run (``Run``, the chaos widget): ``scripts``, every Lua file the stages
+        up to ``key`` ask for in its transition's place, and ``beat``, your beat.py when they ask for it.
+        ``BadInput`` naming the files not written yet."""
+        missing = self.unwritten(key)
+        if missing:
+            raise BadInput("your queue is not whole yet: " + ", ".join(f"my_queue/{n} (stage {s})" for n, s in missing)
+                           + " still hold the starter.")
+        names = files_upto(key)
+        replaced = {TRANSITIONS[n]: scripts.from_file(self.file(n), name=n.removesuffix(".lua"))
+                    for n in names if n in TRANSITIONS}
+        return {"scripts": transitions.ScriptSet(replaced),
+                "beat": str(self.file("beat.py")) if "beat.py" in names else None}
 
     def status(self) -> str:
         """Each file: written, the starter, or not there yet; and each stage with what it asks."""
