@@ -31,7 +31,7 @@ from ...lab.history import History, Recorder, ServerClock
 from ..my_queue.folder import Folder, folder
 from ..my_queue.stages import TRANSITIONS, files_upto, stage
 from ..registry import Findings
-from .frame import Ended, checker_valid, lua_error
+from .frame import Ended, Watched, checker_valid, end_run, lua_error, wait_drained
 
 #: the file each recorded call of a run runs, when your folder holds it: a finding names it
 FILE_OF = {"claim": "claim.lua", "complete": "complete.lua", "retry": "retry.lua", "stalled": "recover.lua",
@@ -215,6 +215,34 @@ class Scenario:
         finally:
             self.conn.close()
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@contextmanager
+def probing(node: Any, loaded: Loaded, queue: str) -> Iterator[Any]:
+    """A connector of the judge's node whose calls run your scripts in the kit's places, for probes on ``queue``
+    (dropped before and after)."""
+    conn = node.connector()
+    conn.script_set = loaded.scripts
+    try:
+        jobs.drop(conn, queue)
+        yield conn
+    finally:
+        try:
+            jobs.drop(conn, queue)
+        finally:
+            conn.close()
+
+
+def judged_run(run: Any, seed: int, nemesis: Any, deadline_s: float, failed: Callable[[History], bool],
+               ) -> tuple[Ended, bool]:
+    """``run`` (its jobs produced) started, faulted by ``nemesis`` with the queue held to notebook 01's table at
+    each point a fault leaves it, waited on until drained (or ``failed(history)``: the verdict is known), and
+    ended (``frame.end_run``). Answers what the end read, and whether the queue drained."""
+    run.start()
+    watched = Watched(run)
+    faults = nemesis.run(watched, deadline_s=deadline_s)
+    drained = wait_drained(run, deadline_s, failed)
+    return end_run(run, seed, faults, watched=watched), drained
 
 
 @contextmanager

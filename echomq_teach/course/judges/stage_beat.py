@@ -31,8 +31,8 @@ from ...lab.history import History
 from ...lab.nemesis import Nemesis
 from ...lab.own_beat import Calls, share_of
 from ..registry import Findings
-from .frame import Watched, end_run, state_holds, wait_drained
-from .queue import Loaded, Scenario, ran_clean, scenario
+from .frame import state_holds
+from .queue import Loaded, Scenario, judged_run, ran_clean, scenario
 from .stage_recover import KeptRun, held_by_the_killed, poison_bound
 
 
@@ -245,11 +245,7 @@ def one_seed(node: Any, loaded: Loaded, seed: int, f: Findings) -> bool:
             enqueued = run.produce(BEAT.JOBS, payload=lambda i: BEAT.POISON if i == BEAT.JOBS - 1
                                    else f"job {i}{'!' if i in (2, 5) else ''}")
             poison = enqueued[-1]
-            run.start()
-            watched = Watched(run)
-            faults = BEAT.nemesis(seed).run(watched, deadline_s=BEAT.DEADLINE_S)  # type: ignore[arg-type]
-            drained = wait_drained(run, BEAT.DEADLINE_S, lambda h: False)
-            e = end_run(run, seed, faults, watched=watched)
+            e, drained = judged_run(run, seed, BEAT.nemesis(seed), BEAT.DEADLINE_S, lambda h: False)
             final = run.final_state()
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -28,8 +28,8 @@ from ...lab.history import History, Op
 from ...lab.nemesis import Nemesis
 from ...lab.run import Run
 from ..registry import Findings
-from .frame import Watched, call_script, end_run, lapsed_under_healthy, server_ms, state_holds, unchanged, wait_drained
-from .queue import Loaded, failed_in, ran_clean, scenario
+from .frame import call_script, lapsed_under_healthy, server_ms, state_holds, unchanged
+from .queue import Loaded, failed_in, judged_run, probing, ran_clean, scenario
 
 
 class LEASE:
@@ -174,20 +174,14 @@ def _zombie_refused(node: Any, loaded: Loaded, f: Findings) -> bool:
 
 
 def _claim_probes(node: Any, loaded: Loaded, f: Findings) -> bool:
-    conn = node.connector()
-    conn.script_set = loaded.scripts
     queue = "probe-claim"
-    try:
-        jobs.drop(conn, queue)
+    with probing(node, loaded, queue) as conn:
         ok, c = _claim(conn, queue, 30_000, f, "on an empty queue")
         if not (ok and f.expect(c is None, f"nothing is pending: your claim should answer empty ({{}}); it answered "
                                 f"{c!r}.")):
             return False
         return (_claims_oldest(conn, queue, f) and _claims_past_ghosts(conn, queue, f)
                 and _zombie_refused(node, loaded, f))
-    finally:
-        jobs.drop(conn, queue)
-        conn.close()
 
 
 # -- the renewal's probes ---------------------------------------------------------------------------------------
@@ -284,12 +278,8 @@ def probes(node: Any, loaded: Loaded, f: Findings) -> bool:
     if not _claim_probes(node, loaded, f):
         return False
     assert loaded.renew is not None
-    conn = node.connector()
-    conn.script_set = loaded.scripts
-    try:
+    with probing(node, loaded, "judge-dry") as conn:
         return _renew_probes(conn, loaded.renew.sha, f)
-    finally:
-        conn.close()
 
 
 def one_seed(node: Any, loaded: Loaded, seed: int, f: Findings) -> bool:
@@ -302,12 +292,9 @@ def one_seed(node: Any, loaded: Loaded, seed: int, f: Findings) -> bool:
                  handler=_handler_module(folder, loaded.renew.sha), handler_path=folder, max_attempts=10,
                  retry_delay_ms=20, tick_ms=25, timeout=LEASE.DEADLINE_S + 20, scripts=loaded.scripts) as run:
             run.produce(LEASE.JOBS)
-            run.start()
-            watched = Watched(run)
-            faults = LEASE.nemesis(seed).run(watched, deadline_s=LEASE.DEADLINE_S)  # type: ignore[arg-type]
             # a lease lapsed under a healthy handler: the renewal failed
-            drained = wait_drained(run, LEASE.DEADLINE_S, lambda h: bool(_renewal_record(h, LEASE.LEASE_MS)[0]))
-            e = end_run(run, seed, faults, watched=watched)
+            e, drained = judged_run(run, seed, LEASE.nemesis(seed), LEASE.DEADLINE_S,
+                                    lambda h: bool(_renewal_record(h, LEASE.LEASE_MS)[0]))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if not ran_clean(e, loaded, f):

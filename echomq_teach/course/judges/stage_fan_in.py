@@ -28,7 +28,7 @@ from ...lab.nemesis import Nemesis
 from ...lab.run import Run
 from ..registry import Findings
 from .frame import AtWork, FreezeFirst, Watched, checker_valid, end_run, state_holds, unchanged, until
-from .queue import Loaded, failed_in, ran_clean, scenario, telling
+from .queue import Loaded, failed_in, probing, ran_clean, scenario, telling
 
 
 class FANIN:
@@ -273,13 +273,8 @@ def probes(node: Any, loaded: Loaded, f: Findings) -> bool:
     """Stage 5's probes: the repeated completion the checker reads, then the flows whose answers are known."""
     if not _repeated(node, loaded, f):
         return False
-    conn = node.connector()
-    conn.script_set = loaded.scripts
-    try:
+    with probing(node, loaded, "probe-fan-in") as conn:
         return _known(conn, f)
-    finally:
-        jobs.drop(conn, "probe-fan-in")
-        conn.close()
 
 
 def _zombies_settled(history: History) -> bool:

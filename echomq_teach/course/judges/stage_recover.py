@@ -37,8 +37,8 @@ from ...lab.run import RecordedMetronome, Run
 from ...lab.worker_process import WorkerProcess
 from ...stalled import StallReport
 from ..registry import Findings
-from .frame import Watched, end_run, state_holds, wait_drained
-from .queue import Loaded, failed_in, ran_clean
+from .frame import state_holds
+from .queue import Loaded, failed_in, judged_run, probing, ran_clean
 
 
 class REAP:
@@ -316,14 +316,9 @@ def _bounded(conn: Any, queue: str, f: Findings) -> bool:
 
 def probes(node: Any, loaded: Loaded, f: Findings) -> bool:
     """Stage 3's probes (your recover.lua as the stall sweep, your claim, complete and retry around it)."""
-    conn = node.connector()
-    conn.script_set = loaded.scripts
     queue = "probe-recover"
-    try:
+    with probing(node, loaded, queue) as conn:
         return _known(conn, queue, f) and _bounded(conn, queue, f)
-    finally:
-        jobs.drop(conn, queue)
-        conn.close()
 
 
 # -- the judged run ----------------------------------------------------------------------------------------------
@@ -381,13 +376,10 @@ def one_seed(node: Any, loaded: Loaded, seed: int, f: Findings) -> bool:
                          timeout=REAP.DEADLINE_S + 20, scripts=loaded.scripts) as run:
             enqueued = run.produce(REAP.JOBS, payload=lambda i: REAP.POISON if i == REAP.JOBS - 1 else f"job {i}")
             poison = enqueued[-1]
-            run.start()
-            watched = Watched(run)
-            faults = REAP.nemesis(seed).run(watched, deadline_s=REAP.DEADLINE_S)  # type: ignore[arg-type]
             # stop early once the verdict is known: a lease recovered before it lapsed, the poison past its cap
-            drained = wait_drained(run, REAP.DEADLINE_S, lambda h: bool(released_early(h, REAP.LEASE_MS))
-                                   or claims_of(h, poison) > REAP.MAX_ATTEMPTS)
-            e = end_run(run, seed, faults, watched=watched)
+            e, drained = judged_run(run, seed, REAP.nemesis(seed), REAP.DEADLINE_S,
+                                    lambda h: bool(released_early(h, REAP.LEASE_MS))
+                                    or claims_of(h, poison) > REAP.MAX_ATTEMPTS)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if not ran_clean(e, loaded, f):

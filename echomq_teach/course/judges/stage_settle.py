@@ -31,8 +31,8 @@ from ...lab.history import History
 from ...lab.nemesis import Nemesis
 from ...lab.run import Run
 from ..registry import Findings
-from .frame import FreezeFirst, Watched, end_run, server_ms, state_holds, unchanged, wait_drained
-from .queue import Loaded, failed_in, ran_clean, scenario
+from .frame import FreezeFirst, server_ms, state_holds, unchanged
+from .queue import Loaded, failed_in, judged_run, probing, ran_clean, scenario
 
 
 class SETTLE:
@@ -241,14 +241,9 @@ def probes(node: Any, loaded: Loaded, f: Findings) -> bool:
     """Stage 2's probes: the zombie the checker reads, the gap, completions, the retry's fork."""
     if not _zombie(node, loaded, f):
         return False
-    conn = node.connector()
-    conn.script_set = loaded.scripts
     queue = "probe-settle"
-    try:
+    with probing(node, loaded, queue) as conn:
         return _gap(conn, queue, f) and _completes(conn, queue, f) and _fork(conn, queue, f)
-    finally:
-        jobs.drop(conn, queue)
-        conn.close()
 
 
 # -- the judged run ----------------------------------------------------------------------------------------------
@@ -284,11 +279,8 @@ def one_seed(node: Any, loaded: Loaded, seed: int, f: Findings) -> bool:
             always = [j for j, p in zip(ids, PLAN) if p == "always"]
             for j in always:
                 run.conn.call("HSET", keyspace.job_key(queue, j), "max_attempts", SETTLE.OWN_CAP)
-            run.start()
-            watched = Watched(run)
-            faults = SETTLE.nemesis(seed).run(watched, deadline_s=SETTLE.DEADLINE_S)  # type: ignore[arg-type]
-            drained = wait_drained(run, SETTLE.DEADLINE_S, lambda h: bool(early_claims(h, SETTLE.DELAY_MS)))
-            e = end_run(run, seed, faults, watched=watched)
+            e, drained = judged_run(run, seed, SETTLE.nemesis(seed), SETTLE.DEADLINE_S,
+                                    lambda h: bool(early_claims(h, SETTLE.DELAY_MS)))
             final = run.final_state()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
