@@ -3,8 +3,8 @@
 #
 # *The Queue* is a job queue you can take apart. Underneath there are only **four sorted sets** —
 # `pending`, `active`, `schedule`, `dead` — plus **one hash per job**, its row. A job changes place
-# only through a script that the server runs in one indivisible step. In this course you drive
-# those steps by hand.
+# only through a script (or its native twin) that the server runs in one indivisible step. In this
+# course you drive those steps by hand.
 #
 # Nothing here is simulated. When a cell says *enqueue*, *claim* or *reap*, it sends the real Lua
 # script (or, from notebook 04 on, the real native command) to a real Valkey node that the kit started

@@ -20,8 +20,8 @@
 # 4. Feed the ghost guard, and watch a paused queue answer empty.
 # 5. Tell at-least-once handler runs from one settle per life (on one node, ids not reused:
 #    [ledger](docs/guarantees.md#one-settle-per-life)).
-# 6. Write a lease extension in Lua, fenced by the token, and have the checker judge it under faults
-#    (02.2).
+# 6. Write a lease extension in Lua, fenced by the token, and have a judge run it under injected
+#    faults (02.2).
 
 # %%
 import inspect  # the standard library's: it reads a function's source

@@ -284,7 +284,7 @@ print(exercises.check("06.1", trace_a_flow_child, conn))
 #   and the token), `03-completion-and-recovery.ipynb` (complete, retry, the sweeps),
 #   `04-two-executors.ipynb` (the script and the command, body by body), `05-flows.ipynb` (the land and
 #   the fan-in), `07-when-things-fail.ipynb` (races and crash points),
-#   `08-the-durable-floor.ipynb` (an archive of every settle), `09-cluster.ipynb` (shards and a
+#   `08-the-durable-floor.ipynb` (an archive of every recorded ending), `09-cluster.ipynb` (shards and a
 #   failover), `10-case-files.ipynb` (other queues' failures, judged by the same checker).
 
 # %% [markdown]

@@ -374,9 +374,12 @@ print(ours)
 show(model, ours)
 
 # %% [markdown]
-# This queue's lease is a score in the `active` sorted set, and the key holding that set carries no
-# TTL, so `volatile-lru` has nothing of the queue's to evict. The kit's own nodes run with
-# `noeviction` anyway: a full node refuses writes with an error, and nothing of the queue disappears.
+# This queue's lease is a score in the `active` sorted set, and no key that holds a job (the four sets,
+# the rows) carries a TTL, so `volatile-lru` has no job of the queue's to evict. Two kinds of the kit's
+# keys do carry one, and losing them loses no job: a completed flow parent's `:dependencies`,
+# `:processed` and `:unsuccessful`, kept an hour for reading (notebook 05), and the archive driver's
+# lease, whose late writes its token refuses (notebook 08). The kit's own nodes run with `noeviction`
+# anyway: a full node refuses writes with an error, and no key of the queue disappears.
 #
 # ## Recap
 #
@@ -408,7 +411,7 @@ show(model, ours)
 # 3. Why did the Sidekiq model strand jobs, and what does a sweep on every tick change?
 # 4. In the bull case, what happened between the check's two round trips, and how does one script
 #    avoid it?
-# 5. Why does `volatile-lru` find nothing of this queue's to evict?
+# 5. Why can `volatile-lru` evict no job of this queue's, and which of the kit's keys could it take?
 
 # %% [markdown]
 # ## Further reading

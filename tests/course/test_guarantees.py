@@ -153,6 +153,10 @@ SCOPED = [
     (r"no (native )?claim hands a job out", r"one node|that node|guarantees\.md#pause-holds-claims"),
     (r"every\W+claim\W+lapses", r"sweep"),
     (r"WAIT 1 0|timeout of 0", r"for ever|forever"),
+    # the reviewer's pass over the whole course (README's "For engineers")
+    (r"(driver|fold) killed[^.|]{0,60}loses nothing", r"steps? tested|guarantees\.md#floor-fold-survives-a-kill"),
+    (r"archive (that keeps |of )every settle", r"record"),
+    (r"(nothing|no \w+) of (the|this) queue's to evict", r"flow parent"),
 ]
 # never, anywhere: a poison loop that attempts were said to bound, WAIT 0 offered as a setting that
 # passes, the renewal 02.2 builds called something the queue cannot have
@@ -164,7 +168,10 @@ FALSE = [
 ]
 # owed by another issue's rewrite; each allowance fails once unused (none left: 09.2 no longer offers WAIT 1 0)
 OWED_FALSE: set[tuple[str, str]] = set()
-OWED_SCOPED: set[tuple[str, str]] = set()
+OWED_SCOPED: set[tuple[str, str]] = {
+    # 00's table of notebooks and minutes: its 08 row is the coordinator's to reword with the minutes
+    ("notebooks/src/00-start-here.py", "archive that keeps every settle"),
+}
 
 
 def paragraphs(text: str) -> list[str]:
