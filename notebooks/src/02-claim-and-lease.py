@@ -21,7 +21,7 @@
 # 5. Tell at-least-once handler runs from one settle per life (on one node, ids not reused:
 #    [ledger](docs/guarantees.md#one-settle-per-life)).
 # 6. Start a queue of your own, in Lua files you edit in JupyterLab: a claim that goes past ghosts and a
-#    lease renewal fenced by the token, judged by the checker under faults (02.2).
+#    lease renewal fenced by the token, which a judge runs under injected faults (02.2).
 
 # %%
 import inspect  # the standard library's: it reads a function's source

@@ -68,9 +68,10 @@ assert (wrong, unchanged, right, again) == (jobs.STALE, True, jobs.OK, jobs.STAL
 # **schedule** set until now + delay — hidden from claims for a while, not queued anywhere else.
 # Once `attempts` reaches the cap, the job goes to **dead**, keeping the reason as `last_error`.
 #
-# The listing ends with two helpers the node runs spliced in where the file says
-# `-- @include same_flow` and `-- @include child_death` (they live in `lua/includes/`). They only
-# matter for a flow's child (notebook 05); the retry itself starts at `local p = ARGV[6]`.
+# The listing ends with four helpers the node runs spliced in where the file says `-- @include …`
+# (they live in `lua/includes/`): `args` and `types` check the arguments and the keys' types before
+# the first write; `same_flow` and `child_death` only matter for a flow's child (notebook 05). The
+# retry itself starts at `local p = ARGV[6]`.
 
 # %%
 print(scripts.show("retry"))
@@ -188,8 +189,8 @@ assert s.total() == 0 and not s.rows
 # the server's clock is past the active score. The lease has run out, yet the queue does not react:
 # **the id is still in active**, and it stays there until a client calls `reap/2` (`jobs.reap`). A job
 # comes back from a crashed worker only while somebody sweeps
-# ([ledger](docs/guarantees.md#at-least-once-runs)). Its listing ends with another spliced-in
-# helper, `back_to_pending`, which `@promote` shares.
+# ([ledger](docs/guarantees.md#at-least-once-runs)). Its listing ends with the two helpers spliced in
+# where it says `-- @include …`: `types`, and `back_to_pending`, which `@promote` shares.
 
 # %%
 print(scripts.show("reap"))
@@ -314,8 +315,8 @@ exercises.check("03.3", mine)
 # `stalled.check(conn, queue, max_stalled)` — does what reap does, and counts: each lapsed lease adds
 # one to the row's `stalled` field, and a job that stalls **more than** `max_stalled` times is buried
 # in dead with `last_error` "stalled". It too returns at most 100 lapsed leases per call, and it too
-# runs only when a client calls it. A consumer picks its recovery leg: `reap` (the default) or
-# `stalled` (`Consumer(…, recovery="stalled", max_stalled=…)`).
+# runs only when a client calls it. A consumer (the client loop further on) picks its recovery leg:
+# `reap` (the default) or `stalled` (`Consumer(…, recovery="stalled", max_stalled=…)`).
 
 # %%
 from echomq_teach import stalled
@@ -516,8 +517,9 @@ print("all 30 settled; 10 of them after one retry; pending fell over many sample
 # ## A poison job under each recovery leg
 #
 # The cap on attempts (`max_attempts`, 3 by default) is read by one of the kit's scripts only:
-# `@retry`, when a handler reports an error. `@reap` and `@claim2` never read it (your queue's recovery
-# will, in 03.6; the kit's does not), and a worker that dies never calls retry. So what stops a **poison**
+# `@retry` (and its native twin `EMQ.FAIL`), when a handler reports an error. `@reap` and `@claim2`
+# never read it (your queue's recovery will, in 03.6; the kit's does not), and a worker that dies never
+# calls retry. So what stops a **poison**
 # job in a kit consumer, one that takes down every worker that runs it (a payload that crashes a
 # parser, a task that runs the machine out of memory)? Here is one, tried as you would try it with the
 # kit's own `Consumer`: a 20 ms lease, a cap of 3, and a new worker each round, whose handler dies with

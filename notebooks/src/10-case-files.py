@@ -448,7 +448,8 @@ else:
 # - **Released early** (BullMQ flows): one branch skipped the counter. Here the counter moves in the
 #   child's ending, and only zero releases the parent.
 # - **Evicted locks** (BullMQ): a lock kept as a key with a TTL can be evicted. Here a lease is a
-#   score, and the node runs `noeviction`.
+#   score, with no TTL to evict (the case ran this queue on the same `volatile-lru` node), and the
+#   kit's own nodes run `noeviction`.
 # - **Your queue** ran two of the cases and the chaos widget: valid first, then fast, its round trips and
 #   jobs per second beside the kit's (10.4).
 #
