@@ -421,9 +421,8 @@ exercises.check("10.4", mine)
 # the timeline). Until every stage's files are written, the cell says which are not.
 
 # %%
-from IPython.display import display
-
 from echomq_widgets import ChaosView
+from IPython.display import display
 
 if mine.unwritten("10.4"):
     print("your queue is not whole yet: " + ", ".join(f"my_queue/{n}" for n, _ in mine.unwritten("10.4"))

@@ -200,16 +200,24 @@ def _retried(conn: Any, queue: str, job: str, token: int, delay: int, cap: int, 
                     f"dead, attempts the token {token}, error the reason); the stream holds {len(entries)} for it.")
 
 
+def _due_now(conn: Any, queue: str, job: str) -> None:
+    """The scheduled ``job`` made due (as its delay passing would), then promoted: a probe does not wait out a
+    backoff, which it checks from the score."""
+    conn.call("ZADD", keyspace.queue_key(queue, "schedule"), "XX", 0, job)
+    jobs.promote(conn, queue)
+
+
 def _fork(conn: Any, queue: str, f: Findings) -> bool:
-    """One job, cap 3, delay 40 ms: retried after try 1 (40 ms), after try 2 (80 ms), buried after try 3. Then a
-    job whose row carries max_attempts 1, retried with a cap of 5: buried at once. Then a job buried at cap 2 and
-    reprocessed: its new life's first failure waits 40 ms again, and is not yet at the cap."""
+    """One job, cap 3, delay 1 s: retried after try 1 (1 s), after try 2 (2 s), buried after try 3. Then a job
+    whose row carries max_attempts 1, retried with a cap of 5: buried at once. Then a job buried at cap 2 and
+    reprocessed: its new life's first failure waits 1 s again, and is not yet at the cap. (The delays are long,
+    and the probe makes each job due rather than waiting, so that a loaded machine's stall between the probe's
+    clock reads and the script never passes a wrong backoff.)"""
     jobs.drop(conn, queue)
-    delay = 40
+    delay = 1_000
     job = jobs.enqueue(conn, queue, "fails three times")
     for token, want in ((1, jobs.SCHEDULED), (2, jobs.SCHEDULED), (3, jobs.DEAD)):
-        time.sleep(backoff(delay, max(token - 1, 1)) / 1000 + 0.01)
-        jobs.promote(conn, queue)
+        _due_now(conn, queue, job)
         c = jobs.claim(conn, queue, 30_000)
         assert c is not None and c.id == job and c.attempts == token, c
         if not _retried(conn, queue, job, token, delay, 3, want, f, f"try {token} of 3 failed (max_attempts 3, "
@@ -225,8 +233,7 @@ def _fork(conn: Any, queue: str, f: Findings) -> bool:
     jobs.drop(conn, queue)
     life = jobs.enqueue(conn, queue, "buried, then reprocessed")
     for token in (1, 2):
-        time.sleep(backoff(delay, 1) / 1000 + 0.01)
-        jobs.promote(conn, queue)
+        _due_now(conn, queue, life)
         c = jobs.claim(conn, queue, 30_000)
         assert c is not None and c.id == life
         jobs.retry(conn, queue, life, token, "failed", delay, 2, record=True)

@@ -86,7 +86,7 @@ VARIANTS: dict[str, Variant] = {
                                                ("my_queue/claim.lua does not compile: line",)),
     # -- 03.3: the fence on complete and retry, a backoff and a job's own cap ------------------------------------
     "03.3 copy: @complete and @retry": Variant("03.3", {"complete.lua": kit("complete"), "retry.lua": kit("retry")},
-                                               ("try 2 of 3 failed", "80 ms (delay_ms 40 × 2^1")),
+                                               ("try 2 of 3 failed", "2000 ms (delay_ms 1000 × 2^1")),
     "03.3 copy: @retry, its delay doubled": Variant("03.3", {"retry.lua": edit(
         kit("retry"), "redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])",
         "redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]) * 2 ^ (tonumber(row[1]) - prior - 1), ARGV[1])")},
@@ -95,7 +95,7 @@ VARIANTS: dict[str, Variant] = {
         kit("retry"), "local below_cap = tonumber(row[1]) - prior < tonumber(ARGV[4])",
         "local below_cap = tonumber(row[1]) - prior < tonumber(redis.call('HGET', KEYS[4], 'max_attempts') or "
         "ARGV[4])")},
-        ("80 ms (delay_ms 40 × 2^1",)),
+        ("2000 ms (delay_ms 1000 × 2^1",)),
     "03.3 complete: no fence": Variant("03.3", {"complete.lua": edit(COMPLETE, FENCE, "")},
                                        ("the checker says invalid", "fence violations", "the fence should have "
                                         "answered stale"), checker=True),
