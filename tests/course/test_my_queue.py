@@ -144,3 +144,16 @@ def test_every_stage_has_a_copy_attempt_or_a_missing_idea():
     copied = {v.stage for n, v in VARIANTS.items() if " copy: " in n}
     assert copied == {"02.2", "03.3", "03.6", "05.2"}  # the stages whose scripts the kit prints
     assert any(v.checker for v in VARIANTS.values() if v.stage == "03.3")
+
+
+def test_a_counterexample_comes_with_the_runs_timeline(tmp_path):
+    from matplotlib.figure import Figure
+
+    v = VARIANTS["03.3 complete: no fence"]
+    mine = grown(tmp_path, v.stage)
+    for file, text in v.files.items():
+        (mine.path / file).write_text(text)
+    verdict = exercises.check(v.stage, mine)
+    assert not verdict.ok and len(verdict.shown) == 1 and "timeline" not in str(verdict)
+    figure = verdict.shown[0]()
+    assert isinstance(figure, Figure) and figure.axes and "your queue" in figure.axes[0].get_title()

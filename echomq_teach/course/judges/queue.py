@@ -203,9 +203,13 @@ class Scenario:
         return check(self.history(), FinalState.read(self.conn, self.queue), recorded=True)
 
     def valid(self, said: str, f: Findings) -> bool:
-        """True when the checker finds this probe's history valid; else False, with its counterexample."""
+        """True when the checker finds this probe's history valid; else False, with its counterexample (and the
+        probe's timeline, drawn below the verdict)."""
         report = self.report()
-        return checker_valid(said, report, f, telling(report))
+        if checker_valid(said, report, f, telling(report)):
+            return True
+        show_timeline(f, self.history(), report, f"your queue: {said.split(':')[0]}")
+        return False
 
     def close(self) -> None:
         for r in self._recs.values():

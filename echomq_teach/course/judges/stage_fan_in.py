@@ -28,7 +28,7 @@ from ...lab.nemesis import Nemesis
 from ...lab.run import Run
 from ..registry import Findings
 from .frame import AtWork, FreezeFirst, Watched, checker_valid, end_run, state_holds, unchanged, until
-from .queue import Loaded, failed_in, probing, ran_clean, scenario, telling
+from .queue import Loaded, failed_in, probing, ran_clean, scenario, show_timeline, telling
 
 
 class FANIN:
@@ -266,7 +266,10 @@ def _repeated(node: Any, loaded: Loaded, f: Findings) -> bool:
         report.findings += released_early(s.history(), parents, 2)
         said = ("one flow of three children, quorum 2: w1's lease on a child lapsed, a sweep put it back and w2 "
                 "claimed it; w1 woke and completed it with its old token, w2 completed it, then w3 claimed")
-        return checker_valid(said, report, f, telling(report))
+        if checker_valid(said, report, f, telling(report)):
+            return True
+        show_timeline(f, s.history(), report, "your queue: a flow child completed by a zombie and its new holder")
+        return False
 
 
 def probes(node: Any, loaded: Loaded, f: Findings) -> bool:
