@@ -26,7 +26,7 @@ from machine import print_header
 from echomq_teach import flows, jobs, snapshots
 from echomq_teach.classroom import compose, provision
 from echomq_teach.nodes import LocalNode
-from echomq_teach.nodes.local import free_port
+from echomq_teach.nodes.host import free_port
 
 STUDENTS = 30
 GOAL_MS = 20.0

@@ -54,10 +54,9 @@ from pathlib import Path
 
 from machine import print_header
 
-from echomq_teach import jobs, scripts, snapshots, start_node
+from echomq_teach import jobs, scripts, snapshots, start_node, transitions
 from echomq_teach.connector import Connector
 from echomq_teach.consumer import Consumer, Pool
-from echomq_teach.keyspace import base
 
 DEFAULT_N = 3_000
 DEFAULT_BATCH = 50
@@ -73,13 +72,11 @@ def handler(job: jobs.Claimed) -> str:
 # -- the jobs ------------------------------------------------------------------------------------------
 def fill(conn: Connector, q: str, n: int) -> None:
     """N jobs in pending by @enqueue, pipelined (outside the clock)."""
-    sha = conn.client.script_load(scripts.load("enqueue").source)
-    pending = f"emq:{{{q}}}:pending"
+    conn.client.script_load(scripts.load("enqueue").source)
     for start in range(0, n, ADD_BATCH):
         pipe = conn.client.pipeline(transaction=False)
         for i in range(start, min(n, start + ADD_BATCH)):
-            job_id = f"JOB{i:011d}"
-            pipe.evalsha(sha, 2, pending, f"emq:{{{q}}}:job:{job_id}", job_id, f"job {i}")
+            pipe.execute_command(*transitions.enqueue(q, f"JOB{i:011d}", f"job {i}").words(False))
         pipe.execute()
 
 
@@ -186,16 +183,9 @@ def ceiling(conn: Connector, q: str, n: int, batch: int) -> tuple[float, float]:
     time and read alone (``CONFIG RESETSTAT`` before it), so the figures are
     the commands' own execution time on the node, with no client in them.
     """
-    b = base(q)
-    keys = [b + "pending", b + "active", b]
     native = conn.native
-    command = "EVALSHA" if not native else ""
-    shas = {name: conn.client.script_load(scripts.load(name).source) for name in ("claim2", "claim_many", "complete")}
-
-    def call(name: str, native_name: str, keys_: list[str], argv: list[object]) -> list[object]:
-        if native:
-            return [native_name, len(keys_), *keys_, *argv]
-        return [command, shas[name], len(keys_), *keys_, *argv]
+    for name in ("claim2", "claim_many", "complete"):
+        conn.client.script_load(scripts.load(name).source)  # what the scripted executor's EVALSHA runs
 
     def run(calls: list[list[object]]) -> list[object]:
         out: list[object] = []
@@ -212,17 +202,16 @@ def ceiling(conn: Connector, q: str, n: int, batch: int) -> tuple[float, float]:
         return _server_us(conn, "evalsha" if not native else name)
 
     def complete_all(claimed: list[tuple[str, int]]) -> float:
-        calls = [call("complete", "EMQ.COMPLETE", [b + "active", f"{b}job:{i}"], [i, att, b, "", "ok", "0"])
-                 for i, att in claimed]
+        calls = [transitions.complete(q, i, att, "ok").words(native) for i, att in claimed]
         return per_call(lambda: run(calls), "EMQ.COMPLETE")
 
     fill(conn, q, n)
     got: list[object] = []
-    one = per_call(lambda: got.extend(run([call("claim2", "EMQ.CLAIM", keys, [30_000])] * n)), "EMQ.CLAIM")
+    one = per_call(lambda: got.extend(run([transitions.claim(q, 30_000).words(native)] * n)), "EMQ.CLAIM")
     one_total = one + complete_all([(r[0], int(r[2])) for r in got])  # type: ignore[index]
     fill(conn, q, n)
     got.clear()
-    calls = [call("claim_many", "EMQ.CLAIM.MANY", keys, [30_000, batch])] * -(-n // batch)
+    calls = [transitions.claim_many(q, 30_000, batch).words(native)] * -(-n // batch)
     many = per_call(lambda: got.extend(run(calls)), "EMQ.CLAIM.MANY") * len(calls) / n
     many_total = many + complete_all([(j[0], int(j[2])) for r in got for j in r])  # type: ignore[union-attr]
     drained(conn, q, 2 * n)

@@ -16,7 +16,7 @@ import platform
 import subprocess
 from importlib import metadata
 
-from echomq_teach.nodes.local import server_binary
+from echomq_teach.nodes.server import server_binary
 
 
 def cpu_model() -> str:

@@ -22,7 +22,8 @@
 #   /usr/local/bin/valkey-server each kernel's embedded node (docker/rootfs.sh, as the node image)
 #   /opt/the-queue               echomq_teach, echomq_widgets, native/ and, in cache/, trafikey
 #                                prebuilt for these sources (ECHOMQ_CACHE_DIR; no compiler inside)
-#   /home/learner/the-queue      the notebooks, owned by the learner (uid 65534)
+#   /opt/the-queue/{notebooks,docs,tools/valkey.lock}  what `python -m echomq_teach.course init` copies
+#   /home/learner/the-queue      the learner's copy (course init), owned by the learner (uid 1000, group 100)
 #   /etc/passwd, /etc/group, /tmp (1777)
 # --bytecode yes (the default) compiles the .py files once, so a kernel starts
 # without compiling JupyterLab's and matplotlib's imports; no is smaller.
@@ -55,18 +56,13 @@ rootfs_engine
 rootfs_valkey_server
 
 venv_python=${PYTHON:-$repo/.venv/bin/python}
-if [ ! -x "$venv_python" ]; then
-  echo "$prog: no venv at $repo/.venv (bash tools/bootstrap.sh), or set PYTHON" >&2
-  exit 1
-fi
-# the venv's own prefix (site-packages, share/jupyter) and the interpreter it was made from
-read -r venv base pyver < <("$venv_python" -c \
-  'import sys; print(sys.prefix, sys.base_prefix, "%d.%d" % sys.version_info[:2])')
-py_bin=$base/bin/python$pyver
-[ -x "$py_bin" ] || { echo "$prog: no interpreter at $py_bin" >&2; exit 1; }
+# sets venv, base, pyver, py_bin (the interpreter the venv is made from)
+rootfs_venv_python "$venv_python"
 py_full=$("$venv_python" -c 'import platform; print(platform.python_version())')
 
-uid=65534
+# as Zero to JupyterHub's KubeSpawner starts a single-user pod: uid 1000, group 100 (its fsGroup)
+uid=1000
+gid=100
 learner_home=home/learner
 course=$learner_home/the-queue
 kit=opt/the-queue
@@ -93,31 +89,9 @@ mkdir -p "$rootfs"/{etc,tmp,usr/local/bin,"$kit"/cache,"$course"}
 chmod 1777 "$rootfs/tmp"
 chmod 0755 "$rootfs/$learner_home"
 
-# -- the interpreter --------------------------------------------------------------------------------
-libdir=$(ldd "$py_bin" | awk '$1 ~ /^libc\.so/ {print $3}' | xargs dirname)
-cp -L "$py_bin" "$rootfs/usr/local/bin/python$pyver"
-ln -s "python$pyver" "$rootfs/usr/local/bin/python3"
-ln -s "python$pyver" "$rootfs/usr/local/bin/python"
-# a shared build's libpython (in the prefix's lib/, named by a runpath to the host's prefix)
-# goes beside libc, where the loader looks with no ld.so.cache; copy_libs then skips it
-relocated=()
-for lib in $(ldd "$py_bin" | awk '$3 ~ /^\// {print $3}'); do
-  if [ "$(dirname "$lib")" = "$base/lib" ]; then
-    mkdir -p "$rootfs$libdir"
-    cp -L "$lib" "$rootfs$libdir/"
-    relocated+=("$lib")
-  fi
-done
-stdlib=$base/lib/python$pyver
-mkdir -p "$rootfs/usr/local/lib/python$pyver"
-tar -C "$stdlib" -c \
-  --exclude=./site-packages --exclude=./dist-packages --exclude=./sitecustomize.py \
-  --exclude='./config-*' --exclude=__pycache__ \
-  --exclude=test --exclude=tests --exclude=./idlelib --exclude=./tkinter --exclude=./turtledemo \
-  --exclude=./turtle.py --exclude=./ensurepip --exclude=./lib2to3 \
-  --exclude='./lib-dynload/_tkinter*' --exclude='./lib-dynload/_test*' --exclude='./lib-dynload/xx*' \
-  --exclude='./lib-dynload/_ctypes_test*' \
-  . | tar -C "$rootfs/usr/local/lib/python$pyver" -x
+# -- the interpreter ---------------------------------------------------------------------------------------
+# sets libdir and relocated (libpython, placed beside libc)
+rootfs_python "$rootfs" no
 
 # -- the runtime packages, as the venv has them ----------------------------------------------------------
 # and JupyterHub's single-user server, when the venv has it (the 'hub' extra): a classroom's hub
@@ -145,11 +119,7 @@ mapfile -t sos < <(find "$rootfs/usr/local" -name '*.so*' -type f)
 COPY_LIBS_SKIP="${relocated[*]}" copy_libs "$rootfs" "$rootfs/usr/local/bin/python$pyver" "${sos[@]}"
 install_valkey_server "$rootfs"
 
-# pyenv and source builds keep their debug symbols: three quarters of libpython's size
-if command -v strip >/dev/null 2>&1; then
-  strip --strip-unneeded "$rootfs/usr/local/bin/python$pyver" "$rootfs$libdir"/libpython* \
-    "$rootfs/usr/local/lib/python$pyver"/lib-dynload/*.so 2>/dev/null || true
-fi
+rootfs_strip_python "$rootfs"
 
 # -- the kit -----------------------------------------------------------------------------------------
 tar -C "$repo" -c --exclude=__pycache__ --exclude='*.pyc' echomq_teach | tar -C "$rootfs/$kit" -x
@@ -173,37 +143,31 @@ fi
 install -D -m 0644 "$repo/tools/jupyterlab/overrides.json" "$rootfs/usr/local/share/jupyter/lab/settings/overrides.json"
 
 # -- the learner ---------------------------------------------------------------------------------------
-cp "$repo"/notebooks/*.ipynb "$rootfs/$course/"
-cp -r "$repo/notebooks/solutions" "$rootfs/$course/solutions"
-# the notebooks link the ledger and the decisions as docs/… (notebooks/docs is a link to ../docs in the repo)
-cp -r "$repo/docs" "$rootfs/$course/docs"
-find "$rootfs/$course" -name __pycache__ -prune -exec rm -rf {} +
-# trusted in the learner's own Jupyter data folder (HOME=/home/learner): the notebooks open showing their widgets
-JUPYTER_DATA_DIR="$rootfs/$learner_home/.local/share/jupyter" "$venv_python" -m jupyter trust "$rootfs/$course"/*.ipynb >/dev/null
-printf 'root:x:0:0:root:/root:/nonexistent\nlearner:x:%s:%s:learner:/%s:/nonexistent\n' \
-  "$uid" "$uid" "$learner_home" >"$rootfs/etc/passwd"
-printf 'root:x:0:\nlearner:x:%s:\n' "$uid" >"$rootfs/etc/group"
-# UTF-8 for Python and for valkey-server (which refuses a LANG it cannot load): glibc's C.UTF-8
-lang_env=PYTHONUTF8=1
-if [ -d /usr/lib/locale/C.utf8 ]; then
-  mkdir -p "$rootfs/usr/lib/locale"
-  cp -r /usr/lib/locale/C.utf8 "$rootfs/usr/lib/locale/"
-  lang_env=LANG=C.UTF-8
-fi
+# what `python -m echomq_teach.course init` copies from (echomq_teach.shipped: the layout of a checkout)
+mkdir -p "$rootfs/$kit/notebooks" "$rootfs/$kit/tools"
+cp "$repo"/notebooks/*.ipynb "$repo/notebooks/sanitize.cfg" "$rootfs/$kit/notebooks/"
+cp -r "$repo/notebooks/solutions" "$rootfs/$kit/notebooks/solutions"
+cp -r "$repo/docs" "$rootfs/$kit/docs"
+cp "$repo/tools/valkey.lock" "$rootfs/$kit/tools/"
+find "$rootfs/$kit" -name __pycache__ -prune -exec rm -rf {} +
+# the learner's copy, made as a learner makes one (the notebooks, solutions/, and docs/, which the
+# notebooks link as docs/…), trusted in the learner's own Jupyter data folder (HOME=/home/learner):
+# the notebooks open showing their widgets. A chart's fresh home volume hides it: the same command
+# makes it again there (docs/classroom.md, Zero to JupyterHub)
+JUPYTER_DATA_DIR="$rootfs/$learner_home/.local/share/jupyter" "$venv_python" -m echomq_teach.course init \
+  "$rootfs/$course" >/dev/null
+rootfs_user "$rootfs" "$uid" "$gid" "/$learner_home"
+rootfs_locale "$rootfs"
 
 if [ "$bytecode" = yes ]; then
-  # by the venv's interpreter (the image's, so the same magic number), recorded under the
-  # image's paths; unchecked-hash: valid whatever the mtimes after import, never rewritten
-  "$venv_python" -m compileall -q -j 0 \
-    --invalidation-mode unchecked-hash -s "$rootfs" -p / \
-    "$rootfs/usr/local/lib/python$pyver" "$rootfs/$kit" >/dev/null
+  rootfs_compile "$rootfs" "$rootfs/usr/local/lib/python$pyver" "$rootfs/$kit"
 fi
 
 size=$(du -sh "$rootfs" | cut -f1)
 ms=$(rootfs_import "$rootfs" "$tag" "echomq course: python $py_full, valkey $valkey_version, module $label" \
-  --user-tree "$learner_home" "$uid" \
-  -c 'ENTRYPOINT ["/usr/local/bin/python3", "-m", "jupyterlab", "--ip=127.0.0.1", "--no-browser", "--ServerApp.port_retries=0", "--ServerApp.root_dir=/home/learner/the-queue", "--ServerApp.terminals_enabled=False", "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.extension_manager=readonly", "--ServerApp.kernel_websocket_connection_class=echomq_teach.hub.lab_server.NoDelayConnection", "--KernelManager.transport=ipc"]' \
-  -c "USER $uid:$uid" \
+  --user-tree "$learner_home" "$uid:$gid" \
+  -c 'CMD ["/usr/local/bin/python3", "-m", "jupyterlab", "--ip=127.0.0.1", "--no-browser", "--ServerApp.port_retries=0", "--ServerApp.root_dir=/home/learner/the-queue", "--ServerApp.terminals_enabled=False", "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.extension_manager=readonly", "--ServerApp.kernel_websocket_connection_class=echomq_teach.hub.lab_server.NoDelayConnection", "--KernelManager.transport=ipc"]' \
+  -c "USER $uid:$gid" \
   -c 'WORKDIR /home/learner/the-queue' \
   -c "ENV PATH=/usr/local/bin HOME=/home/learner $lang_env ECHOMQ_CACHE_DIR=/opt/the-queue/cache JUPYTER_PORT=8888" \
   -c "LABEL org.echomq.module=$label org.echomq.valkey=$valkey_version org.echomq.python=$py_full org.echomq.route=offline org.echomq.image=course")

@@ -158,7 +158,7 @@ if os.environ.get("ECHOMQ_CLASSROOM_SOCKETS"):
     c.DockerSpawner.volumes[os.environ["ECHOMQ_CLASSROOM_SOCKETS"]] = {"bind": "/run/echomq", "mode": "ro"}
 c.DockerSpawner.mem_limit = os.environ.get("ECHOMQ_HUB_MEM_LIMIT", "2G")
 c.DockerSpawner.cpu_limit = float(os.environ.get("ECHOMQ_HUB_CPU_LIMIT", "1.0"))
-# the image's entrypoint is JupyterLab alone: run the hub's single-user server instead
+# the image's command is JupyterLab alone (Zero to JupyterHub replaces it too): run the hub's single-user server
 c.DockerSpawner.extra_create_kwargs = {"entrypoint": ["/usr/local/bin/jupyterhub-singleuser"]}
 c.DockerSpawner.cmd = [
     f"--ServerApp.root_dir={COURSE_DIR}",

@@ -44,10 +44,10 @@ SKIP_PREFIXES = (
 
 
 def closure(roots: list[str]) -> dict[str, md.Distribution]:
-    """Every installed distribution the roots need here, by canonical name."""
+    """Every installed distribution the roots (names, or requirements with extras) need here, by canonical name."""
     installed = {canonicalize_name(d.metadata["Name"]): d for d in md.distributions()}
     wanted: dict[str, set[str]] = {}
-    todo = [(canonicalize_name(r), frozenset[str]()) for r in roots]
+    todo = [(canonicalize_name(r.name), frozenset(r.extras)) for r in map(Requirement, roots)]
     while todo:
         name, extras = todo.pop()
         if name not in installed:

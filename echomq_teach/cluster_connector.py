@@ -15,13 +15,18 @@ What changes from one node (docs/cluster.md):
   connector brands a queue on its first transition there (``SET NX``) and
   refuses a queue branded for the other wire;
 * ``wait=(numreplicas, timeout_ms)`` sends ``WAIT`` on the same link after
-  every write, and traces how many replicas acknowledged it.
+  every write, and traces how many replicas acknowledged it. A WAIT that comes
+  back with fewer replicas than asked leaves a write only its primary holds;
+  the kit answers it all the same and counts it (``wait_short``), unless the
+  connector has an ``on_short_wait``: then that function decides what the
+  caller is told (``ShortWait``), and may raise ``Unconfirmed`` — the caller
+  then learns nothing, an unknown outcome, as if the link had gone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -29,12 +34,51 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
 from . import keyspace, scripts
-from .connector import Connector, NotSent, TraceEntry, check_parser, client_options, connect
+from .connector import Connector, NotSent, TraceEntry, check_parser, client_options, connect, lists_trafikey
 from .errors import BadInput, CrossSlot, WireError
+from .transitions import KIT, ScriptSet
 
 #: redirections followed for one call before giving up (a slot moving twice in one call is a storm)
 MAX_REDIRECTS = 5
 _ALL_PRIMARIES = {"DBSIZE"}  # keyless commands whose answer is the sum over the shards
+
+
+#: the transition each script or native command makes, as a ``ShortWait`` names it
+TRANSITIONS = {
+    "@claim2": "claim", "EMQ.CLAIM": "claim", "@claim_many": "claim", "EMQ.CLAIM.MANY": "claim",
+    "@complete": "complete", "EMQ.COMPLETE": "complete", "@retry": "retry", "EMQ.FAIL": "retry",
+    "@enqueue": "enqueue", "@enqueue_flow": "enqueue", "@reap": "sweep", "@stalled_check": "sweep",
+    "EMQ.STALLED.CHECK": "sweep", "@promote": "promote",
+}
+
+
+class Unconfirmed(redis.exceptions.ConnectionError):
+    """A write no replica confirmed, reported to its caller as an unknown outcome: it ran on the primary, and a
+    failover may or may not keep it (a ``ConnectionError``, so every caller treats it as a lost link's answer)."""
+
+
+@dataclass
+class ShortWait:
+    """One write whose WAIT came back with fewer replicas than asked: what ``on_short_wait`` is handed.
+
+    ``transition`` is what the write was (``claim``, ``complete``, ``retry``, ``enqueue``, ``sweep``,
+    ``promote``, or ``other``), ``command`` what was sent (``@claim2``, ``EMQ.COMPLETE`` …), ``reply``
+    what the primary answered (a list, one reply per call, for a pipelined batch), ``acked`` how many
+    replicas confirmed it and ``asked`` how many WAIT asked for. ``again()`` sends the very same write
+    once more, on the same link, then WAIT: it answers the ShortWait of that second send (a refusal
+    comes back as its reply, an exception object, not raised).
+    """
+
+    transition: str
+    command: str
+    reply: Any
+    acked: int
+    asked: int
+    resend: Callable[[], tuple[Any, int]] = field(repr=False)
+
+    def again(self) -> ShortWait:
+        reply, acked = self.resend()
+        return ShortWait(self.transition, self.command, reply, acked, self.asked, self.resend)
 
 
 def _text(key: Any) -> str:
@@ -58,13 +102,16 @@ class ClusterConnector(Connector):
     client: RedisCluster  # type: ignore[assignment]
     #: ``(numreplicas, timeout_ms)``: WAIT after every write, on the link that wrote
     wait: tuple[int, int] | None = None
+    #: what the caller of a write is told when its WAIT confirms fewer replicas than asked (``ShortWait``);
+    #: None: the primary's answer, counted in ``wait_short``
+    on_short_wait: Callable[[ShortWait], Any] | None = None
 
     on_cluster = True
 
     def _start(self) -> None:
         check_wait(self.wait)
         _check_cluster_parser(self.parser)
-        # self._loaded holds (node, sha): a script cache is per node
+        # self.loaded holds (node, sha): a script cache is per node
         self._branded: set[str] = set()  # queues whose brand this connector has checked
         #: writes whose WAIT came back with fewer replicas than asked
         self.wait_short = 0
@@ -84,7 +131,7 @@ class ClusterConnector(Connector):
         out = []
         for node in self.client.get_nodes():
             mods = self.client.get_redis_connection(node).execute_command("MODULE", "LIST")
-            if not self._lists_trafikey(mods):
+            if not lists_trafikey(mods):
                 out.append(node.name)
         return sorted(out)
 
@@ -194,7 +241,10 @@ class ClusterConnector(Connector):
                 link.send_command(*args)
                 reply = rc.parse_response(link, "" if raw else _text(args[0]))
                 if write and self.wait is not None:
-                    self._wait_on(rc, link, node.name)
+                    acked = self._wait_on(rc, link, node.name)
+                    if acked < self.wait[0] and self.on_short_wait is not None:
+                        return self._short(entry, args, reply, acked,
+                                           lambda rc=rc, link=link, at=node.name: self._resend(rc, link, at, args))
                 return reply
             except redis.exceptions.MovedError as exc:
                 # the node refused before running anything: the slot lives elsewhere now
@@ -218,13 +268,33 @@ class ClusterConnector(Connector):
                 pool.release(link)
         raise redis.exceptions.ClusterError(f"slot {slot} moved more than {MAX_REDIRECTS} times during one call")
 
-    def _wait_on(self, rc: redis.Redis, link: Any, node: str) -> None:
+    def _wait_on(self, rc: redis.Redis, link: Any, node: str) -> int:
         n, timeout_ms = self.wait  # type: ignore[misc]
         link.send_command("WAIT", n, timeout_ms)
-        acked = rc.parse_response(link, "WAIT")
+        acked = int(rc.parse_response(link, "WAIT"))
         if acked < n:
             self.wait_short += 1
         self.trace.append(TraceEntry(["WAIT", n, timeout_ms], reply=acked, node=node))
+        return acked
+
+    def _resend(self, rc: redis.Redis, link: Any, node: str, args: Sequence[Any]) -> tuple[Any, int]:
+        """The same write once more on the same link, then WAIT: (its reply or refusal, replicas confirmed)."""
+        entry = TraceEntry(list(args), node=node)
+        self.trace.append(entry)
+        link.send_command(*args)
+        try:
+            entry.reply = rc.parse_response(link, _text(args[0]))
+        except redis.exceptions.ResponseError as exc:
+            entry.reply, entry.error = exc, True
+        return entry.reply, self._wait_on(rc, link, node)
+
+    def _short(self, entry: TraceEntry | None, args: Sequence[Any], reply: Any, acked: int,
+               resend: Callable[[], tuple[Any, int]]) -> Any:
+        """What ``on_short_wait`` makes of a write only the primary holds: the reply its caller is told."""
+        command = (entry.script if entry is not None and entry.script else "") or _text(args[0]).upper()
+        short = ShortWait(TRANSITIONS.get(command, "other"), command, reply, acked, self.wait[0],  # type: ignore[index]
+                          resend)
+        return self.on_short_wait(short)  # type: ignore[misc]
 
     def refresh(self) -> None:
         """Ask the cluster for its slot map again (after a lost link, a failover)."""
@@ -251,7 +321,7 @@ class ClusterConnector(Connector):
             name = _text(args[0]).upper()
             entry = TraceEntry(list(args), node="all primaries" if name in _ALL_PRIMARIES else "cluster")
             opts = {"target_nodes": RedisCluster.PRIMARIES} if name in _ALL_PRIMARIES else {}
-            return self._send(entry, lambda: self.client.execute_command(*args, **opts))
+            return self.traced(entry, lambda: self.client.execute_command(*args, **opts))
         slot = self._slot(keys)
         if _text(args[0]).upper().startswith("EMQ."):
             self._ensure_brand(keys, slot)
@@ -268,9 +338,9 @@ class ClusterConnector(Connector):
 
     def _load_once(self, sc: scripts.Script, where: tuple[int, bool]) -> None:
         node = self.node_for_slot(where[0])
-        if (node, sc.sha) not in self._loaded:
+        if (node, sc.sha) not in self.loaded:
             self._route(["SCRIPT", "LOAD", sc.source], where[0], None, write=False)
-            self._loaded.add((node, sc.sha))
+            self.loaded.add((node, sc.sha))
 
     def _reload(self, sc: scripts.Script, refused: TraceEntry) -> None:
         # a promoted replica, a restart, or a redirection to a node this connector never loaded on:
@@ -319,6 +389,7 @@ class ClusterConnector(Connector):
         if waiting:
             pipe.execute_command("WAIT", *self.wait)  # type: ignore[misc]
         self.trace.extend(entries)
+        self.round_trips += 1
         try:
             answers = pipe.execute(raise_on_error=False)
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
@@ -327,8 +398,11 @@ class ClusterConnector(Connector):
             raise
         if waiting:
             acked = answers.pop()
-            self.wait_short += isinstance(acked, int) and acked < self.wait[0]  # type: ignore[index]
+            short = isinstance(acked, int) and acked < self.wait[0]  # type: ignore[index]
+            self.wait_short += short
             self.trace.append(TraceEntry(["WAIT", *self.wait], reply=acked, node=node.name))  # type: ignore[misc]
+            if short and self.on_short_wait is not None:
+                answers = list(self._short(entries[0], [], answers, acked, lambda: self._resend_batch(rc, entries)))
         again = []
         for i, entry, answer in zip(todo, entries, answers):
             entry.reply, entry.error = answer, isinstance(answer, Exception)
@@ -341,12 +415,23 @@ class ClusterConnector(Connector):
         if any(isinstance(replies[i], redis.exceptions.MovedError) for i in again):
             self.refresh()
         if any(isinstance(replies[i], redis.exceptions.NoScriptError) for i in again):
-            self._loaded.discard((node.name, sc.sha))
+            self.loaded.discard((node.name, sc.sha))
         return again
+
+    def _resend_batch(self, rc: redis.Redis, entries: list[TraceEntry]) -> tuple[Any, int]:
+        """A pipelined batch sent once more, then WAIT: (its replies, refusals among them, replicas confirmed)."""
+        pipe = rc.pipeline(transaction=False)
+        for e in entries:
+            pipe.execute_command(*e.args)
+        pipe.execute_command("WAIT", *self.wait)  # type: ignore[misc]
+        answers = pipe.execute(raise_on_error=False)
+        acked = int(answers.pop())
+        self.wait_short += acked < self.wait[0]  # type: ignore[index]
+        return answers, acked
 
     def _load_on(self, name: str, sc: scripts.Script) -> None:
         self._send_to(name, "SCRIPT", "LOAD", sc.source)
-        self._loaded.add((name, sc.sha))
+        self.loaded.add((name, sc.sha))
 
     def _send_to(self, name: str, *args: Any) -> Any:
         """One traced command to the node named ``host:port`` itself (no slot routing)."""
@@ -354,7 +439,7 @@ class ClusterConnector(Connector):
         if node is None:
             raise redis.exceptions.ClusterError(f"node {name} is not in the slot map")
         entry = TraceEntry(list(args), node=name)
-        return self._send(entry, lambda: self.client.get_redis_connection(node).execute_command(*args))
+        return self.traced(entry, lambda: self.client.get_redis_connection(node).execute_command(*args))
 
     # -- per node ----------------------------------------------------------------------
     def run_id(self, queue: str) -> str:
@@ -370,7 +455,8 @@ class ClusterConnector(Connector):
     def fork(self, parser: str | None = None) -> ClusterConnector:
         """A new connector on the same cluster (its own client, slot map and trace), same wire and WAIT."""
         _check_cluster_parser(parser or "python")
-        return connect_cluster(self.address, wire=self.wire, wait=self.wait)
+        return connect_cluster(self.address, wire=self.wire, wait=self.wait, on_short_wait=self.on_short_wait,
+                               script_set=self.script_set)
 
 
 def _writes(sc: scripts.Script) -> bool:
@@ -413,21 +499,26 @@ def make_cluster_client(address: dict[str, Any]) -> RedisCluster:
     )
 
 
-def connect_cluster(address: dict[str, Any], wire: int = 4, wait: tuple[int, int] | None = None) -> ClusterConnector:
+def connect_cluster(address: dict[str, Any], wire: int = 4, wait: tuple[int, int] | None = None,
+                    on_short_wait: Callable[[ShortWait], Any] | None = None,
+                    script_set: ScriptSet = KIT) -> ClusterConnector:
     """A fresh cluster connector (its own client and trace) on the cluster at ``address``."""
     check_wait(wait)  # before a link is opened
-    return ClusterConnector(make_cluster_client(address), wire=wire, address=dict(address), wait=wait)
+    return ClusterConnector(make_cluster_client(address), wire=wire, address=dict(address), wait=wait,
+                            on_short_wait=on_short_wait, script_set=script_set)
 
 
-def reconnect(address: dict[str, Any], wire: int = 4, wait: tuple[int, int] | None = None) -> Connector:
+def reconnect(address: dict[str, Any], wire: int = 4, wait: tuple[int, int] | None = None,
+              on_short_wait: Callable[[ShortWait], Any] | None = None, script_set: ScriptSet = KIT) -> Connector:
     """A fresh connector from an ``address`` alone: a cluster's (``startup_nodes``) or a node's.
 
     What ``fork()`` does, for another process that was handed the address. It
     lives here, not in ``connector``, so that the dependency runs one way.
-    ``wait=(numreplicas, timeout_ms)`` (a cluster's replicas) sends WAIT after every write.
+    ``wait=(numreplicas, timeout_ms)`` (a cluster's replicas) sends WAIT after every write;
+    ``script_set`` runs another script in a transition's place (``transitions.ScriptSet``).
     """
     if "startup_nodes" in address:
-        return connect_cluster(address, wire=wire, wait=wait)
+        return connect_cluster(address, wire=wire, wait=wait, on_short_wait=on_short_wait, script_set=script_set)
     if wait is not None:
         raise BadInput("wait=(numreplicas, timeout_ms) needs a cluster address: a single node has no replica")
-    return connect(address, wire=wire)
+    return connect(address, wire=wire, script_set=script_set)

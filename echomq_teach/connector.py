@@ -7,6 +7,12 @@ on a Valkey Cluster. A ``wire=4`` connector runs scripts only and holds its
 node at ``echomq:4.0.0``. A ``wire=6`` connector requires ``echomq:6.0.0`` and the loaded ``trafikey``
 module; the job functions send it the native command wherever one exists.
 Every command is kept in a trace, written as a learner would type it.
+
+A transition's call (``transitions``: its keys and arguments, built once)
+goes through ``run`` (or ``NodeConnector.entry`` for a pipelined lane): the
+native command on wire 6 where the call has one, else the script; a
+connector made with a ``ScriptSet`` runs another script in a transition's
+place, on either wire, and its forks keep the set.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from redis.utils import HIREDIS_AVAILABLE
 
 from . import keyspace, scripts
 from .errors import BadInput, NodeError, WireError
+from .transitions import KIT, Call, ScriptSet
 
 TRACE_LIMIT = 500
 #: how long a connector waits for a keeper to load a script this user may not load (a classroom's node)
@@ -138,12 +145,19 @@ class Connector(ABC):
     node: Any = field(default=None, repr=False, compare=False)
     #: the client's reply parser: ``"python"`` (redis-py's, the default) or ``"hiredis"`` (a shortcut)
     parser: str = "python"
+    #: the Lua each transition runs (``run``): the kit's, or another script in a transition's place; forks keep it
+    script_set: ScriptSet = field(default=KIT, repr=False)
     #: True for a connector on a Valkey Cluster: every call is routed on its own (no pipelined lane)
     on_cluster: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         check_wire(self.wire)
-        self._loaded: set[Any] = set()  # what this connector has loaded: a sha, or (node, sha) on a cluster
+        if not isinstance(self.script_set, ScriptSet):
+            raise BadInput(f"script_set must be a transitions.ScriptSet, got {type(self.script_set).__name__}")
+        #: the round trips this connector has made (a command, or a pipeline): what the throughput lab counts
+        self.round_trips = 0
+        #: what this connector has loaded: a sha, or (node, sha) on a cluster (a script cache is per node)
+        self.loaded: set[Any] = set()
         # every entry names the shortcuts it went with: hiredis for each one this client parses
         self._tags: tuple[str, ...] = ("hiredis",) if self.parser == "hiredis" else ()
         self._start()
@@ -172,15 +186,33 @@ class Connector(ABC):
     def module_loaded(self) -> bool:
         """True when the ``trafikey`` module is loaded (on every node, for a cluster)."""
 
-    @staticmethod
-    def _lists_trafikey(modules: Any) -> bool:
-        """True when a ``MODULE LIST`` reply names ``trafikey``."""
-        return any(_module_name(m) == "trafikey" for m in modules)
-
     # -- sending ----------------------------------------------------------------------
     @abstractmethod
     def call(self, *args: Any) -> Any:
         """Send one plain command and trace it."""
+
+    def via(self, call: Call) -> str | scripts.Script:
+        """What runs ``call`` here: its native command (wire 6, where it has one and its script is the kit's),
+        else the script: the one standing in its transition's place (``script_set``), or the kit's."""
+        own = self.script_set.get(call.transition)
+        if own is None and self.native and call.command:
+            return call.command
+        return own or scripts.load(call.script)
+
+    def run(self, call: Call) -> Any:
+        """Send one transition's call (``transitions``) as ``via`` says; traced, a refusal raised as it came."""
+        how = self.via(call)
+        if isinstance(how, str):
+            return self.call(how, len(call.keys), *call.keys, *call.argv)
+        return self.eval(how, call.keys, call.argv)
+
+    def run_many(self, calls: Sequence[Call]) -> list[Any]:
+        """Calls of one transition without a native twin (a batch of enqueues), pipelined as ``eval_many``."""
+        if len({c.transition for c in calls}) > 1 or any(c.command for c in calls):
+            raise BadInput("run_many takes calls of one transition that has no native command")
+        if not calls:
+            return []
+        return self.eval_many(self.script_set.script(calls[0].transition), [(c.keys, c.argv) for c in calls])
 
     def eval(self, script: str | scripts.Script, keys: Sequence[str], argv: Iterable[Any]) -> Any:
         """Run a transition script by EVALSHA, loading it once; NOSCRIPT reloads and retries once."""
@@ -243,10 +275,13 @@ class Connector(ABC):
                   todo: list[int], where: Any, replies: list[Any], last: bool) -> list[int]:
         """Send the calls ``todo`` in one pipeline into ``replies``; answers those to send again."""
 
-    def _send(self, entry: TraceEntry, fn: Any) -> Any:
+    def traced(self, entry: TraceEntry, fn: Any) -> Any:
+        """Send by ``fn`` what ``entry`` names, and trace it (its shortcuts, its reply or refusal): the one place a
+        connector's commands are sent and traced, one round trip each."""
         if self._tags:
             entry.shortcuts += self._tags
         self.trace.append(entry)
+        self.round_trips += 1
         try:
             entry.reply = fn()
         except redis.exceptions.ResponseError as exc:
@@ -295,6 +330,7 @@ class NodeConnector(Connector):
 
     def _start(self) -> None:
         self._lane: Any = None  # the socket send_many holds (a redis-py Connection), opened on first use
+        self._by_sha: dict[str, scripts.Script] = {}  # every script script_call made ready, by its SHA
         # True once the node refused this user SCRIPT LOAD: a classroom's shared node, whose scripts the
         # instructor's keeper loads (python -m echomq_teach.classroom keep-scripts); then this connector waits
         self._kept = False
@@ -329,22 +365,22 @@ class NodeConnector(Connector):
         except redis.exceptions.NoPermissionError:
             # a classroom student may not run MODULE: ask which commands the module registered
             return bool(self.client.command_list(module="trafikey"))
-        return self._lists_trafikey(mods)
+        return lists_trafikey(mods)
 
     # -- sending ----------------------------------------------------------------------
     def call(self, *args: Any) -> Any:
         """Send one plain command and trace it."""
         entry = TraceEntry(list(args))
-        return self._send(entry, lambda: self.client.execute_command(*args))
+        return self.traced(entry, lambda: self.client.execute_command(*args))
 
     def _load_once(self, sc: scripts.Script, where: Any) -> None:
-        if sc.sha not in self._loaded:
+        if sc.sha not in self.loaded:
             if not self._kept:
                 try:
                     self.client.script_load(sc.source)
                 except redis.exceptions.NoPermissionError:
                     self._kept = True  # the EVALSHA finds the keeper's copy, or waits for it on NOSCRIPT
-            self._loaded.add(sc.sha)
+            self.loaded.add(sc.sha)
 
     def _reload(self, sc: scripts.Script, refused: TraceEntry) -> None:
         if not self._kept:
@@ -367,7 +403,7 @@ class NodeConnector(Connector):
             time.sleep(0.1)
 
     def _send_script(self, entry: TraceEntry, where: Any) -> Any:
-        return self._send(entry, lambda: self.client.execute_command(*entry.args))
+        return self.traced(entry, lambda: self.client.execute_command(*entry.args))
 
     def _batches(
         self, sc: scripts.Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
@@ -385,6 +421,7 @@ class NodeConnector(Connector):
             entries.append(TraceEntry(args, script=sc.name))
             pipe.execute_command(*args)
         self.trace.extend(entries)
+        self.round_trips += 1
         answers = pipe.execute(raise_on_error=False)
         again = []
         for i, entry, answer in zip(todo, entries, answers):
@@ -405,7 +442,15 @@ class NodeConnector(Connector):
         """An EVALSHA of a transition script, ready for ``send_many``; the script is loaded first if need be."""
         sc = scripts.load(script) if isinstance(script, str) else script
         self._load_once(sc, None)
+        self._by_sha[sc.sha] = sc  # a NOSCRIPT answer loads it again by its SHA
         return TraceEntry(["EVALSHA", sc.sha, len(keys), *keys, *argv], script=sc.name)
+
+    def entry(self, call: Call) -> TraceEntry:
+        """A transition's call (``transitions``) ready for ``send_many``, as ``via`` says it runs."""
+        how = self.via(call)
+        if isinstance(how, str):
+            return self.command(how, len(call.keys), *call.keys, *call.argv)
+        return self.script_call(how, call.keys, call.argv)
 
     def send_many(self, entries: Sequence[TraceEntry], tag: str = "pipeline") -> list[Any]:
         """Send the entries in one round trip on this connector's own socket; each one is traced.
@@ -422,6 +467,7 @@ class NodeConnector(Connector):
         for i, e in enumerate(entries, 1):
             e.shortcuts += ((f"{tag} {i}/{n}",) if n > 1 else ()) + self._tags
             self.trace.append(e)
+        self.round_trips += 1
         link = self._lane_link()
         try:
             if self.parser == "hiredis":
@@ -447,7 +493,7 @@ class NodeConnector(Connector):
 
     def _send_again(self, refused: TraceEntry) -> Any:
         """An EVALSHA refused NOSCRIPT: load its script, then send it alone; the reply or the refusal."""
-        sc = scripts.load(str(refused.script))
+        sc = self._by_sha[refused.args[1]]
         if self._kept or isinstance(self.send_many([self.command("SCRIPT", "LOAD", sc.source)])[0],
                                     redis.exceptions.NoPermissionError):
             self._kept = True
@@ -462,7 +508,8 @@ class NodeConnector(Connector):
 
     def fork(self, parser: str | None = None) -> NodeConnector:
         """A new connector on the same node (its own client and trace), e.g. for another process."""
-        return connect(self.address, wire=self.wire, node=self.node, parser=parser or self.parser)
+        return connect(self.address, wire=self.wire, node=self.node, parser=parser or self.parser,
+                       script_set=self.script_set)
 
     def close(self) -> None:
         if self._lane is not None:
@@ -481,6 +528,11 @@ def _hiredis_pack(args: Sequence[Any]) -> bytes:
         # a payload that came back surrogate-escaped: encoded first as the client decodes it
         return hiredis.pack_command(tuple(a.encode("utf-8", "surrogateescape") if isinstance(a, str) else a
                                           for a in args))
+
+
+def lists_trafikey(modules: Any) -> bool:
+    """True when a ``MODULE LIST`` reply names ``trafikey``."""
+    return any(_module_name(m) == "trafikey" for m in modules)
 
 
 def _module_name(entry: Any) -> str:
@@ -529,9 +581,14 @@ def make_client(address: dict[str, Any], parser: str = "python") -> redis.Redis:
     return client
 
 
-def connect(address: dict[str, Any], wire: int = 4, node: Any = None, parser: str = "python") -> NodeConnector:
-    """A fresh connector (its own client and trace) on the node at ``address`` (``node`` kept alive)."""
-    return NodeConnector(make_client(address, parser), wire=wire, address=dict(address), node=node, parser=parser)
+def connect(address: dict[str, Any], wire: int = 4, node: Any = None, parser: str = "python",
+            script_set: ScriptSet = KIT) -> NodeConnector:
+    """A fresh connector (its own client and trace) on the node at ``address`` (``node`` kept alive).
+
+    ``script_set`` runs another script in a transition's place (``transitions.ScriptSet``).
+    """
+    return NodeConnector(make_client(address, parser), wire=wire, address=dict(address), node=node, parser=parser,
+                         script_set=script_set)
 
 
 def address_from_url(url: str) -> dict[str, Any]:

@@ -108,15 +108,68 @@ def stopped_hint(exc: BaseException) -> str | None:
     return None
 
 
-def _on_link_error(
+#: the rooms' own one-line errors (``one_line``): (types, the line for such an error or None, its label)
+_one_liners: list[tuple[tuple[type[BaseException], ...], Callable[[BaseException], str | None], str]] = []
+#: the exception types this process last gave IPython (so it can widen them; a learner's own stay)
+_hooked: tuple[type[BaseException], ...] = ()
+
+
+def one_line(types: tuple[type[BaseException], ...], describe: Callable[[BaseException], str | None],
+             label: str) -> None:
+    """In IPython, show an error of ``types`` that ``describe`` has a line for as that one red line.
+
+    ``label: <line>`` replaces the frames; an error ``describe`` answers None for keeps its
+    traceback. The rooms register theirs here (the core imports none of them).
+    """
+    with _lock:
+        if (types, describe, label) not in _one_liners:
+            _one_liners.append((types, describe, label))
+    install()
+    shell = _ipython()
+    if shell is not None:
+        _hook_errors(shell)
+
+
+def _on_error(
     shell: Any, etype: type[BaseException], value: BaseException, tb: TracebackType | None, tb_offset: Any = None
 ) -> None:
-    hint = stopped_hint(value)
-    if hint is None:
-        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
-        return
-    # ipykernel sends this as the cell's error: one red line instead of the frames
-    shell._showtraceback(etype, value, [f"\x1b[0;31mNodeStopped\x1b[0m: {hint}"])
+    import redis
+
+    found = [(stopped_hint(value), "NodeStopped")] if isinstance(value, redis.exceptions.ConnectionError) else []
+    found += [(describe(value), label) for types, describe, label in list(_one_liners) if isinstance(value, types)]
+    for line, label in found:
+        if line:
+            # ipykernel sends this as the cell's error: one red line instead of the frames
+            shell._showtraceback(etype, value, [f"\x1b[0;31m{label}\x1b[0m: {line}"])
+            return
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+
+
+def cell_names(source: str) -> set[str]:
+    """The names a cell's top-level statements bind (assignments, imports, defs, for and with targets)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for node in tree.body:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                names.add(sub.id)
+            elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(sub.name)
+            elif isinstance(sub, ast.alias):
+                names.add((sub.asname or sub.name).split(".")[0])
+    return names
+
+
+def running_cell() -> str:
+    """The source of the cell IPython is running now ("" outside IPython)."""
+    shell = _ipython()
+    inputs = getattr(shell, "user_ns", {}).get("_ih") or [""]
+    return str(inputs[-1])
 
 
 # -- installing the hooks --------------------------------------------------------------------------------------
@@ -132,7 +185,7 @@ def install() -> None:
     if shell is None:
         return  # a script or a worker process: atexit and the finalizers are enough
     _hook_sigterm()
-    _hook_link_errors(shell)
+    _hook_errors(shell)
     kernel = getattr(shell, "kernel", None)
     if kernel is not None and not getattr(kernel, "_echomq_ending", False):
         original = kernel.do_shutdown
@@ -152,13 +205,16 @@ def _ipython() -> Any:
     return get() if get else None
 
 
-def _hook_link_errors(shell: Any) -> None:
+def _hook_errors(shell: Any) -> None:
+    global _hooked
     import redis
 
-    # a learner's own handler stays: ours goes in only where none is set
-    if getattr(shell, "custom_exceptions", ()) not in ((), None):
+    # a learner's own handler stays: ours goes in only where none is set, or where ours is
+    if getattr(shell, "custom_exceptions", ()) not in ((), None, _hooked):
         return
-    shell.set_custom_exc((redis.exceptions.ConnectionError,), _on_link_error)
+    types = (redis.exceptions.ConnectionError, *(t for types, _, _ in _one_liners for t in types))
+    _hooked = tuple(dict.fromkeys(types))
+    shell.set_custom_exc(_hooked, _on_error)
 
 
 def _hook_sigterm() -> None:

@@ -32,6 +32,13 @@ policy      when the child dies
 Once a death has been counted against the parent (``fail``, ``ignore``,
 ``remove``), ``@retry`` detaches that child (its ``parent`` field goes), so
 reprocessing it later runs it as a plain job and cannot count it twice.
+
+Each land draws a number from the queue's counter ``emq:{q}:flows`` and
+writes it as ``flow`` on the parent and every child. A child counts only
+toward the flow it was landed with: after ``jobs.remove`` of a parent, a new
+flow landed under the same id carries a later number, and a child of the old
+flow that ends afterwards (completed, dead, or buried by the stall sweep)
+counts toward neither; it settles as a plain job.
 """
 
 from __future__ import annotations
@@ -40,10 +47,11 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from . import ids as _ids
+from . import transitions
 from .connector import Connector
 from .errors import BadInput
 from .jobs import check_id, check_payload, send
-from .keyspace import check_queue, job_key, queue_key
+from .keyspace import check_queue, job_key
 
 POLICIES = ("fail", "ignore", "remove", "wait")
 DEFAULT_POLICY = "fail"
@@ -131,15 +139,7 @@ def add(
         seen[child_id] = i
     policies = _policies(policy, len(kids))
 
-    keys = [queue_key(queue, "pending"), job_key(queue, parent_id)]
-    keys += [job_key(queue, parent_id, s) for s in ("dependencies", "processed", "unsuccessful")]
-    keys += [job_key(queue, child_id) for child_id, _ in kids]
-    # ARGV: the parent, each child's id and payload, then each child's policy
-    argv: list[Payload] = [parent_id, parent_payload]
-    for child_id, payload in kids:
-        argv += [child_id, payload]
-    argv += policies
-    send(conn, "", "enqueue_flow", keys, argv)
+    send(conn, transitions.enqueue_flow(queue, (parent_id, parent_payload), kids, policies))
     return Flow(parent_id, tuple(child_id for child_id, _ in kids))
 
 

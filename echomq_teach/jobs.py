@@ -18,11 +18,14 @@ a refusal by the node               ``WrongState``, ``WireError``, ``BadInput``,
                                     ``DuplicateJob`` (by its ``EMQ…`` prefix)
 =================================  =============================================
 
-A ``wire=6`` connector sends the native ``EMQ.*`` command where a twin exists
-(claim, complete and retry of a job whose row names no parent); everything
-else, and every call on a ``wire=4`` connector, runs the script by EVALSHA.
-A refusal reads the same on both executors: the node's ``EMQ…`` error mapped
-to the kit's exception, whichever executor refused.
+Each call's keys and arguments are built by its transition's builder
+(``transitions``). A ``wire=6`` connector sends the native ``EMQ.*`` command
+where a twin exists (claim, complete and retry of a job whose row names no
+parent, the stall sweep); everything else, and every call on a ``wire=4``
+connector, runs the script by EVALSHA (another script in a transition's place,
+where the connector's ``ScriptSet`` says so). A refusal reads the same on both
+executors: the node's ``EMQ…`` error mapped to the kit's exception, whichever
+executor refused.
 
 The fencing token is the row's ``attempts`` after a claim (D-5 in docs/decisions.md): it never
 repeats while the row lives, across retries, reaps, stall sweeps and
@@ -38,9 +41,11 @@ from typing import Any, NamedTuple
 import redis
 
 from . import ids as _ids
+from . import transitions
 from .connector import Connector
 from .errors import BadInput, DuplicateJob, UnknownJob, WireError, WrongState
-from .keyspace import base, check_queue, forbidden_in_key, job_key, queue_key
+from .keyspace import check_queue, forbidden_in_key, job_key, queue_key
+from .transitions import Call
 
 OK = "ok"
 STALE = "stale"
@@ -145,12 +150,10 @@ def reply_error(exc: Exception) -> Exception:
     return kind(text) if kind else exc
 
 
-def send(conn: Connector, command: str, script: str, keys: list[str], argv: list[str | bytes]) -> Any:
-    """The native ``command`` on wire 6 (``command`` not empty), else ``script`` by EVALSHA; refusals mapped."""
+def send(conn: Connector, call: Call) -> Any:
+    """One transition's call (``Connector.run``: its native command on wire 6, else its script); refusals mapped."""
     try:
-        if conn.native and command:
-            return conn.call(command, len(keys), *keys, *argv)
-        return conn.eval(script, keys, argv)
+        return conn.run(call)
     except redis.exceptions.ResponseError as exc:
         raise reply_error(exc) from exc
 
@@ -178,17 +181,17 @@ def enqueue(conn: Connector, queue: str, payload: str | bytes, job_id: str | Non
     The fence (D-5 in docs/decisions.md) holds only while a row lives; ids minted by the kit are
     never reused, so the limit concerns ids a caller chooses.
     """
-    job_id, keys, argv = _enqueue_call(queue, payload, job_id)
-    send(conn, "", "enqueue", keys, argv)
+    job_id, call = _enqueue_call(queue, payload, job_id)
+    send(conn, call)
     return job_id
 
 
-def _enqueue_call(queue: str, payload: object, job_id: str | None) -> tuple[str, list[str], list[Any]]:
-    """One ``@enqueue``'s id, KEYS and ARGV, every argument checked."""
+def _enqueue_call(queue: str, payload: object, job_id: str | None) -> tuple[str, Call]:
+    """One ``@enqueue``'s id and call, every argument checked."""
     check_queue(queue)
     check_payload(payload)
     job_id = _ids.mint() if job_id is None else check_id(job_id)
-    return job_id, [queue_key(queue, "pending"), job_key(queue, job_id)], [job_id, payload]
+    return job_id, transitions.enqueue(queue, job_id, payload)
 
 
 def enqueue_many(conn: Connector, queue: str, payloads: list[str | bytes],
@@ -206,7 +209,7 @@ def enqueue_many(conn: Connector, queue: str, payloads: list[str | bytes],
     calls = [_enqueue_call(queue, p, None if job_ids is None else job_ids[i]) for i, p in enumerate(payloads)]
     if len({c[0] for c in calls}) != len(calls):
         raise BadInput("job_ids names one id twice")
-    answers = conn.eval_many("enqueue", [(keys, argv) for _, keys, argv in calls])
+    answers = conn.run_many([call for _, call in calls])
     return [reply_error(a) if isinstance(a, Exception) else c[0] for c, a in zip(calls, answers)]
 
 
@@ -225,9 +228,8 @@ def claim(conn: Connector, queue: str, lease_ms: int) -> Claimed | None:
     positive_int("lease_ms", lease_ms)
     if paused(conn, queue):
         return None
-    keys = [queue_key(queue, "pending"), queue_key(queue, "active"), queue_key(queue, "")]
     # EMQ.CLAIM on a wire 6 connector, else @claim2 by EVALSHA; a refusal raises the kit's error
-    reply = send(conn, "EMQ.CLAIM", "claim2", keys, [str(lease_ms)])
+    reply = send(conn, transitions.claim(queue, lease_ms))
     if not reply:
         return None  # nothing pending, or the head was a ghost
     job_id, payload, att = reply
@@ -248,8 +250,7 @@ def claim_many(conn: Connector, queue: str, lease_ms: int, k: int) -> list[Claim
     check_queue(queue)
     positive_int("lease_ms", lease_ms)
     check_batch(k)
-    keys = [queue_key(queue, "pending"), queue_key(queue, "active"), queue_key(queue, "")]
-    reply = send(conn, "EMQ.CLAIM.MANY", "claim_many", keys, [str(lease_ms), str(k)])
+    reply = send(conn, transitions.claim_many(queue, lease_ms, k))
     return [Claimed(job_id, payload, int(att)) for job_id, payload, att, _parent in reply]
 
 
@@ -286,14 +287,9 @@ def complete(
     check_id(job_id)
     check_token(token)
     check_payload(result)
-    flag = record_flag(record)
-    b = base(queue)
+    record_flag(record)
     parent = _parent_of(conn, queue, job_id)
-    keys = [queue_key(queue, "active"), job_key(queue, job_id)]
-    if parent:
-        keys += [job_key(queue, parent, "dependencies"), job_key(queue, parent, "processed"), job_key(queue, parent)]
-    argv = [job_id, str(token), b, parent, result, *flag]
-    reply = send(conn, "" if parent else "EMQ.COMPLETE", "complete", keys, argv)
+    reply = send(conn, transitions.complete(queue, job_id, token, result, parent, record=record))
     return OK if reply == 1 else STALE
 
 
@@ -323,16 +319,11 @@ def retry(
     check_token(token)
     positive_int("delay_ms", delay_ms)
     positive_int("max_attempts", max_attempts)
-    flag = record_flag(record)
+    record_flag(record)
     if not isinstance(reason, str):
         raise BadInput(f"reason must be a str, got {type(reason).__name__}")
-    b = base(queue)
     parent = _parent_of(conn, queue, job_id)
-    keys = [queue_key(queue, "active"), queue_key(queue, "schedule"), queue_key(queue, "dead"), job_key(queue, job_id)]
-    if parent:
-        keys += [job_key(queue, parent, "dependencies"), job_key(queue, parent, "unsuccessful"), job_key(queue, parent)]
-    argv = [job_id, str(token), str(delay_ms), str(max_attempts), reason, b, parent, *flag]
-    reply = send(conn, "" if parent else "EMQ.FAIL", "retry", keys, argv)
+    reply = send(conn, transitions.retry(queue, job_id, token, reason, delay_ms, max_attempts, parent, record=record))
     return reply if reply in (SCHEDULED, DEAD) else STALE
 
 
@@ -340,26 +331,24 @@ def promote(conn: Connector, queue: str, limit: int = PROMOTE_LIMIT) -> list[str
     """EchoMQ.Jobs.promote/3 → ``@promote``: due schedule members back to pending."""
     check_queue(queue)
     positive_int("limit", limit)
-    keys = [queue_key(queue, "schedule"), queue_key(queue, "pending"), queue_key(queue, "")]
-    return list(send(conn, "", "promote", keys, [str(limit)]))
+    return list(send(conn, transitions.promote(queue, limit)))
 
 
 def reap(conn: Connector, queue: str) -> list[str]:
     """EchoMQ.Jobs.reap/2 → ``@reap``: up to 100 lapsed leases back to pending (no native twin)."""
     check_queue(queue)
-    keys = [queue_key(queue, "active"), queue_key(queue, "pending"), queue_key(queue, "")]
-    return list(send(conn, "", "reap", keys, []))
+    return list(send(conn, transitions.reap(queue)))
 
 
 # -- lifecycle controls ----------------------------------------------------------------------
 def pause(conn: Connector, queue: str) -> bool:
     """EchoMQ.Jobs.pause/2 → ``@pause``: True when this call paused the queue."""
-    return conn.eval("pause", [queue_key(queue, "paused")], []) == 1
+    return send(conn, transitions.pause(queue)) == 1
 
 
 def resume(conn: Connector, queue: str) -> bool:
     """EchoMQ.Jobs.resume/2 → ``@resume``: True when this call resumed the queue."""
-    return conn.eval("resume", [queue_key(queue, "paused")], []) == 1
+    return send(conn, transitions.resume(queue)) == 1
 
 
 def reprocess(conn: Connector, queue: str, job_id: str) -> str:
@@ -376,8 +365,7 @@ def reprocess(conn: Connector, queue: str, job_id: str) -> str:
     """
     check_queue(queue)
     require_row(conn, queue, job_id)
-    keys = [queue_key(queue, "dead"), queue_key(queue, "pending"), job_key(queue, job_id)]
-    send(conn, "", "reprocess", keys, [job_id])
+    send(conn, transitions.reprocess(queue, job_id))
     return OK
 
 
@@ -392,20 +380,15 @@ def remove(conn: Connector, queue: str, job_id: str, *, record: bool = False) ->
     """
     check_queue(queue)
     check_id(job_id)
-    flag = record_flag(record)
-    keys = [queue_key(queue, s) for s in ("pending", "active", "schedule", "dead")]
-    keys += [job_key(queue, job_id)] + [
-        job_key(queue, job_id, s) for s in ("dependencies", "processed", "unsuccessful")
-    ]
-    keys.append(queue_key(queue, "stream:completions"))
-    return send(conn, "", "remove", keys, [job_id, *flag]) == 1
+    record_flag(record)
+    return send(conn, transitions.remove(queue, job_id, record=record)) == 1
 
 
 def trim_dead(conn: Connector, queue: str, keep: int) -> list[str]:
     """EchoMQ.Jobs.trim_dead/3 → ``@trim_dead``: delete all but the newest ``keep`` dead jobs."""
     check_queue(queue)
     non_negative_int("keep", keep)
-    return list(send(conn, "", "trim_dead", [queue_key(queue, "dead"), queue_key(queue, "")], [str(keep)]))
+    return list(send(conn, transitions.trim_dead(queue, keep)))
 
 
 def drop(conn: Connector, queue: str) -> int:
@@ -417,4 +400,4 @@ def drop(conn: Connector, queue: str) -> int:
     leaves a queue with no entry, by design (D-8 in docs/decisions.md).
     """
     check_queue(queue)
-    return int(conn.eval("drop", [queue_key(queue, "")], []))
+    return int(send(conn, transitions.drop(queue)))

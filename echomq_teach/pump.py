@@ -22,7 +22,7 @@ from typing import Any
 
 from . import jobs
 from .connector import Connector, address_from_url, connect
-from .consumer import Ticker
+from .consumer.ticker import Ticker
 from .errors import BadInput
 from .keyspace import check_queue
 
@@ -72,7 +72,7 @@ class Pump(Ticker):
         return moved
 
     def start(self) -> None:
-        if self._thread is not None:
+        if self.started:
             raise RuntimeError("this pump was started already; make a new Pump to start again")
         self.start_thread("pump")
 
@@ -93,13 +93,19 @@ def main(argv: list[str] | None = None, out: Any = None) -> int:
         print(f"pump: {exc}", file=sys.stderr)
         return 2
 
-    def stop(_sig: int, _frame: Any) -> None:
+    # SIGTERM and SIGINT are waited for, not handled: a handler that stopped the loop would take the loop's
+    # own lock, and could deadlock if the signal came while the loop held it. Blocked before the tick thread
+    # starts, which inherits the mask.
+    stops = {signal.SIGTERM, signal.SIGINT}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    try:
+        pump.start()
+        print(f"pump: promoting {', '.join(pump.queues)} every {pump.interval_ms} ms", file=out, flush=True)
+        while pump.running and signal.sigtimedwait(stops, 0.1) is None:
+            pass  # until a signal, or the loop ended on its own error
         pump.stop()  # the loop ends after the beat it is in
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    print(f"pump: promoting {', '.join(pump.queues)} every {pump.interval_ms} ms", file=out, flush=True)
-    pump.run()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
     conn.close()
     counts = ", ".join(f"{q} {n}" for q, n in pump.promoted.items())
     print(f"pump: stopped after {pump.ticks} beats; promoted {counts}", file=out, flush=True)

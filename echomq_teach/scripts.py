@@ -1,14 +1,20 @@
 """The transition scripts, read from ``echomq_teach/lua/`` (the module attributes @claim2, …).
 
 Notebooks show these files; nothing here keeps a second copy of a body.
+``from_file`` and ``from_source`` make a script of your own, which a
+``transitions.ScriptSet`` runs in a transition's place.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from functools import cache, cached_property
 from importlib import resources
+from pathlib import Path
+
+from .errors import BadInput
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,29 @@ def load(name: str) -> Script:
     if not path.is_file():
         raise KeyError(f"no script @{name} in echomq_teach/lua/")
     return Script(name=f"@{name}", source=_expand(path.read_text(encoding="utf-8")))
+
+
+def from_source(name: str, source: str) -> Script:
+    """A script of your own (``@name``), its ``-- @include`` lines spliced in as the kit's are.
+
+    What a ``transitions.ScriptSet`` runs in a transition's place: a learner's Lua.
+    """
+    if not isinstance(name, str) or not name.lstrip("@"):
+        raise BadInput(f"a script's name must be a non-empty str, got {name!r}")
+    if not isinstance(source, str) or not source.strip():
+        raise BadInput(f"script @{str(name).lstrip('@')} is empty: a script needs a body")
+    try:
+        return Script(name=f"@{name.lstrip('@')}", source=_expand(source))
+    except KeyError as exc:
+        raise BadInput(f"script @{name.lstrip('@')}: {exc.args[0]}") from None
+
+
+def from_file(path: str | os.PathLike[str], name: str | None = None) -> Script:
+    """The Lua file at ``path`` as a script (named ``@<file name>`` unless ``name`` is given)."""
+    p = Path(path)
+    if not p.is_file():
+        raise BadInput(f"no Lua file at {str(p)!r}")
+    return from_source(name or p.stem, p.read_text(encoding="utf-8"))
 
 
 def names() -> list[str]:

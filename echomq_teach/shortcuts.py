@@ -41,6 +41,7 @@ from typing import NamedTuple
 
 import redis
 
+from . import transitions
 from .connector import NodeConnector, TraceEntry
 from .errors import BadInput, EchoMQError
 from .jobs import DEAD, OK, SCHEDULED, STALE, Claimed, check_id, check_token, complete, record_flag, reply_error, retry
@@ -122,7 +123,9 @@ def _claimed(reply: object) -> Claimed | None:
 class Lane:
     """One consumer's claims and settles with its shortcuts, on one connector and one queue.
 
-    The keys and fixed arguments are built once; every command goes through
+    Each call is its transition's (``transitions``), made ready by the
+    connector (``NodeConnector.entry``: the native command on wire 6, or the
+    script standing in its place); every command goes through
     ``NodeConnector.send_many`` (one socket, each entry traced and named).
     """
 
@@ -139,35 +142,28 @@ class Lane:
     ) -> None:
         self.conn, self.queue = conn, queue
         self.pipeline = PIPELINE in shortcuts
-        # the native commands read for themselves only on wire 6; on wire 4 the host reads
-        self.native_reads = NATIVE_READS in shortcuts and conn.native
+        # the native commands read for themselves only on wire 6, and only the kit's: on wire 4, or where a
+        # script stands in the place of claim, complete or retry (``script_set``), the host reads
+        self.native_reads = (NATIVE_READS in shortcuts and conn.native
+                             and not conn.script_set.replaces("claim", "complete", "retry"))
+        record_flag(record)
         self.record = record
-        b = self.base = base(queue)
-        self.claim_keys = [b + "pending", b + "active", b]
-        self.paused_key = b + "paused"
-        self.retry_keys = [b + "active", b + "schedule", b + "dead"]
-        self.lease, self.delay, self.max_attempts = str(lease_ms), str(retry_delay_ms), str(max_attempts)
-        self.retry_delay_ms, self.max_attempts_int = retry_delay_ms, max_attempts
-        # the flag only when recording: otherwise the settle has the page's own shape
-        self.record_arg = record_flag(record)
+        self.base = base(queue)
+        self.paused_key = self.base + "paused"
+        self.lease_ms, self.retry_delay_ms, self.max_attempts = lease_ms, retry_delay_ms, max_attempts
         #: the parent of each job a batch claim handed out and no settle has taken yet ('' for none)
         self.parents: dict[str, str] = {}
 
     # -- the claim -------------------------------------------------------------------------------
     def claim_entry(self) -> TraceEntry:
-        if self.conn.native:
-            e = self.conn.command("EMQ.CLAIM", 3, *self.claim_keys, self.lease)
-            if self.native_reads:
-                e.shortcuts = (_PAUSE_INSIDE,)
-            return e
-        return self.conn.script_call("claim2", self.claim_keys, [self.lease])
+        e = self.conn.entry(transitions.claim(self.queue, self.lease_ms))
+        if self.native_reads:
+            e.shortcuts = (_PAUSE_INSIDE,)
+        return e
 
     def claim_many_entry(self, k: int) -> TraceEntry:
         """The batch claim of up to ``k`` jobs: ``EMQ.CLAIM.MANY`` on wire 6, else ``@claim_many``."""
-        if self.conn.native:
-            e = self.conn.command("EMQ.CLAIM.MANY", 3, *self.claim_keys, self.lease, str(k))
-        else:
-            e = self.conn.script_call("claim_many", self.claim_keys, [self.lease, str(k)])
+        e = self.conn.entry(transitions.claim_many(self.queue, self.lease_ms, k))
         e.shortcuts = (_BATCH,)
         return e
 
@@ -196,8 +192,7 @@ class Lane:
         """
         entries = []
         for job, ok, value in answers:
-            entries.append(self._settle_entry(self.base + "job:" + job.id, job, ok, value,
-                                              self.parents.pop(job.id, "")))
+            entries.append(self._settle_entry(job, ok, value, self.parents.pop(job.id, "")))
         if claim_next:
             entries.append(self.claim_many_entry(claim_next))
         replies = self.conn.send_many(entries)
@@ -249,7 +244,7 @@ class Lane:
             got = self._read(reads)
             parent = got[0] or ""
             paused = pipelined and got[1] == 1
-        batch = [self._settle_entry(row, job, ok, value, parent)]
+        batch = [self._settle_entry(job, ok, value, parent)]
         if pipelined and not paused:
             batch.append(self.claim_entry())
         replies = self.conn.send_many(batch)
@@ -268,27 +263,15 @@ class Lane:
                 claim_error = exc
         return Settled(outcome, error, nxt, claim_error)
 
-    def _settle_entry(self, row: str, job: Claimed, ok: bool, value: str | bytes, parent: str) -> TraceEntry:
-        native = self.conn.native and not parent  # a flow child takes the script on either wire
+    def _settle_entry(self, job: Claimed, ok: bool, value: str | bytes, parent: str) -> TraceEntry:
+        # a flow child (``parent``) takes the script on either wire: its call names no native command
         if ok:
-            keys = [self.base + "active", row]
-            if parent:
-                keys += [f"{self.base}job:{parent}:dependencies", f"{self.base}job:{parent}:processed"]
-                keys.append(f"{self.base}job:{parent}")
-            argv = [job.id, str(job.attempts), self.base, parent, value, *self.record_arg]
-            command, script = "EMQ.COMPLETE", "complete"
+            call = transitions.complete(self.queue, job.id, job.attempts, value, parent, record=self.record)
         else:
-            keys = [*self.retry_keys, row]
-            if parent:
-                keys += [f"{self.base}job:{parent}:dependencies", f"{self.base}job:{parent}:unsuccessful"]
-                keys.append(f"{self.base}job:{parent}")
-            argv = [job.id, str(job.attempts), self.delay, self.max_attempts, value, self.base, parent]
-            argv += self.record_arg
-            command, script = "EMQ.FAIL", "retry"
-        if not native:
-            return self.conn.script_call(script, keys, argv)
-        e = self.conn.command(command, len(keys), *keys, *argv)
-        if self.native_reads:
+            call = transitions.retry(self.queue, job.id, job.attempts, value, self.retry_delay_ms, self.max_attempts,
+                                     parent, record=self.record)
+        e = self.conn.entry(call)
+        if self.native_reads and e.script is None:
             e.shortcuts = (_FLOW_INSIDE,)
         return e
 
@@ -305,7 +288,7 @@ class Lane:
                         return complete(self.conn, self.queue, job.id, job.attempts, value, record=self.record), None
                     return retry(
                         self.conn, self.queue, job.id, job.attempts, str(value),
-                        self.retry_delay_ms, self.max_attempts_int, record=self.record,
+                        self.retry_delay_ms, self.max_attempts, record=self.record,
                     ), None
             except (redis.exceptions.ResponseError, EchoMQError) as exc:
                 return None, exc

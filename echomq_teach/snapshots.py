@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import transitions
 from .connector import Connector
 from .keyspace import SETS, base
 
@@ -128,7 +129,7 @@ def _pairs(flat: list[Any]) -> list[tuple[Any, Any]]:
 def snapshot(conn: Connector, queue: str) -> Snapshot:
     """EchoMQ.Inspect.snapshot/2 → ``@snapshot`` (a read-only script: ``no-writes``)."""
     b = base(queue)
-    reply = conn.eval("snapshot", [b], [])
+    reply = conn.run(transitions.snapshot(queue))
     now, paused, pending, active, schedule, dead, rows_flat, counters_flat, completed, stream_len = reply
     sets = {
         name: {m: int(float(s)) for m, s in _pairs(flat)} for name, flat in zip(SETS, (pending, active, schedule, dead))

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from . import transitions
 from .connector import Connector
 from .jobs import positive_int, record_flag, send
-from .keyspace import check_queue, queue_key
+from .keyspace import check_queue
 
 DEFAULT_MAX_STALLED = 1
 
@@ -38,7 +39,6 @@ def check(conn: Connector, queue: str, max_stalled: int = DEFAULT_MAX_STALLED, *
     """
     check_queue(queue)
     positive_int("max_stalled", max_stalled)
-    flag = record_flag(record)
-    keys = [queue_key(queue, s) for s in ("active", "pending", "dead")] + [queue_key(queue, "")]
-    requeued, dead = send(conn, "EMQ.STALLED.CHECK", "stalled_check", keys, [str(max_stalled), *flag])
+    record_flag(record)
+    requeued, dead = send(conn, transitions.stalled_check(queue, max_stalled, record=record))
     return StallReport(list(requeued), list(dead))

@@ -5,7 +5,8 @@
  * (score < now) per call, earliest deadline first. Each counted stall adds 1 to
  * the row's stalled; over max_stalled the job is buried with last_error
  * "stalled", and a buried flow child (a row carrying parent, whose parent row
- * exists) answers to its parent_policy as lua/includes/child_death.lua does.
+ * exists and carries the child's own flow number) answers to its parent_policy
+ * as lua/includes/child_death.lua does.
  * With the record flag '1' (absent: '0') each burial adds its entry to the
  * completions stream (outcome stalled), and a parent it fails its own after
  * it (outcome child_failed), as the script's XADDs do.
@@ -151,7 +152,7 @@ static TkBuf child_failed(TkCtx *ctx, TkBuf cid) {
 
 /* Judges the parent side of buried child i (child_death.lua), noting its effects; 0 after replying. */
 static int judge_death(TkCtx *ctx, Notes *notes, Death *deaths, TkBuf base, TkBuf parent, TkBuf policy,
-                       const TkBuf *rows, size_t i, size_t n) {
+                       TkBuf flow, const TkBuf *rows, size_t i, size_t n) {
     Death *d = &deaths[i];
     memset(d, 0, sizeof *d);
     d->policy = NO_PARENT;
@@ -168,6 +169,14 @@ static int judge_death(TkCtx *ctx, Notes *notes, Death *deaths, TkBuf base, TkBu
     }
     /* a removed parent: the script skips the policy (and keeps the child's link) */
     if (!tk_KeyExists(ctx, tk_name(ctx, prow))) return 1;
+    /* so it does for a row landed later under the same id (lua/includes/same_flow.lua): another flow
+     * number than the child's; the sweep never writes a row's flow, so reading it now is what the
+     * script reads. A parent key that is not a hash goes on to the checks below, as in the script */
+    TkOpen pk = tk_open(ctx, tk_name(ctx, prow), TK_READ);
+    TkBuf parent_flow;
+    int parent_type = tk_hmget(pk, &TK_W(FLOW), 1, &parent_flow);
+    tk_close(&pk);
+    if (parent_type == TK_KEYTYPE_HASH && !tk_same(parent_flow, flow)) return 1;
     d->policy = policy_of(policy);
     d->pid = parent;
     d->prow = prow;
@@ -328,15 +337,16 @@ int emq_stalled_check(TkCtx *ctx, TkStr **argv, int argc) {
         rows[i] = tk_row_key(ctx, base, tk_arg(ids[i]));
         row_names[i] = tk_name(ctx, rows[i]);
     }
-    TkStr *const wanted[] = {TK_W(STALLED), TK_W(LEASE_EPOCH), TK_W(PARENT), TK_W(PARENT_POLICY), TK_W(ATTEMPTS)};
+    TkStr *const wanted[] = {TK_W(STALLED),       TK_W(LEASE_EPOCH), TK_W(PARENT),
+                             TK_W(PARENT_POLICY), TK_W(ATTEMPTS),    TK_W(FLOW)};
     for (size_t i = 0; i < n; i++) {
         deaths[i].policy = NO_PARENT;
         epochs[i] = 0;
-        TkBuf fields[5];
+        TkBuf fields[6];
         int exists;
         TkOpen row = tk_open(ctx, row_names[i], TK_READ);
         int ok = tk_holds(ctx, row, TK_KEYTYPE_HASH, &exists);
-        tk_hmget(row, wanted, 5, fields);
+        tk_hmget(row, wanted, 6, fields);
         attempts[i] = fields[4];
         tk_close(&row);
         if (!ok) return TK_OK;
@@ -362,7 +372,7 @@ int emq_stalled_check(TkCtx *ctx, TkStr **argv, int argc) {
             set_state(&notes, rows[i], "dead");
             ndead++;
             /* a buried flow child answers to its parent's policy, as a retry at the cap does */
-            if (!judge_death(ctx, &notes, deaths, base, fields[2], fields[3], rows, i, n)) return TK_OK;
+            if (!judge_death(ctx, &notes, deaths, base, fields[2], fields[3], fields[5], rows, i, n)) return TK_OK;
         } else {
             verdicts[i] = REQUEUE;
             set_state(&notes, rows[i], "pending");

@@ -32,6 +32,7 @@ static const char *const word_text[TK_WORDS] = {
     [TK_W_STATE] = "state",
     [TK_W_PARENT] = "parent",
     [TK_W_PARENT_POLICY] = "parent_policy",
+    [TK_W_FLOW] = "flow",
     [TK_W_PRIOR_ATTEMPTS] = "prior_attempts",
     [TK_W_LEASE_EPOCH] = "lease_epoch",
     [TK_W_LAST_ERROR] = "last_error",

@@ -31,6 +31,7 @@ enum {
     TK_W_STATE,
     TK_W_PARENT,
     TK_W_PARENT_POLICY,
+    TK_W_FLOW,
     TK_W_PRIOR_ATTEMPTS,
     TK_W_LEASE_EPOCH,
     TK_W_LAST_ERROR,

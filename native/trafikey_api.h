@@ -3,8 +3,14 @@
  *
  * The server hands a module its lookup function (GetApi) as the first word of
  * the context; every function below is found through it by name, so no server
- * header is needed. The compiler cannot check a signature against the server:
- * each one was checked by hand against Valkey 8.0.1 (the server this kit runs).
+ * header is needed. The compiler cannot check a signature against the server,
+ * so each was checked by hand for Valkey 9.1.2, the one server every node of the
+ * kit runs (tools/valkey.lock): every name below is a module API function of that
+ * build (its binary exports VM_<Name> for each, and tk_api_load refuses to load
+ * when one is missing); every signature, flag and constant is the one Valkey's
+ * valkeymodule.h declares (read in its 8.0.1 form: Valkey keeps a released API
+ * function's signature and constants, so a module loads on later releases
+ * unrebuilt); the commands use every one, and the native tests pass on 9.1.2.
  * Keep them exact: a wrong declaration compiles silently. */
 #ifndef TRAFIKEY_API_H
 #define TRAFIKEY_API_H

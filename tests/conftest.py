@@ -189,7 +189,7 @@ def terminate(proc, timeout: float = 20) -> None:
 def pytest_sessionfinish(session, exitstatus):
     # kernels the notebook and browser tests shut down run no exit hooks: their servers died
     # with them, and this removes the folders they left, and the containers of any that died hard
-    from echomq_teach.nodes.local import sweep_stale_dirs
+    from echomq_teach.nodes.host import sweep_stale_dirs
 
     sweep_stale_dirs()
     if os.environ.get("DOCKER_HOST"):

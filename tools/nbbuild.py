@@ -86,8 +86,9 @@ def differences(src: Path, stored: nbformat.NotebookNode) -> list[str]:
 
 
 def main() -> int:
-    # a build's kernels keep any committed prediction in a folder of their own, never the learner's
-    os.environ.setdefault("ECHOMQ_PREDICTIONS", tempfile.mkdtemp(prefix="echomq-predictions-"))
+    # a build's kernels keep any committed prediction in a folder of their own, never the learner's, and
+    # start from an empty one: a cell that answers a prediction stores its "hidden until you predict" line
+    os.environ["ECHOMQ_PREDICTIONS"] = tempfile.mkdtemp(prefix="echomq-predictions-")
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("prefixes", nargs="*", help="build only notebooks whose names start with these")
     ap.add_argument("--check", action="store_true", help="confirm each notebook's cells match its source")

@@ -8,6 +8,8 @@
 
 The logic lives in plain classes (``steps.Lifecycle``, ``flow_model.FlowRun``,
 ``compare.ExecutorRun``, ``counter.SizeSeries``) that test without a browser.
+The widgets use the queue's core, the nodes and the lab (the chaos view runs
+the lab's worker processes and draws its verdict).
 """
 
 from __future__ import annotations

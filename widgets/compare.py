@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from echomq_teach import ids, jobs
+from echomq_teach import ids, jobs, transitions
 from echomq_teach.connector import Connector, TraceEntry
 from echomq_teach.keyspace import queue_key
 
@@ -53,10 +53,7 @@ def _paused(c: Connector, q: str, jid: str) -> None:
 
 def _raw_claim(c: Connector, q: str, jid: str) -> Any:
     # what claim/3 sends after its own pause read, sent here without that read
-    keys = [queue_key(q, "pending"), queue_key(q, "active"), queue_key(q, "")]
-    if c.native:
-        return c.call("EMQ.CLAIM", len(keys), *keys, str(LEASE_MS))
-    return c.eval("claim2", keys, [str(LEASE_MS)])
+    return c.run(transitions.claim(q, LEASE_MS))
 
 
 SCENARIOS: dict[str, Scenario] = {

@@ -9,7 +9,7 @@ import ipywidgets as widgets
 from echomq_teach import flows
 from echomq_teach.connector import Connector
 from echomq_teach.flows import POLICIES
-from echomq_teach.nodes.local import Node
+from echomq_teach.nodes.node import Node
 from echomq_teach.snapshots import Snapshot
 
 from .flow_model import MAX_CHILDREN, FlowEvent, FlowRun

@@ -16,7 +16,7 @@ import redis
 from echomq_teach import jobs, snapshots
 from echomq_teach.connector import Connector, TraceEntry
 from echomq_teach.keyspace import queue_key
-from echomq_teach.nodes.local import Node
+from echomq_teach.nodes.node import Node
 from echomq_teach.snapshots import Change, Snapshot
 
 WAIT_LIMIT_S = 10.0  # a wait for the server clock never hangs a kernel

@@ -25,6 +25,7 @@ ROW_ORDER = (
     "last_error",
     "parent",
     "parent_policy",
+    "flow",
     "stalled",
     "lease_epoch",
 )

@@ -8,7 +8,7 @@ import ipywidgets as widgets
 
 from echomq_teach.connector import Connector
 from echomq_teach.keyspace import base
-from echomq_teach.nodes.local import Node
+from echomq_teach.nodes.node import Node
 from echomq_teach.snapshots import Snapshot
 
 from .model import as_connector

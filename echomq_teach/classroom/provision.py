@@ -16,7 +16,7 @@ import redis
 
 from .. import keyspace
 from ..errors import EchoMQError
-from ..nodes.local import claim_slots
+from ..nodes.slots import claim_slots
 from . import kit_scripts
 from .acl import native_commands, student_rules
 from .compose import STUDENT_SOCKET_DIR

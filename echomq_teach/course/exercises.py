@@ -47,7 +47,8 @@ from .registry import (
     progress,
 )
 
-__all__ = ["Verdict", "Catalog", "Progress", "catalog", "check", "hint", "progress", "titles", "NO_HINT_YET"]
+__all__ = ["Verdict", "Catalog", "Progress", "catalog", "check", "hint", "progress", "reveals", "titles", "NO_HINT_YET",
+           "HOLD"]
 
 NO_HINT_YET = "No hint yet: write your try and run its check first. A hint comes after a try that did not pass."
 
@@ -204,6 +205,24 @@ def _passed(ex: Exercise, notes: list[str]) -> Verdict:
 def _failed(ex: Exercise, findings: list[str]) -> Verdict:
     TRIED.add(ex.key)
     return Verdict(f"{ex.key} {ex.title}", False, [*findings, *ex.hints()])
+
+
+#: what a cell that answers a prediction prints until that prediction is committed (one line)
+HOLD = "(hidden until you predict {key}: run {key}'s cell first, then this one again)"
+
+
+def reveals(key: str) -> predictions.Withheld:
+    """``with exercises.reveals("02.1"):`` around a cell whose output answers prediction 02.1.
+
+    Until 02.1 is committed the cell still runs, but shows one line (``HOLD``) in place of its
+    output; run again after the commitment, it shows everything. The cell is tagged
+    ``reveals:02.1`` too (tests/course/test_blind.py holds the two together).
+    """
+    ex = REGISTRY.get(key)
+    if ex is None or ex.kind != "predict":
+        predicts = ", ".join(k for k, e in sorted(REGISTRY.items()) if e.kind == "predict")
+        raise KeyError(f"{key!r} is no prediction; the predictions are {predicts}")
+    return predictions.Withheld(key, HOLD.format(key=key))
 
 
 # the checks register themselves on import (registry holds them; nothing here is imported back)

@@ -3,7 +3,9 @@
 ``python -m echomq_teach.course.fold_runner SPEC`` (SPEC a JSON object: the
 queue, the floor's path, the module and function of the learner's fold step,
 and ``kill_at``, the step event to die at, 0 for none). The node comes from
-``ECHOMQ_ADDRESS``. The runner takes the stream's floor lease (waiting,
+``ECHOMQ_ADDRESS``. The stream has a second reader, the shop's notifier, which
+keeps the last id it has read in ``notifier_key(queue)``: it still needs every
+entry after it. The runner takes the stream's floor lease (waiting,
 bounded, for one a killed runner left), hands the fold step a ``FoldKit``,
 and calls it until it answers 0. Every step the kit takes is printed as one
 line, ``step <n> <fold> <name>``, so the judge knows the steps of a fold; at
@@ -26,20 +28,29 @@ from ..connector import Connector, connect
 from ..errors import DriverBusy
 from ..floor.embedded import Floor, open_floor
 from ..floor.lease import Lease
+from ..keyspace import queue_key
 
 MAX_FOLDS = 20
 LEASE_MS = 1_000
 
 
+def notifier_key(queue: str) -> str:
+    """Where the stream's other reader, the shop's notifier, keeps the last stream id it has read."""
+    return queue_key(queue, "notifier:cursor")
+
+
 class FoldKit:
     """What a fold step is handed: the floor's cursor, and the steps a fold is made of.
 
-    kit.cursor()                the last stream id the floor holds (0-0 before the first commit)
-    kit.read(after, n)          at most n entries of the stream after the id `after`, as Settles
     kit.commit(since, settles)  the settles' rows and the new cursor, in one SQLite transaction;
                                 refused when the floor's cursor is no longer `since`
-    kit.trim_below()            the first stream id the floor does not hold (None before a commit)
+    kit.cursor()                the last stream id the floor holds (0-0 before the first commit)
+    kit.read(after, n)          at most n entries of the stream after the id `after`, as Settles
+    kit.notified()              the last stream id the shop's notifier has read (0-0 before it read any)
     kit.trim(minid)             XTRIM MINID minid: every entry of the stream below minid goes
+    kit.trim_below()            the first stream id the floor does not hold (None before a commit)
+
+    Stream ids (StreamId) compare as the stream orders them; ``sid.next()`` is the smallest id after ``sid``.
     """
 
     def __init__(self, conn: Connector, queue: str, floor: Floor, lease: Lease, kill_at: int) -> None:
@@ -65,6 +76,10 @@ class FoldKit:
         last = self.floor.commit(self.stream, since, settles, self.lease.token, midway=lambda: self._step("write"))
         self._step("commit")
         return last
+
+    def notified(self) -> StreamId:
+        raw = self.conn.call("GET", notifier_key(self.queue))
+        return StreamId.parse(raw) if raw else StreamId(0, 0)
 
     def trim_below(self) -> StreamId | None:
         return self.floor.trim_below(self.stream)

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from ..errors import BadInput
@@ -103,3 +105,46 @@ def forget(key: str) -> bool:
         return True
     except FileNotFoundError:
         return False
+
+
+class Withheld:
+    """What a cell shows, withheld until prediction ``key`` is committed: ``with Withheld(key, line):``.
+
+    Before the commitment the cell runs whole (its names are defined, its asserts hold) but what it
+    prints or displays (text, widgets, figures) is captured and dropped, and the cell prints ``line``
+    instead; once the prediction is kept, the same cell shows everything. A notebook is built, and
+    run by CI, with an empty predictions folder, so ``line`` is what every stored notebook holds.
+    """
+
+    def __init__(self, key: str, line: str) -> None:
+        self.key, self.line = key, line
+        self.shown = False
+        self._capture: Any = None
+        self._figures: set[int] = set()
+
+    def __enter__(self) -> Withheld:
+        self.shown = committed(self.key) is not None
+        if not self.shown:
+            from IPython.utils.capture import capture_output  # IPython is the notebooks' own
+
+            self._figures = _open_figures()
+            self._capture = capture_output()
+            self._capture.__enter__()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self.shown:
+            return
+        self._capture.__exit__(kind, exc, tb)
+        plt = sys.modules.get("matplotlib.pyplot")
+        for number in _open_figures() - self._figures:
+            # a figure left open would be drawn by the inline backend after the cell, past the capture
+            plt.close(number)  # type: ignore[union-attr]
+        if kind is None:
+            # one write: print's two (the line, then its newline) can land in two stored outputs under load
+            sys.stdout.write(self.line + "\n")
+
+
+def _open_figures() -> set[int]:
+    plt = sys.modules.get("matplotlib.pyplot")  # imported only by a notebook that draws
+    return set(plt.get_fignums()) if plt is not None else set()

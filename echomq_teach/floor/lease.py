@@ -14,9 +14,9 @@ import secrets
 import socket
 import time
 
+from .. import transitions
 from ..connector import Connector
 from ..errors import BadStream, DriverBusy, Fenced
-from ..keyspace import queue_key
 
 
 def holder_name() -> str:
@@ -29,17 +29,13 @@ class Lease:
 
     def __init__(self, conn: Connector, queue: str, lease_ms: int) -> None:
         self.conn, self.queue, self.lease_ms = conn, queue, lease_ms
-        self.key = queue_key(queue, "floor:driver")
-        self.fence_key = queue_key(queue, "floor:fence")
         self.holder = holder_name()
         self.token = 0
         self._taken_at = 0.0
 
     def take(self, floor_token: int) -> int:
         """Take or renew the lease; answers the token. ``DriverBusy`` when another driver holds it."""
-        token, who, *left = self.conn.eval(
-            "floor_lease", [self.key, self.fence_key], [self.holder, self.lease_ms, floor_token]
-        )
+        token, who, *left = self.conn.run(transitions.floor_lease(self.queue, self.holder, self.lease_ms, floor_token))
         if int(token) == 0:
             ms = int(left[0]) if left else -1
             raise DriverBusy(
@@ -56,9 +52,8 @@ class Lease:
 
     def trim(self, stream: str, minid: str, cursor: str) -> int:
         """``@floor_trim``: XTRIM MINID while this driver holds the lease; answers how many entries went."""
-        n = int(
-            self.conn.eval("floor_trim", [stream, self.key], [self.token, self.holder, minid, self.lease_ms, cursor])
-        )
+        call = transitions.floor_trim(self.queue, stream, self.token, self.holder, minid, self.lease_ms, cursor)
+        n = int(self.conn.run(call))
         if n == -1:
             raise Fenced(
                 f"the lease on queue {self.queue!r} is no longer this driver's (token {self.token}): not trimmed"
@@ -74,4 +69,4 @@ class Lease:
         """Give the lease back if it is still ours (``@floor_release``)."""
         if not self.token:
             return False
-        return self.conn.eval("floor_release", [self.key], [self.token, self.holder]) == 1
+        return self.conn.run(transitions.floor_release(self.queue, self.token, self.holder)) == 1

@@ -25,7 +25,7 @@ import weakref
 from pathlib import Path
 
 from ..errors import NodeError
-from ..nodes.local import free_port, sweep_stale_dirs
+from ..nodes.host import free_port, sweep_stale_dirs
 from ..nodes.process import Child, ChildError
 from .remote import Remote
 

@@ -377,10 +377,12 @@ def report_folder(state: str | os.PathLike[str]) -> Path:
 
 
 def _own_folder(path: Path, uid: int | None, mode: int) -> None:
-    path.mkdir(mode=mode, parents=True, exist_ok=True)
+    """``path`` made with ``mode`` unless it exists (then left as it is), and ``uid``'s when given (as root)."""
+    if not path.is_dir():
+        path.mkdir(mode=mode, parents=True)
+        path.chmod(mode)  # whatever the umask
     if uid is not None:
         os.chown(path, uid, uid)
-    path.chmod(mode)
 
 
 def configure(c: Any, state: str, public_url: str, port: int, readers: list[str], roster: str | None = None,
@@ -396,26 +398,20 @@ def configure(c: Any, state: str, public_url: str, port: int, readers: list[str]
     student's container must mount read-only at ``REPORT_MOUNT`` (the spawner's
     business); ``mode="tcp"``: the reports come through the proxy, and the
     answer is None. ``uid``: the uid the service runs as when the hub is root
-    (``DEFAULT_UID`` by default).
+    (``DEFAULT_UID`` by default). Nothing is written here: the service makes its
+    folders when it starts.
     """
     if mode not in ("socket", "tcp"):
         raise ValueError(f"mode must be 'socket' or 'tcp', got {mode!r}")
     bounds = bounds or Bounds()
-    root = os.getuid() == 0
-    uid = (DEFAULT_UID if uid is None else uid) if root else None
-    folder = store_folder(state)
-    _own_folder(folder, uid, 0o700)
-    old = Path(state) / "progress.sqlite"
-    if old.exists() and not (folder / old.name).exists():
-        os.replace(old, folder / old.name)  # where the store lived before it had a folder of its own
-        if uid is not None:
-            os.chown(folder / old.name, uid, uid)
+    uid = DEFAULT_UID if uid is None else uid
+    folder = store_folder(state)  # made by the service itself, as root, when it starts (main)
     env = {
         "ECHOMQ_PROGRESS_DB": str(folder / "progress.sqlite"),
         "ECHOMQ_PROGRESS_READERS": ",".join(readers),
         "ECHOMQ_PROGRESS_BOUNDS": json.dumps(bounds.__dict__),
         **({"ECHOMQ_CLASSROOM_ROSTER": os.path.abspath(roster)} if roster else {}),
-        **({"ECHOMQ_PROGRESS_UID": str(uid)} if uid is not None else {}),
+        "ECHOMQ_PROGRESS_UID": str(uid),
         # the service imports the kit from this checkout, as the hub's config does
         "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
     }
@@ -423,7 +419,6 @@ def configure(c: Any, state: str, public_url: str, port: int, readers: list[str]
     url = f"http://127.0.0.1:{port}"
     if mode == "socket":
         mount = report_folder(state)
-        _own_folder(mount, uid, 0o755)
         env["ECHOMQ_PROGRESS_REPORT_SOCKET"] = str(mount / REPORT_SOCKET)
         report_url = unix_url(f"{REPORT_MOUNT}/{REPORT_SOCKET}") + "/api/verdicts"
     else:
@@ -536,13 +531,17 @@ def main() -> None:
     # as root: the roster (root's) and the registry are read, the sockets (or the port) bound and the
     # store opened (its folder's parent, the hub's state folder, is root's alone); then root is dropped
     # and memory capped: nothing after this opens a file by name
+    root = os.getuid() == 0
+    uid = int(os.environ.get("ECHOMQ_PROGRESS_UID", str(DEFAULT_UID))) if root else os.getuid()
+    db = Path(os.environ["ECHOMQ_PROGRESS_DB"])
+    _own_folder(db.parent, uid if root else None, 0o700)
     apps = [(make_app(None, prefix, readers, roster, bounds=bounds, reports=report_socket is None), where, 0o600)]
     if report_socket:
+        _own_folder(Path(report_socket).parent, uid if root else None, 0o755)
         # every student's container connects to it (read-only mount): the token says who, never the socket
         apps.append((make_app(None, "/", readers, bounds=bounds, view=False), unix_url(report_socket), 0o666))
-    store = ProgressStore(os.environ["ECHOMQ_PROGRESS_DB"])
-    uid = int(os.environ.get("ECHOMQ_PROGRESS_UID", str(os.getuid())))
-    if os.getuid() == 0:
+    store = ProgressStore(db)
+    if root:
         os.chown(store.path, uid, uid)
     for app, at, mode in apps:
         app.settings["store"] = store

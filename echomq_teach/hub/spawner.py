@@ -3,7 +3,7 @@
 Each student's server runs in a container of their own (``DockerSpawner``) on
 the course image (``docker/build-course-offline.sh``): its own filesystem,
 process table, environment and network namespace (``network_mode: none``: a
-loopback of its own, nothing else), as uid 65534 with no capabilities to gain,
+loopback of its own, nothing else), as the image's learner (uid 1000) with no capabilities to gain,
 and a memory and CPU cap. Their notebooks live in a named volume of their own,
 ``echomq-<name>``, filled from the image the first time.
 

@@ -26,16 +26,17 @@ or a sweep and later settled), and calls whose answer never came.
 
 Each of the seven is its own small function (``INVARIANTS``), reading the
 run's facts indexed once (``Facts``); ``check`` composes them into one
-``Report``. The verdict is ``valid`` when the first seven lists are empty. Every check is
-sound under unknown outcomes: a call whose answer was lost is assumed to have
-run or not, whichever explains the history; it never produces a finding on
-its own. What it may hide is said in ``Report.notes``.
+``Report``, with any others of the same signature (``Invariant``: the case
+files add two). The verdict is ``valid`` when the first seven lists are
+empty. Every check is sound under unknown outcomes: a call whose answer was
+lost is assumed to have run or not, whichever explains the history; it never
+produces a finding on its own. What it may hide is said in ``Report.notes``.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -306,10 +307,14 @@ def _endings(calls: list[Op], final: FinalState,
 
 # -- the invariants: each reads the facts and answers its findings ------------------------------------
 def lost(f: Facts) -> list[Finding]:
-    """An enqueue the node acknowledged, never settled, in no set and without a row."""
+    """An enqueue the node acknowledged, never settled, in no set and without a row.
+
+    In a run that records no settle (``recorded=False``), a completion whose answer never came may have run:
+    the row it deleted is then no loss (a recording run's completion writes its entry in the same step)."""
     return [Finding("lost", job, "enqueued (the node said so), never settled, in no set and without a row",
                     f.by_job[job])
-            for job in sorted(f.tried) if _resting(f, job) == "gone" and job in f.acked]
+            for job in sorted(f.tried) if _resting(f, job) == "gone" and job in f.acked
+            and (f.recorded or not any(o.op == "complete" and o.indeterminate for o in f.by_job[job]))]
 
 
 def settled_twice(f: Facts) -> list[Finding]:
@@ -372,8 +377,10 @@ def unrecorded(f: Facts) -> list[Finding]:
             for e in f.inferred]
 
 
+#: what an invariant is: the run's facts in, its findings out (one signature: invariants compose)
+Invariant = Callable[[Facts], list[Finding]]
 #: the seven invariants, in the order a report lists their findings (``INVALID``)
-INVARIANTS: dict[str, Callable[[Facts], list[Finding]]] = {
+INVARIANTS: dict[str, Invariant] = {
     "lost": lost,
     "settled_twice": settled_twice,
     "unexpected": unexpected,
@@ -419,11 +426,17 @@ def tally(f: Facts) -> Report:
     return r
 
 
-def check(history: History, final: FinalState, *, recorded: bool = True) -> Report:
-    """Judge a run. ``recorded=True``: its consumers recorded every settle in the completions stream."""
+def check(history: History, final: FinalState, *, recorded: bool = True,
+          invariants: Mapping[str, Invariant] = INVARIANTS) -> Report:
+    """Judge a run. ``recorded=True``: its consumers recorded every settle in the completions stream.
+
+    ``invariants`` are composed as Jepsen composes checkers: each reads the same
+    facts, and the report holds every finding, in their order. The checker's own
+    by default; the case files add theirs (``lab.models.findings.INVARIANTS``).
+    """
     facts = Facts.of(history, final, recorded)
     report = tally(facts)
-    for invariant in INVARIANTS.values():
+    for invariant in invariants.values():
         report.findings += invariant(facts)
     return report
 

@@ -31,17 +31,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import jobs, scripts
+from .. import jobs, scripts, transitions
 from ..connector import Connector
 from ..errors import WireError
-from ..keyspace import base, job_key, queue_key
+from ..transitions import Call
 
-#: each leg: the script and the native command that do the same transition
-LEGS: dict[str, tuple[str, str]] = {
-    "claim": ("claim2", "EMQ.CLAIM"),
-    "complete": ("complete", "EMQ.COMPLETE"),
-    "fail": ("retry", "EMQ.FAIL"),
-}
+#: each leg: the transition whose script and native command it measures
+LEGS: dict[str, str] = {"claim": "claim", "complete": "complete", "fail": "retry"}
 LEASE_MS = 60_000
 RETRY_DELAY_MS = 60_000
 BATCH = 100  # calls per pipelined round trip
@@ -63,11 +59,11 @@ class LegCost:
 
     @property
     def script(self) -> str:
-        return "@" + LEGS[self.leg][0]
+        return "@" + transitions.SCRIPTS[LEGS[self.leg]]
 
     @property
     def native(self) -> str:
-        return LEGS[self.leg][1]
+        return transitions.COMMANDS[LEGS[self.leg]]
 
     @property
     def ratio(self) -> float:
@@ -118,36 +114,27 @@ def _window(raw: Any, calls: Sequence[Sequence[Any]]) -> tuple[list[Any], float,
 class _Queue:
     """One queue the measurement fills and drains, with the call each executor makes on it."""
 
-    def __init__(self, name: str, native: bool, shas: dict[str, str]) -> None:
-        self.name, self.native, self.shas = name, native, shas
-        self.p = base(name)
+    def __init__(self, name: str, native: bool) -> None:
+        self.name, self.native = name, native
 
-    def _send(self, leg: str, keys: list[str], argv: list[Any]) -> list[Any]:
-        script, command = LEGS[leg]
-        if self.native:
-            return [command, len(keys), *keys, *argv]
-        return ["EVALSHA", self.shas[script], len(keys), *keys, *argv]
+    def _send(self, call: Call) -> list[Any]:
+        """The call's words on this queue's executor: its native command, or EVALSHA of its script."""
+        return call.words(self.native)
 
     def enqueue_calls(self, ids: Iterable[str]) -> list[list[Any]]:
-        return [
-            ["EVALSHA", self.shas["enqueue"], 2, queue_key(self.name, "pending"), job_key(self.name, i), i, "payload"]
-            for i in ids
-        ]
+        return [self._send(transitions.enqueue(self.name, i, "payload")) for i in ids]
 
     def claim(self, _: Any = None) -> list[Any]:
-        keys = [queue_key(self.name, "pending"), queue_key(self.name, "active"), self.p]
-        return self._send("claim", keys, [LEASE_MS])
+        return self._send(transitions.claim(self.name, LEASE_MS))
 
     def complete(self, claimed: Sequence[Any]) -> list[Any]:
         job_id, _payload, token = claimed
-        keys = [queue_key(self.name, "active"), job_key(self.name, job_id)]
-        return self._send("complete", keys, [job_id, token, self.p, "", "done"])  # the page's five ARGV: not recorded
+        # the page's five ARGV: not recorded
+        return self._send(transitions.complete(self.name, job_id, token, "done"))
 
     def fail(self, claimed: Sequence[Any]) -> list[Any]:
         job_id, _payload, token = claimed
-        sets = [queue_key(self.name, s) for s in ("active", "schedule", "dead")]
-        argv = [job_id, token, RETRY_DELAY_MS, 5, "boom", self.p, ""]
-        return self._send("fail", [*sets, job_key(self.name, job_id)], argv)
+        return self._send(transitions.retry(self.name, job_id, token, "boom", RETRY_DELAY_MS, 5))
 
 
 def _check(leg: str, replies: list[Any]) -> None:
@@ -181,8 +168,9 @@ def measure(
     if not conn.module_loaded():
         raise WireError("measuring the native executor needs the trafikey module loaded (a native node)")
     raw = conn.client
-    shas = {name: raw.script_load(scripts.load(name).source) for name in ("enqueue", "claim2", "complete", "retry")}
-    queues = [_Queue(f"{prefix}-script", False, shas), _Queue(f"{prefix}-native", True, shas)]
+    for name in ("enqueue", "claim2", "complete", "retry"):
+        raw.script_load(scripts.load(name).source)  # what the script windows' EVALSHA runs
+    queues = [_Queue(f"{prefix}-script", False), _Queue(f"{prefix}-native", True)]
     for q in queues:
         jobs.drop(conn, q.name)
     size, waves = n // windows, iter(range(1000))

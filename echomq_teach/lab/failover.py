@@ -158,6 +158,7 @@ def failover(
     lease_ms: int = 1_500,
     start_after: float = 0.15,
     timeout: float = 60.0,
+    on_short_wait: Any = None,
 ) -> dict[str, Failover]:
     """One failover under one run per queue: ``{queue: wait}``, every queue on the same shard (each dropped first).
 
@@ -168,7 +169,9 @@ def failover(
     primary is killed ``window_s`` after the hold began (at once when
     nothing is held). The replica is promoted, the killed node rejoins as its
     replica (the cluster is whole again on return), every run drains (bounded
-    by ``timeout``) and is judged on its own.
+    by ``timeout``) and is judged on its own. ``on_short_wait`` (a function,
+    ``cluster_connector.ShortWait`` → the reply) decides, in every process of a
+    run with a ``wait``, what a write that WAIT confirmed short answers.
     """
     jobs.positive_int("jobs_n", jobs_n)
     jobs.non_negative_int("burst", burst)
@@ -193,7 +196,8 @@ def failover(
     try:
         for q, w in queues.items():
             runs[q] = Run(cluster, q, workers=workers, handler="echomq_teach.lab.handlers:stalls", work_ms=work_ms,
-                          lease_ms=lease_ms, recovery="stalled", wait=w, timeout=timeout)
+                          lease_ms=lease_ms, recovery="stalled", wait=w, timeout=timeout,
+                          on_short_wait=on_short_wait if w is not None else None)
         first = next(iter(runs.values()))
         old_run_id = first.conn.run_id(next(iter(runs)))
         for q, run in runs.items():

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,6 +156,25 @@ class Recorder:
                 self._close(n, "answer", t, reply=answer)
         return [a for a in answers if not isinstance(a, Exception)]
 
+    def enqueue_flow(self, parent: str, children: Sequence[str], enqueue: Callable[..., Any], *args: Any) -> Any:
+        """``enqueue(*args)``, a flow's enqueue (``flows.add``, or a case model's), recorded as the calls it stands for.
+
+        One atomic step lands the parent and its children, and the history says
+        so: the parent's enqueue and each child's (naming its ``parent``, which
+        the case files' ``released_early`` reads) go out together and are
+        answered together, or all end as that one call ended.
+        """
+        sent = [self._open("enqueue", job=parent)] + [self._open("enqueue", job=c, parent=parent) for c in children]
+        try:
+            reply = enqueue(*args)
+        except Exception as exc:
+            self._close_failed(sent, exc)
+            raise
+        t = self.clock.now_ms()
+        for n in sent:
+            self._close(n, "answer", t, reply="ok")
+        return reply
+
     def claim(self, conn: Connector, queue: str, lease_ms: int) -> jobs.Claimed | None:
         """``jobs.claim`` recorded; the job and its token are known only from the answer."""
         return self.call("claim", lambda: jobs.claim(conn, queue, lease_ms), shape=claimed_fields,
@@ -171,7 +190,7 @@ class Recorder:
         claims would be.
         """
         jobs.check_batch(k)
-        lease = int(lane.lease)
+        lease = lane.lease_ms
         sent = [self._open("claim", lease_ms=lease, batch=k) for _ in range(k)]
         try:
             got = lane.claim_many(k)

@@ -1,8 +1,10 @@
-"""The nemesis: a seeded random schedule of faults, carried out on a ``Run``.
+"""The nemesis: a seeded random schedule of faults, carried out on a run it drives (a ``Target``).
 
 ``Nemesis(seed)`` draws the schedule from its seed alone: the same seed, the
 same faults at the same offsets (what the faults then do depends on timing, as
-it would). ``run(run)`` carries it out, bounded, thawing every frozen worker.
+it would). ``run(target)`` carries it out, bounded, thawing every frozen worker.
+A target is what the nemesis drives: the lab's ``Run``, and a case model's
+``ModelRun`` (``lab.models.trial``), answer the one protocol ``Target``.
 """
 
 from __future__ import annotations
@@ -10,10 +12,31 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from .. import jobs
 from ..errors import BadInput
-from .run import FAULTS, Fault, Run
+from .history import Recorder
+from .run import FAULTS, Fault
+
+
+@runtime_checkable
+class Target(Protocol):
+    """What the nemesis drives: worker slots it aims faults at, a lane it notes them in, and the faults.
+
+    ``size``: the worker slots; ``nemesis``: the recorder of the ``nemesis``
+    lane (a skipped fault is noted there); ``pump``: whether a Pump promotes
+    (``drop_pump_link`` needs one); ``apply``: carry out one fault (a freeze's
+    thaw is the nemesis's, ``hold_s`` later, by ``thaw``).
+    """
+
+    size: int
+    nemesis: Recorder
+    pump: bool
+
+    def apply(self, fault: Fault) -> None: ...
+
+    def thaw(self, slot: int) -> None: ...
 
 
 @dataclass
@@ -62,8 +85,8 @@ class Nemesis:
         self.schedule = out
         return out
 
-    def run(self, run: Run, deadline_s: float = 60.0) -> list[Fault]:
-        """Carry out the schedule on ``run`` (this call blocks, bounded); answers the faults applied.
+    def run(self, run: Target, deadline_s: float = 60.0) -> list[Fault]:
+        """Carry out the schedule on ``run`` (a ``Target``: this call blocks, bounded); answers the faults applied.
 
         A slot that is frozen takes no other fault until it is thawed: the
         fault aimed at it is skipped and recorded as skipped.

@@ -49,6 +49,7 @@ from ..cluster_connector import check_wait, reconnect
 from ..connector import Connector, TraceEntry
 from ..errors import BadInput
 from ..pump import Pump
+from ..transitions import KIT, ScriptSet
 from .checker import FinalState, Report, check
 from .history import History, Recorder, ServerClock
 from .worker import WorkerOptions, client_name
@@ -172,7 +173,11 @@ class Run:
     (``jobs.claim_many``); it settles them all in one round trip. ``pump=True``
     hands promotion to a ``RecordedPump`` beating every ``tick_ms`` on its own
     link (the metronome then only recovers), as a deployment whose workers do
-    not sweep would run.
+    not sweep would run. ``scripts`` (a ``transitions.ScriptSet``) runs other
+    scripts in their transitions' places for every process of the run: the
+    workers (handed them as files in the run's folder), the producer, the
+    metronome and the Pump; the checker judges what they did as it judges the
+    kit's.
     """
 
     def __init__(
@@ -196,8 +201,13 @@ class Run:
         wait: tuple[int, int] | None = None,
         batch: int = 1,
         pump: bool = False,
+        on_short_wait: Callable[..., Any] | None = None,
+        scripts: ScriptSet | None = None,
     ) -> None:
         keyspace.check_queue(queue)
+        scripts = KIT if scripts is None else scripts
+        if not isinstance(scripts, ScriptSet):
+            raise BadInput(f"scripts must be a transitions.ScriptSet, got {type(scripts).__name__}")
         jobs.positive_int("workers", workers)
         jobs.positive_int("tick_ms", tick_ms)
         if recovery not in ("reap", "stalled"):
@@ -219,6 +229,9 @@ class Run:
             retry_delay_ms=retry_delay_ms, handler=handler if isinstance(handler, str) else "notebook:cell",
             work_ms=work_ms, idle_ms=idle_ms, record=record, timeout=timeout + 30, wait=wait, batch=batch,
         ).check()
+        if on_short_wait is not None and (wait is None or not callable(on_short_wait)):
+            raise BadInput("on_short_wait is a function deciding what a write WAIT confirmed short answers: "
+                           "it needs wait=(numreplicas, timeout_ms)")
         if batch > 1 and "startup_nodes" in node.address:
             raise BadInput("batch > 1 needs a single node: a cluster routes every call on its own")
         source = handler_source(handler) if callable(handler) else None
@@ -233,12 +246,22 @@ class Run:
         self.folder.mkdir(parents=True, exist_ok=True)
         if source is not None:
             handler, handler_path = write_handler(*source, self.folder), self.folder
+        # a design for short WAITs travels to the workers as a handler does: its source, in the run's folder
+        short = write_handler(*handler_source(on_short_wait), self.folder) if on_short_wait is not None else None
+        #: the scripts every process of this run runs (the kit's, but for those another stands in for)
+        self.scripts = scripts
         #: what every worker of this run is told (its name is filled in by ``spawn``)
         self.options = dataclasses.replace(told, history=str(self.folder), handler=str(handler),
-                                           handler_path=str(handler_path) if handler_path else None)
+                                           handler_path=str(handler_path) if handler_path else None,
+                                           on_short_wait=short,
+                                           scripts=scripts.files(self.folder / "scripts") if scripts else None)
         self.wait = wait
+        self.on_short_wait = on_short_wait
         # the producer's and the metronome's writes wait for the replicas as the workers' do
         self.conn: Connector = node.connector() if wait is None else node.connector(wait=wait)
+        self.conn.script_set = scripts  # its forks (the metronome's) keep it
+        if on_short_wait is not None:
+            self.conn.on_short_wait = on_short_wait  # type: ignore[attr-defined]
         self.slots: list[WorkerProcess | None] = [None] * workers
         self.all: list[WorkerProcess] = []
         self._generation = [0] * workers
@@ -305,17 +328,22 @@ class Run:
         return w
 
     # -- the metronome ------------------------------------------------------------------------------
+    def make_metronome(self, rec: Recorder) -> RecordedMetronome:
+        """The metronome this run ticks with, its calls recorded in ``rec``: the kit's, on a link of its own (a
+        judged run makes one that sweeps with the learner's script)."""
+        return RecordedMetronome(self.conn.fork(), self.queue, rec, self.nemesis, interval_ms=self.tick_ms,
+                                 recovery=self.recovery, record=self.record, promote=not self.pump)
+
     def start_metronome(self) -> None:
         """Promote and reap (or the stall sweep) every ``tick_ms``, recorded in the ``metronome`` lane."""
         if self._metronome is not None and self._metronome.running:
             return
-        rec = Recorder(self.folder, "metronome", self._clock)
-        self._metronome = RecordedMetronome(self.conn.fork(), self.queue, rec, self.nemesis, interval_ms=self.tick_ms,
-                                            recovery=self.recovery, record=self.record, promote=not self.pump)
+        self._metronome = self.make_metronome(Recorder(self.folder, "metronome", self._clock))
         self._metronome.start()
         if self.pump and (self._pump is None or not self._pump.running):
             # a link of its own, named, so that drop_pump_link finds it in CLIENT LIST as drop_link finds a worker's
-            link = reconnect({**self.address, "client_name": client_name(PUMP)}, wire=self.wire, wait=self.wait)
+            link = reconnect({**self.address, "client_name": client_name(PUMP)}, wire=self.wire, wait=self.wait,
+                             on_short_wait=self.on_short_wait, script_set=self.scripts)
             self._pump = RecordedPump(link, self.queue, Recorder(self.folder, PUMP, self._clock), self.nemesis,
                                       interval_ms=self.tick_ms)
             self._pump.start()

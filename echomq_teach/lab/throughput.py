@@ -122,22 +122,6 @@ def _check_own_queue(conn: Connector, queue: str) -> None:
         raise jobs.BadInput(f"queue {queue!r} already holds {held} jobs: measure on an empty queue of your own")
 
 
-def _count_trips(conn: Connector, counter: list[int]) -> None:
-    """Counts every round trip this connector makes from now on (a plain call, or a pipeline)."""
-    send, send_many = conn._send, conn.send_many
-
-    def one(entry: Any, fn: Any) -> Any:
-        counter[0] += 1
-        return send(entry, fn)
-
-    def many(entries: Any, tag: str = "pipeline") -> list[Any]:
-        counter[0] += 1
-        return send_many(entries, tag)
-
-    conn._send = one  # type: ignore[method-assign]
-    conn.send_many = many  # type: ignore[method-assign]
-
-
 def fill(conn: Connector, queue: str, n: int) -> list[str]:
     """N no-op jobs in pending, pipelined ``FILL`` at a time (before any clock starts); answers their ids."""
     ids: list[str] = []
@@ -171,14 +155,13 @@ def drain(conn: Connector, queue: str, n: int = 2_000, size: int = 1, batch: int
     try:
         fill(conn, queue, n)
         pool = Pool(conn, queue, _noop, size=size, batch=batch)
-        trips = [0]
-        for c in pool.consumers:
-            _count_trips(c.conn, trips)
+        trips0 = sum(c.conn.round_trips for c in pool.consumers)  # each consumer's own: a command, or a pipeline
         try:
             stats0, cpu0 = _counters(conn)
             t0 = time.perf_counter()
             report = pool.run(max_jobs=n, timeout=timeout)
             seconds = time.perf_counter() - t0
+            trips = sum(c.conn.round_trips for c in pool.consumers) - trips0
             stats1, cpu1 = _counters(conn)
         finally:
             pool.close()
@@ -186,7 +169,7 @@ def drain(conn: Connector, queue: str, n: int = 2_000, size: int = 1, batch: int
             raise RuntimeError(f"the pool settled {report.settled} of {n} jobs: {report}")
         calls = {k: c - stats0.get(k, (0, 0))[0] for k, (c, _) in stats1.items() if k != "info"}
         command_us = sum(us - stats0.get(k, (0, 0))[1] for k, (_, us) in stats1.items() if _outer(k))
-        return Drain(conn.wire, size, batch, n, seconds, trips[0], float(command_us), (cpu1 - cpu0) * 1e6,
+        return Drain(conn.wire, size, batch, n, seconds, trips, float(command_us), (cpu1 - cpu0) * 1e6,
                      {k: v for k, v in calls.items() if v})
     finally:
         jobs.drop(conn, queue)

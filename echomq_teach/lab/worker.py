@@ -29,6 +29,12 @@ each claim and each settle as its own call.
 * ``handler`` — halfway through the handler's work (``Context.work``);
 * ``handled`` — the handler returned; the settle was not sent;
 * ``settle-sent`` — the settle went out and its answer is back on the socket, unread.
+
+``scripts`` names another Lua file in a transition's place (a learner's own
+``claim``, say: ``transitions.ScriptSet``); the worker's connector runs it for
+every call of that transition, with the kit's keys and arguments, on either
+wire. ``flow_complete`` is the narrower hook of a judged fan-in: a loaded
+script that completes flow children only.
 """
 
 from __future__ import annotations
@@ -45,11 +51,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import connector, consumer, jobs, keyspace
+from .. import connector, consumer, jobs, keyspace, transitions
 from ..cluster_connector import reconnect
 from ..connector import Connector
 from ..errors import BadInput
 from ..shortcuts import NATIVE_READS, PIPELINE, Lane
+from ..transitions import KIT, ScriptSet
 from .handlers import Context
 from .history import Recorder, ServerClock
 
@@ -89,6 +96,12 @@ class WorkerOptions:
     crash_on: int = 1  # the claim (1st, 2nd, …) to crash on
     #: a loaded script's SHA that completes a flow child in place of @complete (a judged build's fan-in)
     flow_complete: str | None = None
+    #: on a cluster with ``wait``: ``module:function`` that decides what a write WAIT confirmed short answers
+    #: (``cluster_connector.ShortWait``), imported from the run's folder (a judged build's design)
+    on_short_wait: str | None = None
+    #: another script in a transition's place, as a Lua file by transition (``transitions.ScriptSet.files``):
+    #: every call of that transition this worker makes runs it, on either wire
+    scripts: dict[str, str] | None = None
 
     def check(self) -> WorkerOptions:
         """The options as they are, or a ``BadInput`` naming the first one that is wrong."""
@@ -110,7 +123,14 @@ class WorkerOptions:
             raise BadInput(f"flow_complete must be a loaded script's SHA1 (40 hex digits), got {self.flow_complete!r}")
         if self.wait is not None and (len(self.wait) != 2 or not all(isinstance(v, int) for v in self.wait)):
             raise BadInput(f"wait must be (numreplicas, timeout_ms), two integers, got {self.wait!r}")
+        if self.on_short_wait is not None and (self.wait is None or ":" not in str(self.on_short_wait)):
+            raise BadInput(f"on_short_wait must be 'module:function', with a wait, got {self.on_short_wait!r}")
+        self.script_set()  # every transition known, every file there and a script
         return self
+
+    def script_set(self) -> ScriptSet:
+        """The scripts this worker runs: the kit's, with ``scripts`` in their transitions' places."""
+        return KIT if self.scripts is None else ScriptSet.from_files(self.scripts)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), separators=(",", ":"))
@@ -234,12 +254,10 @@ class Worker:
         """Complete a flow child of ``parent`` by the script ``sha`` (@complete's KEYS and ARGV), recorded as
         ``complete``: the reply 1 is ``ok``, 0 ``stale``; anything else is kept as it came, for the judge to name.
         """
-        q = self.queue
-        keys = [keyspace.queue_key(q, "active"), keyspace.job_key(q, job.id),
-                *(keyspace.job_key(q, parent, s) for s in ("dependencies", "processed")), keyspace.job_key(q, parent)]
+        c = transitions.complete(self.queue, job.id, job.attempts, value, parent)
 
         def call() -> str:
-            reply = self.conn.call("EVALSHA", sha, 5, *keys, job.id, job.attempts, keyspace.base(q), parent, value)
+            reply = self.conn.call("EVALSHA", sha, len(c.keys), *c.keys, *c.argv)
             return jobs.OK if reply == 1 else jobs.STALE if reply == 0 else f"not 1 or 0: {reply!r}"
 
         return self.rec.call("complete", call, job=job.id, token=job.attempts)
@@ -277,12 +295,13 @@ class Worker:
 
 
 def connect_when_up(address: dict[str, Any], wire: int, timeout: float = 20.0,
-                    wait: tuple[int, int] | None = None) -> tuple[Connector, ServerClock]:
+                    wait: tuple[int, int] | None = None,
+                    script_set: ScriptSet = KIT) -> tuple[Connector, ServerClock]:
     """A connector and the node's clock; a worker started while its node restarts waits for it (bounded)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            conn = reconnect(address, wire=wire, wait=wait)
+            conn = reconnect(address, wire=wire, wait=wait, script_set=script_set)
             return conn, ServerClock(conn)
         except connector.LINK_ERRORS:
             if time.monotonic() > deadline:
@@ -315,7 +334,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # named on every link it opens, so that a fault can find this worker in CLIENT LIST and drop it
     address["client_name"] = client_name(options.name)
-    conn, clock = connect_when_up(address, options.wire, wait=options.wait)
+    conn, clock = connect_when_up(address, options.wire, wait=options.wait, script_set=options.script_set())
+    if options.on_short_wait:
+        sys.path.insert(0, options.history)  # the run wrote the design's module into its folder
+        conn.on_short_wait = load_handler(options.on_short_wait)  # type: ignore[attr-defined]
     rec = Recorder(options.history, options.name, clock)
     worker = Worker(conn, options.queue, rec, handler, options)
 

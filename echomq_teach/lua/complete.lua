@@ -4,6 +4,7 @@
 -- reply: 1 when settled, 0 when stale (token moved on, or the row is no longer active): nothing written
 -- @include args
 -- @include types
+-- @include same_flow
 local p = ARGV[3]
 -- every check before the first write, as EMQ.COMPLETE makes them: a refusal writes nothing
 -- the page's five ARGV, or six with the kit's record flag (absent: not recorded)
@@ -12,10 +13,12 @@ local bad = refuse_count('@complete', 5, true) or refuse_positive('token', ARGV[
 if bad then return bad end
 if #KEYS ~= 2 and #KEYS ~= 5 then return redis.error_reply('EMQARG @complete takes 2 keys, or 5 for a flow child') end
 -- the token fence (D-3 in docs/decisions.md): the claim count must still be this token and the row still active
-local row = redis.call('HMGET', KEYS[2], 'attempts', 'state')
+local row = redis.call('HMGET', KEYS[2], 'attempts', 'state', 'flow')
 if row[1] ~= ARGV[2] or row[2] ~= 'active' then return 0 end
--- a child whose parent an operator removed settles as a plain job: a release would write a ghost parent
-local orphan = KEYS[3] and redis.call('EXISTS', KEYS[5]) == 0
+-- a child whose parent an operator removed settles as a plain job: a release would write a ghost parent;
+-- so does one whose parent id now names a later flow's row (its own flow number differs): a child
+-- counts only toward the flow it was landed with
+local orphan = KEYS[3] and not same_flow(KEYS[5], row[3])
 bad = (record == '1' and refuse_type(p .. 'stream:completions', 'stream')) or refuse_type(p .. 'metrics:completed', 'hash')
 if not bad and KEYS[3] and not orphan then
   bad = refuse_type(KEYS[3], 'string') or refuse_type(KEYS[4], 'hash') or refuse_type(KEYS[5], 'hash')

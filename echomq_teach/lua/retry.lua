@@ -4,6 +4,7 @@
 -- reply: 'scheduled' or 'dead', or 0 when stale (token moved on, or the row is no longer active): nothing written
 -- @include args
 -- @include types
+-- @include same_flow
 -- @include child_death
 local p = ARGV[6]
 -- every check before the first write, as EMQ.FAIL makes them: a refused retry leaves the job where it was;

@@ -4,6 +4,7 @@
 -- reply: {requeued ids, dead ids}; each lapsed lease adds 1 to the row's stalled count, up to 100 per call
 -- @include args
 -- @include types
+-- @include same_flow
 -- @include child_death
 local record = record_flag(2)
 local bad = refuse_positive('max_stalled', ARGV[1]) or refuse_count('@stalled_check', 1, true) or refuse_record(record)

@@ -24,7 +24,8 @@ import redis
 from .. import keyspace
 from ..cluster_connector import ClusterConnector, connect_cluster
 from ..errors import NodeError
-from .local import LocalNode, free_port
+from .host import free_port
+from .local import LocalNode
 
 SLOTS = 16384
 READY_TIMEOUT_S = 30.0
@@ -386,7 +387,7 @@ class LocalCluster:
             try:
                 n.stop()
             except Exception:  # noqa: BLE001 - stop the others regardless
-                n._kill()
+                n.kill()  # it would not stop: SIGKILL it, as a crash would
 
     def __enter__(self) -> LocalCluster:
         return self

@@ -36,8 +36,10 @@ import redis
 
 from .. import keyspace
 from ..errors import NodeError
-from .local import Node, free_port, server_config
+from .host import free_port
+from .node import Node
 from .process import Child, pid_alive
+from .server import server_config
 
 #: the image tag both build routes produce; ``$ECHOMQ_NODE_IMAGE`` or ``image=`` choose another
 DEFAULT_IMAGE = "echomq-node:local"

@@ -1,13 +1,11 @@
-"""Nodes: the Valkey server a kernel talks to (EchoMQ's node providers).
+"""The embedded default node: a ``valkey-server`` child process this kernel started and will stop.
 
-``start_node()`` is the embedded default: a ``valkey-server`` child process on
-a free 127.0.0.1 port (or a Unix socket in a private 0700 folder) with a
-random password and no persistence. ``durable=True`` keeps an AOF so that
-``restart()`` can show what survives. ``native=True`` builds and loads the
-``trafikey`` module and brands the node ``echomq:6.0.0``. ``ECHOMQ_URL``
-points the kit at an existing node instead (a classroom's shared node); the
-providers (``start_node``) live in ``providers.py``, so this module knows no
-container and ``container.py`` builds on it.
+``start_node()`` (``nodes.providers``) starts one on a free 127.0.0.1 port (or
+a Unix socket in a private 0700 folder) with a random password and no
+persistence. ``durable=True`` keeps an AOF so that ``restart()`` can show what
+survives. ``native=True`` builds and loads the ``trafikey`` module and brands
+the node ``echomq:6.0.0``. The server's binary and config are ``nodes.server``'s,
+its port and folder ``nodes.host``'s; what every node answers is ``nodes.node``'s.
 
 A server's life follows its kernel's in every case: it is a tied ``Child``
 (``nodes.process``), forked from the launcher thread with SIGKILL as its death
@@ -17,16 +15,9 @@ every connector and raw client of a node holds a reference to it.
 
 from __future__ import annotations
 
-import functools
-import os
-import re
 import secrets
 import shutil
-import socket
 import subprocess
-import sys
-import tempfile
-import time
 import weakref
 from pathlib import Path
 from typing import Any
@@ -34,90 +25,15 @@ from typing import Any
 import redis
 
 from .. import ending, keyspace
-from ..connector import Connector, address_from_url, connect, make_client
 from ..errors import NodeError
-from . import trafikey, valkey
-from .process import Child, ChildError, pid_alive, read_tail, run_tool
+from . import trafikey
+from .host import free_port, node_folder, note_server
+from .node import Node
+from .process import Child, ChildError, read_tail
+from .server import INSTALL_HINT, server_binary, server_config
+from .slots import claim_slots
 
 READY_TIMEOUT_S = 15.0
-INSTALL_HOW = (
-    "Run `bash tools/bootstrap.sh` (it puts the pinned server into .venv/bin), or "
-    "`bash tools/install-valkey.sh DIR` for any folder DIR and set ECHOMQ_VALKEY_SERVER=DIR/valkey-server; "
-    "or set ECHOMQ_URL to a running node."
-)
-INSTALL_HINT = f"valkey-server (Valkey {valkey.PINNED}) is not installed. " + INSTALL_HOW
-
-def server_binary() -> str:
-    """The ``valkey-server`` to run, or one clear error.
-
-    ``$ECHOMQ_VALKEY_SERVER`` wins; then the one beside this interpreter (``.venv/bin``,
-    where ``tools/install-valkey.sh`` puts the pinned build; in the images
-    ``/usr/local/bin``), then ``PATH``. A release a script can crash
-    (``valkey.known_crashes``) is refused, by name.
-    """
-    env = os.environ.get("ECHOMQ_VALKEY_SERVER")
-    if env:
-        # a named binary that is not there is the same missing server, not a bare FileNotFoundError
-        found = shutil.which(env)
-        if not found:
-            raise NodeError(f"ECHOMQ_VALKEY_SERVER={env!r} is not an executable file. " + INSTALL_HINT)
-    else:
-        beside = Path(sys.prefix) / "bin" / "valkey-server"
-        found = str(beside) if os.access(beside, os.X_OK) else shutil.which("valkey-server")
-        if not found:
-            raise NodeError(INSTALL_HINT)
-    version = server_version(found)
-    crashes = valkey.known_crashes(version)
-    if crashes:
-        raise NodeError(
-            f"{found} is Valkey {version}, which a script can crash or subvert ({', '.join(crashes)}). "
-            f"The kit runs Valkey {valkey.PINNED}: " + INSTALL_HOW
-        )
-    return found
-
-
-@functools.lru_cache(maxsize=8)
-def _version_of(path: str, mtime_ns: int) -> str:
-    out = run_tool([path, "--version"], timeout_s=10).stdout
-    m = re.search(r"v=(\d+\.\d+\.\d+)", out)
-    if not m:
-        raise NodeError(f"{path} --version did not name a Valkey version: {out.strip()[:200]!r}")
-    return m.group(1)
-
-
-def server_version(path: str) -> str:
-    """``path --version``'s release, e.g. ``"9.1.2"`` (asked once per file and modification time)."""
-    return _version_of(path, os.stat(path).st_mtime_ns)
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-_DIR_PREFIX = "echomq-node-"
-_OWNER_FILE = "owner.pid"
-_SERVER_FILE = "server.pid"
-
-
-def sweep_stale_dirs() -> None:
-    """Delete node folders whose kernel and server are both gone.
-
-    A kernel that is shut down runs no exit hooks: its server dies with it
-    (PR_SET_PDEATHSIG) but the small temp folder stays. Only folders that name
-    their owner are touched, and only once neither process is alive.
-    """
-    for d in Path(tempfile.gettempdir()).glob(_DIR_PREFIX + "*"):
-        try:
-            owner = int((d / _OWNER_FILE).read_text())
-            server = int((d / _SERVER_FILE).read_text()) if (d / _SERVER_FILE).exists() else None
-        except (OSError, ValueError):
-            continue
-        if owner == os.getpid() or pid_alive(owner) or (server is not None and pid_alive(server)):
-            continue
-        shutil.rmtree(d, ignore_errors=True)
 
 
 class _Process:
@@ -135,124 +51,6 @@ class _Process:
         """Kill the server (if still running) and delete its folder: the node is gone."""
         self.kill()
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def server_config(
-    port: int,
-    password: str,
-    *,
-    logfile: str,
-    data_dir: str,
-    durable: bool,
-    module_path: str | None,
-) -> list[str]:
-    """The valkey.conf lines every node the kit starts shares: loopback, a password, no RDB, no eviction.
-
-    It goes in a file in a 0700 folder, which keeps the password out of ``ps``.
-    ``durable`` keeps an AOF (fsync on every write, so a restart shows all of it).
-    ``noeviction`` is the server's default, set here all the same: a queue must
-    never lose a key to eviction, whatever default a build or a later
-    ``maxmemory`` brings (a full node refuses writes instead: docs/decisions.md).
-    """
-    lines = [
-        "bind 127.0.0.1",
-        f"port {port}",
-        f"requirepass {password}",
-        "protected-mode yes",
-        f"dir {data_dir}",
-        f'logfile "{logfile}"',
-        "daemonize no",
-        'save ""',
-        "enable-debug-command local",
-        "databases 1",
-        "maxmemory-policy noeviction",
-    ]
-    lines += ["appendonly yes", "appendfsync always", "appenddirname aof"] if durable else ["appendonly no"]
-    if module_path:
-        lines.append(f"loadmodule {module_path}")
-    return lines
-
-
-#: every slot of a cluster-mode node
-SLOTS = (0, 16383)
-
-
-def claim_slots(admin: redis.Redis, timeout: float = 10.0) -> bool:
-    """On a cluster-mode node that serves no slot yet, take all 16384; answers True when it did.
-
-    A classroom node runs in cluster mode alone: then ``SCAN MATCH emq:{q}:…`` (the
-    hashtag names one slot) visits only that queue's slot, so ``@snapshot`` and
-    ``@drop`` cost what one queue holds, not what the whole class holds.
-    """
-    if admin.info("cluster").get("cluster_enabled") != 1:
-        return False
-    if _assigned(admin):
-        return False
-    admin.execute_command("CLUSTER", "ADDSLOTSRANGE", *SLOTS)
-    deadline = time.monotonic() + timeout
-    while _state(admin) != "ok":
-        if time.monotonic() > deadline:
-            raise NodeError("the classroom node took every slot but its cluster state did not turn ok")
-        time.sleep(0.05)
-    return True
-
-
-def _cluster_info(admin: redis.Redis) -> dict[str, str]:
-    text = admin.execute_command("CLUSTER", "INFO")
-    if isinstance(text, dict):
-        return {str(k): str(v) for k, v in text.items()}
-    return dict(line.split(":", 1) for line in str(text).splitlines() if ":" in line)
-
-
-def _assigned(admin: redis.Redis) -> int:
-    return int(_cluster_info(admin).get("cluster_slots_assigned", "0"))
-
-
-def _state(admin: redis.Redis) -> str:
-    return _cluster_info(admin).get("cluster_state", "")
-
-
-
-class Node:
-    """A node the kit talks to; it hands out connectors (``node.connector()``)."""
-
-    native: bool = False
-    durable: bool = False
-
-    @property
-    def address(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    @property
-    def wire(self) -> int:
-        return 6 if self.native else 4
-
-    def client(self) -> redis.Redis:
-        """A raw redis-py client, for looking under the hood (no trace); it keeps the node alive."""
-        c = make_client(self.address)
-        c.echomq_node = self  # a node whose last reference is dropped stops: this is one
-        return c
-
-    def connector(self, wire: int | None = None) -> Connector:
-        """A traced connector: wire 4 on a scripted node, wire 6 on a native one; it keeps the node alive."""
-        return connect(self.address, wire=self.wire if wire is None else wire, node=self)
-
-    #: True for a node this kernel started (and so stops); a shared node stays up
-    owned: bool = False
-
-    @property
-    def running(self) -> bool:
-        """True while the node answers for this kernel; a shared node counts as always running."""
-        return True
-
-    def stop(self) -> None:
-        """Stop the node if this kernel owns it; a shared node is left alone."""
-
-    def __enter__(self) -> Node:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 class LocalNode(Node):
@@ -285,10 +83,7 @@ class LocalNode(Node):
         # built before the folder exists: a missing compiler then leaves nothing behind
         self.module_path = native and native_module_path()
         self.password = password or secrets.token_urlsafe(24)
-        sweep_stale_dirs()
-        self.dir = Path(tempfile.mkdtemp(prefix=_DIR_PREFIX))
-        self.dir.chmod(0o700)
-        (self.dir / _OWNER_FILE).write_text(str(os.getpid()))
+        self.dir = node_folder()
         self.port = 0 if unix_socket else (port or free_port())
         self.socket_path = str(self.dir / "valkey.sock") if unix_socket else None
         self.log_path = self.dir / "valkey.log"
@@ -346,7 +141,7 @@ class LocalNode(Node):
             )
         except ChildError as exc:
             raise NodeError(f"{exc}. " + INSTALL_HINT) from exc
-        (self.dir / _SERVER_FILE).write_text(str(self._process.child.pid))
+        note_server(self.dir, self._process.child.pid)
         ending.node_started(self.where)
         self._process.child.wait_ready(self._answers, READY_TIMEOUT_S)
         c = self.client()
@@ -458,24 +253,6 @@ class LocalNode(Node):
         kind = "native" if self.native else "scripted"
         state = "running" if self.running else "stopped"
         return f"<LocalNode {kind}{' durable' if self.durable else ''} {where} {state}>"
-
-
-class RemoteNode(Node):
-    """An existing node named by a URL (``ECHOMQ_URL``): the kit neither starts nor stops it."""
-
-    def __init__(self, url: str, native: bool = False) -> None:
-        self.url = url
-        self.native = native
-        self._address = address_from_url(url)
-
-    @property
-    def address(self) -> dict[str, Any]:
-        return dict(self._address)
-
-    def __repr__(self) -> str:
-        a = self._address
-        where = a.get("unix_socket_path") or f"{a.get('host')}:{a.get('port')}"
-        return f"<RemoteNode {where}>"
 
 
 def native_module_path() -> Path:

@@ -29,7 +29,7 @@ import subprocess
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import IO, Any
@@ -148,8 +148,10 @@ class Launcher:
 launcher = Launcher()
 
 
-def run_tool(argv: Sequence[str], timeout_s: float = 300.0) -> subprocess.CompletedProcess[str]:
-    """Run a one-shot tool (the C compiler, ``valkey-server --version``) to its end and answer what it printed.
+def run_tool(argv: Sequence[str], timeout_s: float = 300.0,
+             env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a one-shot tool (the C compiler, ``valkey-server --version``, a check's runner) to its end and answer
+    what it printed; ``env`` replaces the environment it runs in.
 
     The same launcher as every long-lived child, so a tool still running when the kernel dies dies with
     it; bounded by ``timeout_s`` (then killed, reaped, and a ``ChildError`` names the tool). A tool that
@@ -161,7 +163,7 @@ def run_tool(argv: Sequence[str], timeout_s: float = 300.0) -> subprocess.Comple
     if found is None:
         raise FileNotFoundError(f"{argv[0]!r} is not an executable file")
     proc = launcher.popen([found, *argv[1:]], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True)
+                          stderr=subprocess.PIPE, text=True, env=None if env is None else dict(env))
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:

@@ -3,7 +3,7 @@
 The embedded local node is the default; ``ECHOMQ_URL`` (and, for a native
 node, ``ECHOMQ_NATIVE_URL``) names an existing one; ``provider="container"``
 runs the node image. The dependency runs one way: this module imports
-``node`` and ``container``, and ``container`` builds on ``node``.
+``local``, ``remote`` and ``container``, and each builds on ``node``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import os
 from typing import Any
 
 from ..errors import NodeError
-from .local import LocalNode, Node, RemoteNode
+from .local import LocalNode
+from .node import Node
+from .remote import RemoteNode
 
 
 def start_node(

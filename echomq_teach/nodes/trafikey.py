@@ -1,21 +1,24 @@
-"""Building the ``trafikey`` native module from ``native/`` with the system C compiler.
+"""The ``trafikey`` native module: prebuilt in the wheel, or built from ``native/`` with the system C compiler.
 
-The built ``.so`` is cached under a name that carries the hash of the sources,
-so a change to the C rebuilds it and an unchanged tree reuses it.
+A wheel built on Linux x86-64 carries the module compiled from its own sources
+(``setup.py``, ``trafikey_recipe``); everywhere else (a checkout, a pure wheel on
+another machine) the kit compiles it at first use and caches the ``.so`` under a
+name that carries the hash of the sources, so a change to the C rebuilds it and
+an unchanged tree reuses it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from pathlib import Path
 
+from .. import ending, shipped
 from ..errors import NodeError
 from .process import run_tool
+from .trafikey_recipe import CFLAGS, MODULE_NAME, command, file_name, sources
 
-MODULE_NAME = "trafikey"
-CFLAGS = ["-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
+__all__ = ["CFLAGS", "MODULE_NAME", "NativeBuildError", "build", "cache_dir", "compiler", "prebuilt", "source_dir"]
 
 
 class NativeBuildError(NodeError):
@@ -23,9 +26,9 @@ class NativeBuildError(NodeError):
 
 
 def source_dir() -> Path:
-    """``native/`` beside the package (or ``$ECHOMQ_NATIVE_DIR``)."""
+    """``native/`` of the checkout, or the copy inside the wheel (or ``$ECHOMQ_NATIVE_DIR``)."""
     env = os.environ.get("ECHOMQ_NATIVE_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "native"
+    return Path(env) if env else shipped.path("native")
 
 
 def cache_dir() -> Path:
@@ -36,7 +39,7 @@ def cache_dir() -> Path:
 
 
 def _sources(src: Path) -> list[Path]:
-    files = sorted(src.glob("*.c")) + sorted(src.glob("*.h"))
+    files = sources(src)
     if not any(f.suffix == ".c" for f in files):
         raise NativeBuildError(f"no C sources for the {MODULE_NAME} module in {src}")
     return files
@@ -60,19 +63,57 @@ def compiler() -> str:
     return cc
 
 
+def prebuilt() -> Path | None:
+    """The module the wheel carries for these very sources (Linux x86-64 wheels), or None."""
+    src = source_dir()
+    files = sources(src)
+    if not files:
+        return None
+    found = src / file_name(files)
+    return found if found.is_file() else None
+
+
+#: why wire 6 cannot be had in this process (the last build that failed), and the names its cell never bound
+_unavailable: dict[str, object] = {"why": "", "unbound": set()}
+
+
+def _wire6_line(exc: BaseException) -> str | None:
+    """In a kernel, the one line for a native node that cannot be had, and for a name its cell never bound."""
+    unbound = _unavailable["unbound"]
+    assert isinstance(unbound, set)
+    if isinstance(exc, NativeBuildError):
+        _unavailable["why"] = str(exc).splitlines()[0]
+        unbound.update(ending.cell_names(ending.running_cell()))
+        return (f"wire 6 is not available on this machine ({_unavailable['why']}). The scripted (wire 4) "
+                "cells run; each cell that needs a native node stops with this line.")
+    if isinstance(exc, NameError) and getattr(exc, "name", None) in unbound:
+        return (f"`{exc.name}` was never made: the cell that makes it needs wire 6, which this machine "
+                f"does not have ({_unavailable['why']}).")
+    return None
+
+
 def build(force: bool = False) -> Path:
-    """The path of a built ``trafikey.so`` for the current sources, compiling it if needed."""
+    """The path of a built ``trafikey.so`` for the current sources: the wheel's, the cache's, or compiled now.
+
+    Where neither is possible, ``NativeBuildError``; in a kernel it shows as one line (``_wire6_line``).
+    """
+    try:
+        return _build(force)
+    except NativeBuildError:
+        ending.one_line((NativeBuildError, NameError), _wire6_line, "NoWire6")
+        raise
+
+
+def _build(force: bool) -> Path:
+    if not force and (found := prebuilt()) is not None:
+        return found
     src = source_dir()
     files = _sources(src)
-    digest = hashlib.sha256()
-    for f in files:
-        digest.update(f.name.encode() + b"\0" + f.read_bytes())
-    digest.update(" ".join(CFLAGS).encode())
-    out = cache_dir() / f"{MODULE_NAME}-{digest.hexdigest()[:16]}.so"
+    out = cache_dir() / file_name(files)
     if out.exists() and not force:
         return out
     tmp = out.with_suffix(f".{os.getpid()}.tmp")
-    cmd = [compiler(), *CFLAGS, "-I", str(src), "-o", str(tmp), *[str(f) for f in files if f.suffix == ".c"]]
+    cmd = command(compiler(), src, files, tmp)
     try:
         proc = run_tool(cmd)
     except OSError as exc:

@@ -7,16 +7,12 @@ def which_transition(conn, queue, job_ids):
     for job_id in job_ids:
         row = s.rows[job_id]
         where = s.where(job_id)
-        if row["state"] == "awaiting_children" or "parent" in row:
-            answer[job_id] = "flow land"  # a held parent, or a child the land put in pending
-        elif where == ["active"]:
+        if where == ["active"]:
             answer[job_id] = "claim"
         elif where == ["schedule"]:
             answer[job_id] = "retry"
         elif where == ["dead"]:
             answer[job_id] = "retry at the cap"
-        elif "stalled" in row:
-            answer[job_id] = "stall sweep"  # only the counted sweep writes a stalled count
         elif row.get("last_error"):
             answer[job_id] = "promote"  # claimed, failed, parked, brought back
         elif row["attempts"] != "0":

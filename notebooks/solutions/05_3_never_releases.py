@@ -1,12 +1,25 @@
 from echomq_teach import flows, jobs, snapshots
 
 
-def never_releases(conn, queue, parent_id):
+def never_releases(conn, queue, parents):
     s = snapshots.snapshot(conn, queue)
-    # the child that holds the parent: dead, and under "wait" its death did nothing to the counter
-    (holder,) = [i for i in s.dead if s.rows[i].get("parent") == parent_id]
-    jobs.reprocess(conn, queue, holder)
-    c = jobs.claim(conn, queue, 30_000)
-    jobs.complete(conn, queue, c.id, c.attempts, f"{c.payload} done at last")
-    assert flows.dependencies(conn, queue, parent_id) == 0
-    return holder
+    held = {}
+    for parent in parents:
+        if flows.dependencies(conn, queue, parent) == 0:
+            continue
+        # the child that holds it: neither completed (its row would be gone) nor pending
+        (child,) = [i for i, row in s.rows.items() if row.get("parent") == parent]
+        where = s.where(child)
+        if where == ["dead"]:  # died under "wait": its death did nothing to the counter
+            jobs.reprocess(conn, queue, child)
+        elif where == ["schedule"] and s.relative("schedule", child) < 0:  # a due retry nobody promoted
+            jobs.promote(conn, queue)
+        elif where == ["active"] and s.relative("active", child) < 0:  # a lapsed lease nobody swept
+            jobs.reap(conn, queue)
+        else:
+            continue  # its lease still runs: its worker is on it
+        held[parent] = child
+    for _ in held:  # as a worker: each child brought back is claimed and completed, with its result
+        c = jobs.claim(conn, queue, 30_000)
+        jobs.complete(conn, queue, c.id, c.attempts, f"{c.payload} done at last")
+    return held

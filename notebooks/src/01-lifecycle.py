@@ -34,7 +34,7 @@ conn.clear_trace()  # the trace starts with the notebook's own calls
 # | `emq:{q}:pending` | sorted set | claimable ids, every score 0: the lowest id is claimed first |
 # | `emq:{q}:active` | sorted set | claimed ids; the score **is** the lease deadline (server ms) |
 # | `emq:{q}:schedule` | sorted set | ids parked until the score (run-at ms): the retry's visibility fence |
-# | `emq:{q}:dead` | sorted set | ids that spent their attempts; the score is the time of death |
+# | `emq:{q}:dead` | sorted set | ids that ended without completing (attempts spent, buried by a sweep, or a flow parent failed by its child); the score is the time of death |
 # | `emq:{q}:job:<id>` | hash | the row: `state`, `attempts`, `payload`, `last_error`, … |
 
 # %%
@@ -139,10 +139,12 @@ tour.close()
 # is not yet true; after a try that did not pass, `exercises.hint("01.1")` (with the exercise's number) gives a
 # hint. The reference solutions are in `solutions/`, one file per exercise — try first.
 #
-# The check walks nine jobs down different ways into their sets and hands you their ids, not what it
+# The check walks six jobs down different ways into their sets and hands you their ids, not what it
 # did. Read the queue (`snapshots.snapshot(conn, queue)`: the sets, and each row's fields) and return a
 # dict from each id to the transition that put the job where it is, one of `"enqueue"`, `"claim"`,
-# `"retry"`, `"retry at the cap"`, `"reap"`, `"promote"`, `"stall sweep"`, `"flow land"`.
+# `"retry"`, `"retry at the cap"`, `"reap"`, `"promote"`. Three of them end in pending: the set alone
+# cannot tell them apart, the row's fields can (the table of the keyspace above names them). Read, and
+# move nothing: the check wants the queue as it left it.
 # *Solution: `solutions/01_1_which_transition.py`.*
 
 # %%
@@ -368,6 +370,18 @@ stepper
 #
 # Next: **02-claim-and-lease** — the claim, line by line.
 
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. What is the score of a member of each of the four sets, and what does the row's `state` say
+#    about them?
+# 2. Where does a completed job's row go, and what on the node still counts it?
+# 3. Name every way into `pending`: which scripts and sweeps put a job there?
+# 4. Pending hands out the smallest id. When is that not the job that has waited longest?
 
 # %% [markdown]
 # ## Further reading

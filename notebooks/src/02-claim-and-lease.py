@@ -10,9 +10,7 @@
 # whose lease lapses may still be running when a sweep hands the job to another, so a handler may run
 # more than once (*at-least-once*). What runs once in each of the job's lives is the **settle**: only
 # the holder of the current token completes ([ledger](docs/guarantees.md#one-settle-per-life)).
-# And `@complete` checks the token and the state, not the deadline, so a late worker still completes
-# when no sweep ran first. This notebook shows each of these; `07-when-things-fail.ipynb` takes them to
-# races and crashes.
+# This notebook shows each of these; `07-when-things-fail.ipynb` takes them to races and crashes.
 #
 # **Goals**
 #
@@ -20,14 +18,15 @@
 # 2. See that the lease deadline comes from the **server's** clock.
 # 3. Use `attempts` as a fencing token.
 # 4. Feed the ghost guard, and watch a paused queue answer empty.
-# 5. Tell at-least-once handler runs from exactly-once settles.
-# 6. Write a lease extension in Lua, fenced by the token, and have the checker judge it under faults
-#    (02.2).
+# 5. Tell at-least-once handler runs from one settle per life (on one node, ids not reused:
+#    [ledger](docs/guarantees.md#one-settle-per-life)).
+# 6. Write a lease extension in Lua, fenced by the token, and have a judge run it under injected
+#    faults (02.2).
 
 # %%
 import inspect  # the standard library's: it reads a function's source
 
-from echomq_teach import jobs, keyspace, scripts, snapshots, start_node
+from echomq_teach import jobs, keyspace, scripts, snapshots, start_node, transitions
 
 node = start_node()
 conn = node.connector()
@@ -45,9 +44,12 @@ conn.clear_trace()  # the trace starts with the notebook's own calls
 # the same three things: refuse a lease that is not a positive integer, read the pause flag in its
 # own round trip (the course's `paused?/2`, in Python `jobs.paused(conn, queue)`), and only then send
 # `@claim2` with three keys and one argument. Here is the kit's code, read from the module itself:
+# the handle, then the one place that builds claim's call (`transitions.claim`: every caller of
+# claim in the kit sends what it builds, and a native node's connector sends its `EMQ.CLAIM`):
 
 # %%
 print(inspect.getsource(jobs.claim))
+print(inspect.getsource(transitions.claim))
 
 # %% [markdown]
 # The three keys are the pending set, the active set and the **base** `emq:{q}:`; the one argument
@@ -154,8 +156,10 @@ assert t0 <= deadline - 30_000 <= t1
 # %% [markdown]
 # Why the server's clock? Because the deadline is read later by `@reap`, which also runs on the
 # server. On one node, one clock stamps the lease and the same clock judges it, whatever the clocks of
-# the workers say. After a failover another machine's clock judges it
-# ([ledger](docs/guarantees.md#server-clock)).
+# the workers say. That clock is the node's wall clock (`TIME`), so a step of it shortens or stretches
+# every live lease: an NTP correction or a VM migration that moves it forward by five seconds makes each
+# lease lapse five seconds early, and a sweep may take a job whose worker is still at it. After a
+# failover another machine's clock judges it ([ledger](docs/guarantees.md#server-clock)).
 
 # %% [markdown]
 # ### 02.1 · Late, but not too late (predict before you read on)
@@ -194,25 +198,25 @@ print(exercises.check("02.1", late_worker, conn))
 # job to pending, and another worker claims it: attempts moves to 2. The first worker's completion,
 # still carrying token 1, is now **stale** and writes nothing.
 
-# %%
-import time
+# %% tags=["reveals:02.1"]
+with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
+    import time
 
-Q2 = "fence"
-job = jobs.enqueue(conn, Q2, "contested")
-first = jobs.claim(conn, Q2, 50)  # a 50 ms lease, to lapse quickly
-time.sleep(0.08)
-reaped = jobs.reap(conn, Q2)
-print("reaped:", reaped == [job])
-assert reaped == [job]
-second = jobs.claim(conn, Q2, 30_000)
-print("tokens:", first.attempts, "then", second.attempts)
-before = snapshots.snapshot(conn, Q2)
-late = jobs.complete(conn, Q2, job, first.attempts)
-assert snapshots.snapshot(conn, Q2).state_only() == before.state_only()  # stale: nothing written
-print("the first worker's late completion:", late)
-on_time = jobs.complete(conn, Q2, job, second.attempts)
-print("the second worker's completion:", on_time)
-assert (first.attempts, second.attempts, late, on_time) == (1, 2, jobs.STALE, jobs.OK)
+    Q2 = "fence"
+    job = jobs.enqueue(conn, Q2, "contested")
+    first = jobs.claim(conn, Q2, 50)  # a 50 ms lease, to lapse quickly
+    time.sleep(0.08)
+    reaped = jobs.reap(conn, Q2)
+    print("reaped:", reaped == [job])
+    assert reaped == [job]
+    second = jobs.claim(conn, Q2, 30_000)
+    print("tokens:", first.attempts, "then", second.attempts)
+    before = snapshots.snapshot(conn, Q2)
+    late = jobs.complete(conn, Q2, job, first.attempts)
+    unchanged = snapshots.snapshot(conn, Q2).state_only() == before.state_only()
+    print("the first worker's late completion:", late, "· the queue unchanged by it:", unchanged)
+    on_time = jobs.complete(conn, Q2, job, second.attempts)
+    print("the second worker's completion:", on_time)
 
 # %% [markdown]
 # Nothing else guards the job: there is no lock to take and no heartbeat to keep renewing. The
@@ -232,36 +236,57 @@ assert (first.attempts, second.attempts, late, on_time) == (1, 2, jobs.STALE, jo
 #
 # Two workers, one job, counted:
 
-# %%
-Q5 = "twice"  # ledger: one-settle-per-life
-jobs.drop(conn, Q5)
-job = jobs.enqueue(conn, Q5, "charge the card")
-handler_runs = 0
-slow = jobs.claim(conn, Q5, 50)
-handler_runs += 1  # the slow worker starts its handler ...
-time.sleep(0.08)  # ... and is still running when its lease lapses
-jobs.reap(conn, Q5)  # a sweep cannot tell slow from dead: back to pending
-fast = jobs.claim(conn, Q5, 30_000)
-handler_runs += 1  # a second worker runs the handler too
-settles = [jobs.complete(conn, Q5, job, fast.attempts, "charged"), jobs.complete(conn, Q5, job, slow.attempts, "ok")]
-s = snapshots.snapshot(conn, Q5)
-print("handler runs:", handler_runs, "· settles:", settles, "· completions counted:", s.completed)
-assert handler_runs == 2 and settles == [jobs.OK, jobs.STALE] and s.completed == 1
+# %% tags=["reveals:02.1"]
+with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
+    Q5 = "twice"  # ledger: one-settle-per-life
+    jobs.drop(conn, Q5)
+    job = jobs.enqueue(conn, Q5, "charge the card")
+    handler_runs = 0
+    slow = jobs.claim(conn, Q5, 50)
+    handler_runs += 1  # the slow worker starts its handler ...
+    time.sleep(0.08)  # ... and is still running when its lease lapses
+    jobs.reap(conn, Q5)  # a sweep cannot tell slow from dead: back to pending
+    fast = jobs.claim(conn, Q5, 30_000)
+    handler_runs += 1  # a second worker runs the handler too
+    settles = [jobs.complete(conn, Q5, job, fast.attempts, "charged"),
+               jobs.complete(conn, Q5, job, slow.attempts, "ok")]
+    s = snapshots.snapshot(conn, Q5)
+    print("handler runs:", handler_runs, "· settles:", settles, "· completions counted:", s.completed)
+    assert handler_runs == 2 and s.completed == 1
 
 # %% [markdown]
 # And the fence reads no clock. A worker whose lease lapsed, but whose job no sweep has touched yet,
 # still holds the current token and an `active` row, so its completion passes:
 
-# %%
-late_job = jobs.enqueue(conn, Q5, "finished just past the deadline")
-late_claim = jobs.claim(conn, Q5, 30)
-time.sleep(0.05)
-lapsed = snapshots.snapshot(conn, Q5).relative("active", late_job) < 0
-late_ok = jobs.complete(conn, Q5, late_job, late_claim.attempts)
-print("lease lapsed:", lapsed, "· no sweep ran · the late completion:", late_ok)
-assert lapsed and late_ok == jobs.OK
+# %% tags=["reveals:02.1"]
+with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
+    late_job = jobs.enqueue(conn, Q5, "finished just past the deadline")
+    late_claim = jobs.claim(conn, Q5, 30)
+    time.sleep(0.05)
+    lapsed = snapshots.snapshot(conn, Q5).relative("active", late_job) < 0
+    late_answer = jobs.complete(conn, Q5, late_job, late_claim.attempts)
+    print("lease lapsed:", lapsed, "· no sweep ran · the late completion:", late_answer)
+    assert lapsed
 
 # %% [markdown]
+# ### How a build is judged
+#
+# The next exercise is a **build**: you write a mechanism, and a judge runs it for real, under faults,
+# on a node of its own. Three words for what the judge does (07 takes each of them apart):
+#
+# - it records every call its worker processes make, when it went out and what came back: a
+#   **history**; the **checker** reads that history with the queue's final state and says *valid* or
+#   *invalid* — a job lost, handed to two workers at once, or settled by a worker whose claim a later
+#   claim replaced — and shows the calls that prove it (its *counterexample*);
+# - a **nemesis** throws faults at the workers on a schedule drawn from a number, its **seed**: a kill
+#   (`SIGKILL`: the worker is gone, its job held until the lease lapses) or a freeze (`SIGSTOP`, then
+#   `SIGCONT`). The same seed draws the same schedule; the judge draws the seeds, not you;
+# - a worker frozen past its lease wakes up still believing it holds its job: a **zombie**. Whatever
+#   it sends next must be refused.
+#
+# Besides the runs, each judge calls your mechanism on a few cases whose answers are known, and after
+# each call holds the queue to the table of notebook 01: every row in the one set its state names.
+#
 # ### 02.2 · Build: renew the lease, only while it is yours
 #
 # A handler that works longer than its lease loses its job to a sweep, and runs twice. The usual
@@ -270,16 +295,21 @@ assert lapsed and late_ok == jobs.OK
 #
 # - `KEYS[1]`, the queue's active set, and `KEYS[2]`, the job's row;
 # - `ARGV[1]`, the job's id, `ARGV[2]`, the caller's token (the attempts its claim answered), and
-#   `ARGV[3]`, the new lease in milliseconds, counted from the server's clock now;
+#   `ARGV[3]`, the new lease in milliseconds;
 #
-# and answers `1` when it renewed the lease, `0` when the caller no longer holds the job (and then
-# writes nothing). Return your script's source as a string.
+# and answers `1` when it renewed the lease: the job's deadline becomes the **server's clock now**
+# plus the new lease. It answers `0`, and writes nothing, when the caller no longer holds the job.
+# Who holds a job is the fence's question, not the clock's: a caller whose lease lapsed, with no sweep
+# since, still holds it; a caller whose job a sweep put back in pending does not, even before anyone
+# claims it again. Return your script's source as a string.
 #
-# The check is a judge: it starts a node of its own (not this notebook's), loads your script, and
-# runs three worker processes whose handlers work 1 s on a 500 ms lease, renewing every 100 ms, while
-# a seeded nemesis freezes and kills them, on three seeds it draws. It passes only when, on every
-# seed, the checker finds the run valid **and** your renewal kept the lease of every handler no fault
-# touched. A Lua error comes back as a finding naming its line. About five seconds a check.
+# The judge starts a node of its own (not this notebook's) and calls your script first for callers whose
+# answers are known: a holder, a stale token, a holder whose lease lapsed, and one whose lapsed lease a
+# sweep has just put back. Then three worker processes run handlers that work 2 s on a 1.5 s lease,
+# renewing every 100 ms, while a seeded nemesis freezes and kills them, on three seeds it draws. It
+# passes only when every answer is right, the queue keeps notebook 01's table, and on every seed the
+# checker finds the run valid **and** your renewal kept the lease of every handler no fault touched. A
+# Lua error comes back as a finding naming its line. About five seconds a check.
 # *Solution: `solutions/02_2_renew_the_lease.py`.*
 
 # %%
@@ -365,6 +395,41 @@ assert jobs.resume(conn, Q4b) is True
 # %% [markdown]
 # A pause holds the claims, and only them: a job already active runs on and settles; a lapsed lease is
 # reaped back into pending, and a due retry is promoted into pending, where both wait for the resume.
+#
+# The counted stall sweep (notebook 03 teaches it: a sweep that also counts each job's lapses, and
+# buries a job that lapses more than `max_stalled` times) goes on as well. A pause does not stop the
+# count, nor shield a job from burial. Two jobs claimed before the pause, whose workers both vanish;
+# one of them had already lost a worker once:
+
+# %%
+from echomq_teach import stalled
+
+Q4c = "paused-and-swept"
+jobs.drop(conn, Q4c)  # a re-run of this cell starts from an empty queue, as the first run did
+twice, once = (jobs.enqueue(conn, Q4c, p) for p in ("vanished twice", "vanished once"))
+jobs.claim(conn, Q4c, 20)  # 'vanished twice' loses its first worker before the pause ...
+time.sleep(0.03)
+assert stalled.check(conn, Q4c, max_stalled=1).requeued == [twice]  # ... a stall counted: 1
+for _ in range(2):
+    jobs.claim(conn, Q4c, 50)  # both are claimed, and both workers vanish
+jobs.pause(conn, Q4c)
+time.sleep(0.08)  # both leases lapse while the queue is paused
+swept = stalled.check(conn, Q4c, max_stalled=1)
+s = snapshots.snapshot(conn, Q4c)
+print("swept while paused: requeued", [s.rows[j]["payload"] for j in swept.requeued],
+      "· buried", [s.rows[j]["payload"] for j in swept.dead])
+print("stall counts:", {s.rows[j]["payload"]: s.rows[j]["stalled"] for j in (twice, once)},
+      "· a claim answers:", jobs.claim(conn, Q4c, 30_000))
+assert swept.requeued == [once] and swept.dead == [twice] and s.rows[twice]["last_error"] == "stalled"
+assert (s.rows[once]["stalled"], s.rows[twice]["stalled"]) == ("1", "2") and s.pending == [once]
+assert jobs.claim(conn, Q4c, 30_000) is None and jobs.resume(conn, Q4c) is True
+
+# %% [markdown]
+# The sweep counted both lapses during the pause: one job waits in pending with its first stall, the
+# other went over `max_stalled` and lies in dead. So a long pause is no rest for a job whose workers
+# vanish; and the pause itself holds only on the node that took it
+# ([ledger](docs/guarantees.md#pause-holds-claims)).
+#
 # `claim/3` reads the flag in a round trip of its own before it sends `@claim2`, so on wire 4 a pause
 # that lands between the two does not stop that claim; `04-two-executors.ipynb` plays that window step
 # by step, and shows the native command closing it.
@@ -413,6 +478,22 @@ view
 # Next: **03-completion-and-recovery** — how a claimed job ends: completed, failed and retried, or
 # recovered from a worker that vanished.
 
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Which clock stamps a lease's deadline and which judges it, and what happens to every live lease
+#    when that clock steps forward by five seconds?
+# 2. A worker's lease has lapsed. When does its completion still pass, and when is it answered
+#    stale? What does the fence compare?
+# 3. What does a lease leave unpromised about how often the handler runs, what does the queue promise
+#    instead, and on what set-up?
+# 4. A queue is paused with jobs in flight. What still happens to an active job, a lapsed lease, a
+#    due retry and the stall count, and what does a claim answer?
+# 5. What does a claim do with a ghost at the head of pending, and what does the next claim do?
 
 # %% [markdown]
 # ## Further reading

@@ -12,8 +12,11 @@
 #    counted stall sweep, which buries a job that keeps stalling.
 # 4. Run a consumer that does all of this in a loop, and plot the sets while it works; see who calls
 #    promote and the sweeps in a pool.
-# 5. See what a full node answers.
-# 6. Write a reap of your own, in Lua, and have the checker judge it under worker kills (03.3).
+# 5. Watch a poison job loop for ever under the default recovery leg, `reap`, and be buried under the
+#    counted sweep, `stalled`; choose between the two.
+# 6. See what a full node answers.
+# 7. Write a reap of your own, in Lua, that stops a poison job, and have the checker judge it under
+#    faults (03.3).
 
 # %%
 import time
@@ -64,9 +67,10 @@ assert (wrong, unchanged, right, again) == (jobs.STALE, True, jobs.OK, jobs.STAL
 # **schedule** set until now + delay — hidden from claims for a while, not queued anywhere else.
 # Once `attempts` reaches the cap, the job goes to **dead**, keeping the reason as `last_error`.
 #
-# The listing ends with `child_death`, a helper the node runs spliced in where the file says
-# `-- @include child_death` (it lives in `lua/includes/`). It only matters for a flow's child
-# (notebook 05); the retry itself starts at `local p = ARGV[6]`.
+# The listing ends with four helpers the node runs spliced in where the file says `-- @include …`
+# (they live in `lua/includes/`): `args` and `types` check the arguments and the keys' types before
+# the first write; `same_flow` and `child_death` only matter for a flow's child (notebook 05). The
+# retry itself starts at `local p = ARGV[6]`.
 
 # %%
 print(scripts.show("retry"))
@@ -134,28 +138,30 @@ print("next claim's token:", third.attempts, "· the first life's token 1 →",
 assert third.attempts == 3 and jobs.complete(conn, Q2, job, 1, "late") == jobs.STALE
 
 # %% [markdown]
-# ### 03.1 · Out of the morgue (repair)
+# ### 03.1 · Who can still settle it? (diagnose)
 #
 # Each exercise's check builds a fresh queue on your node, judges your function there, and says what
 # is not yet true; after a try that did not pass, `exercises.hint("03.1")` (with the exercise's number) gives a
 # hint. Solutions: `solutions/`, one per file — try first.
 #
-# "The invoice job died while the mailer was down; the mailer is back, send it." The check builds
-# that queue: one job, buried in dead after two failed claims, and hands you its id and the token of
-# its last claim. **Repair** the queue so that the job is claimed again and runs — and so that a
-# worker of its first life, waking up late with its old token, can never complete it.
-# *Solution: `solutions/03_1_out_of_the_morgue.py`.*
+# Five jobs of an invoice queue, each with a worker that went quiet holding a token and may wake up at
+# any moment. Their stories differ: a death and a reprocess, a death and an operator who removed the job
+# and enqueued it again under its own id, a retry and a promote, a lease that lapsed. The check builds
+# that queue and hands you `late`, a dict from each job's id to the token its quiet worker holds.
+# **Diagnose**, from the rows alone, whose completion the node would accept if that worker woke up now,
+# and return the set of those ids. Read, do not try: the check wakes the workers itself, afterwards, and
+# wants the queue as it left it. *Solution: `solutions/03_1_who_can_still_settle.py`.*
 
 # %%
 from echomq_teach.course import exercises  # noqa: E402
 
 
-def out_of_the_morgue(conn, queue, job_id, old_token):
-    # your code here
+def who_can_still_settle(conn, queue, late):
+    # your diagnosis here: a set of job ids
     raise NotImplementedError
 
 
-print(exercises.check("03.1", out_of_the_morgue, conn))
+print(exercises.check("03.1", who_can_still_settle, conn))
 
 # %%
 Q6 = "morgue"
@@ -182,8 +188,8 @@ assert s.total() == 0 and not s.rows
 # the server's clock is past the active score. The lease has run out, yet the queue does not react:
 # **the id is still in active**, and it stays there until a client calls `reap/2` (`jobs.reap`). A job
 # comes back from a crashed worker only while somebody sweeps
-# ([ledger](docs/guarantees.md#at-least-once-runs)). Its listing ends with another spliced-in
-# helper, `back_to_pending`, which `@promote` shares.
+# ([ledger](docs/guarantees.md#at-least-once-runs)). Its listing ends with the two helpers spliced in
+# where it says `-- @include …`: `types`, and `back_to_pending`, which `@promote` shares.
 
 # %%
 print(scripts.show("reap"))
@@ -233,49 +239,22 @@ print("three sweeps moved:", sweeps)
 assert sweeps == [100, 50, 0]
 
 # %% [markdown]
-# ### 03.2 · Recover a crashed worker's job (repair)
+# ### 03.2 · Recovered by hand (repair)
 #
-# The check claims a job with a 50 ms lease and walks away (the worker "crashed"); you get the id and
-# the crashed worker's token. Bring the job back and complete it properly.
-# *Solution: `solutions/03_2_recover.py`.*
+# A worker crashed holding a job. Before any sweep ran, a colleague "recovered" it by hand: `ZREM` from
+# active, `ZADD` to pending at 0, nothing else. "It's back in pending, so it's fine." The check builds
+# that queue and hands you the job's id and the crashed worker's token. **Repair** what the hand-made
+# recovery left wrong, so that the job waits in pending for its next worker and the crashed worker,
+# should it wake up, can no longer complete it. Do not complete the job: its work was never done. The
+# check then wakes the crashed worker, and claims. *Solution: `solutions/03_2_recovered_by_hand.py`.*
 
 # %%
-def recover(conn, queue, job_id, old_token):
+def recovered_by_hand(conn, queue, job_id, old_token):
     # your code here
     raise NotImplementedError
 
 
-print(exercises.check("03.2", recover, conn))
-
-# %% [markdown]
-# ### 03.3 · Build: your own reap, judged under worker kills
-#
-# Write the reap yourself, as a Lua script. It takes
-#
-# - `KEYS[1]`, the queue's active set (each score a lease's deadline, in server milliseconds),
-#   `KEYS[2]`, its pending set, and `KEYS[3]`, the queue's base `emq:{q}:` (a job's row is
-#   `KEYS[3] .. 'job:' .. id`);
-# - `ARGV[1]`, the most leases one call may move back;
-#
-# and answers the list of ids it moved back, earliest deadline first. Return your script's source as
-# a string.
-#
-# The check is a judge: it starts a node of its own (not this notebook's), loads your script, and
-# first calls it on a small queue whose answers are known (three lapsed leases, one live, a limit of
-# 2). Then, on three seeds it draws, three worker processes drain fifteen jobs while a seeded nemesis
-# kills two of them mid-job, and the run's metronome reaps with **your** script, one lease a call. It
-# passes only when, on every seed, the checker finds the run valid (no job lost, none handed out
-# twice, no stale settle accepted) **and** your reap brought back every job a killed worker held, and
-# moved no lease before it lapsed. A Lua error comes back as a finding naming its line. A few seconds
-# a check. *Solution: `solutions/03_3_your_own_reap.py`.*
-
-# %%
-def your_own_reap():
-    # return your Lua script's source, a str
-    raise NotImplementedError
-
-
-print(exercises.check("03.3", your_own_reap))
+print(exercises.check("03.2", recovered_by_hand, conn))
 
 # %% [markdown]
 # ## The counted sweep — `Stalled.check/3` → `@stalled_check`
@@ -285,8 +264,8 @@ print(exercises.check("03.3", your_own_reap))
 # `stalled.check(conn, queue, max_stalled)` — does what reap does, and counts: each lapsed lease adds
 # one to the row's `stalled` field, and a job that stalls **more than** `max_stalled` times is buried
 # in dead with `last_error` "stalled". It too returns at most 100 lapsed leases per call, and it too
-# runs only when a client calls it. A consumer picks its recovery leg: `reap` (the default) or
-# `stalled` (`Consumer(…, recovery="stalled", max_stalled=…)`).
+# runs only when a client calls it. A consumer (the client loop further on) picks its recovery leg:
+# `reap` (the default) or `stalled` (`Consumer(…, recovery="stalled", max_stalled=…)`).
 
 # %%
 from echomq_teach import stalled
@@ -312,13 +291,58 @@ assert rounds == [(["pending"], "1"), (["dead"], "2")]
 assert snapshots.snapshot(conn, Q7).rows[poison]["last_error"] == "stalled"
 
 # %% [markdown]
+# ### 03.3 · Build: a reap that stops a poison job
+#
+# The counted sweep stops a poison job by counting lapses. Count what the queue already counts instead:
+# write a reap, in Lua, that forgives a lapse while the job has tries left, and buries it once its
+# `attempts` reached the cap — whatever used those attempts up: handler errors, kills, or both. It takes
+#
+# - `KEYS[1]`, the queue's active set (each score a lease's deadline, in server milliseconds),
+#   `KEYS[2]`, its pending set, `KEYS[3]`, its dead set, and `KEYS[4]`, the queue's base `emq:{q}:`
+#   (a job's row is `KEYS[4] .. 'job:' .. id`);
+# - `ARGV[1]`, the most lapsed leases one call may handle, and `ARGV[2]`, the cap (`max_attempts`);
+#
+# and takes the lapsed leases, earliest deadline first. A job whose row's `attempts` is below the cap
+# goes back to pending, as `@reap` moves it. A job whose `attempts` reached the cap is buried: in dead
+# (scored with the server's now), its row's state `dead`, and its one ending recorded on the completions
+# stream, `KEYS[4] .. 'stream:completions'`, as the counted sweep records a burial: fields `id`,
+# `outcome` (`stalled`), `attempts` (the row's) and `error` (why). It answers two lists:
+# `{the ids moved back, the ids buried}`. Return your script's source as a string.
+#
+# The judge starts a node of its own (not this notebook's) and first calls your script on a small queue
+# whose answers are known: three lapsed leases — one on its last attempt after two handler errors — one
+# live, a limit of 2; after each call, the queue must keep notebook 01's table, and the workers that held
+# the lapsed leases wake before anyone claims again and try to complete. Then, on three seeds it draws,
+# three worker processes drain twelve jobs, one of them poison (its handler kills its worker, every
+# time), while a seeded nemesis kills one worker and freezes another past its lease; the run's sweeper
+# calls **your** script every 50 ms, one lease a call, with a cap of 3. It passes only when every answer
+# is right and, on every seed, the checker finds the run valid, the queue keeps the table, the poison was
+# tried three times and buried, and every other job was done. A Lua error comes back as a finding naming
+# its line. A few seconds a check. *Solution: `solutions/03_3_your_own_reap.py`.*
+
+# %%
+def your_own_reap():
+    # return your Lua script's source, a str
+    raise NotImplementedError
+
+
+print(exercises.check("03.3", your_own_reap))
+
+# %% [markdown]
 # ### 03.4 · Predict the counted sweep (predict)
 #
-# One job waits in pending. The check will run three rounds; in each, a worker claims whatever is at
-# the head with a 20 ms lease and dies, and `stalled.check(conn, queue, max_stalled=2)` runs once the
-# lease has lapsed. **Predict**, without running anything: where is the job after each round
-# (`"pending"`, `"active"`, `"dead"` or `"nowhere"`), and what is its `stalled` count at the end?
-# Return `{"where after each round": [...], "stalled count at the end": n}`.
+# One job waits in pending, and five rounds come. In each, a worker claims whatever is at the head, and:
+#
+# 1. the worker dies holding it (a 20 ms lease); once the lease has lapsed, a stall sweep runs;
+# 2. the worker dies holding it; once the lease has lapsed, a plain **reap** runs;
+# 3. the handler fails: a retry (due 1 ms later, 10 attempts allowed), then a promote;
+# 4. the worker dies holding it; a stall sweep;
+# 5. the worker dies holding it; a stall sweep.
+#
+# Every stall sweep is `stalled.check(conn, queue, max_stalled=2)`. **Predict**, without running
+# anything: where is the job after each round (`"pending"`, `"active"`, `"dead"` or `"nowhere"`), and
+# what is its `stalled` count at the end? Return `{"where after each round": [...five...],
+# "stalled count at the end": n}`.
 # *Solution: `solutions/03_4_predict_the_sweep.py`.*
 #
 # Your function is handed no connection, and your **first** answer of the right form is kept and graded
@@ -477,6 +501,72 @@ assert len(set(sizes["pending"])) >= 5 and max(sizes["active"]) == 1 and max(siz
 print("all 30 settled; 10 of them after one retry; pending fell over many samples, one job active at a time")
 
 # %% [markdown]
+# ## A poison job under each recovery leg
+#
+# The cap on attempts (`max_attempts`, 3 by default) is read by one of the kit's scripts only:
+# `@retry` (and its native twin `EMQ.FAIL`), when a handler reports an error. `@reap` and `@claim2` never read it (the reap you wrote in
+# 03.3 does; the kit's does not), and a worker that dies never calls retry. So what stops a **poison**
+# job in a kit consumer, one that takes down every worker that runs it (a payload that crashes a
+# parser, a task that runs the machine out of memory)? Here is one, tried as you would try it with the
+# kit's own `Consumer`: a 20 ms lease, a cap of 3, and a new worker each round, whose handler dies with
+# the job in hand (`WorkerKilled` stands for the SIGKILL: the beat stops where it is, and nothing
+# settles). Between two rounds the lease lapses, and the next worker's beat runs its recovery leg
+# before it claims. The two columns differ in that leg only: `reap`, the default, and `stalled` with
+# `max_stalled=2`.
+
+# %%
+class WorkerKilled(BaseException):
+    """What a SIGKILL does to a worker inside its handler: the beat stops where it is, and nothing settles."""
+
+
+def kills_its_worker(job):
+    raise WorkerKilled  # every worker that takes this job dies with it
+
+
+legs = {}  # ledger: at-least-once-runs
+for leg in ("reap", "stalled"):
+    q = f"poison-{leg}"
+    jobs.drop(conn, q)  # a re-run of this cell starts from an empty queue, as the first run did
+    victim = jobs.enqueue(conn, q, "kills every worker that takes it")
+    legs[leg] = []
+    for _ in range(10):
+        worker = Consumer(conn, q, kills_its_worker, lease_ms=20, max_attempts=3, recovery=leg, max_stalled=2)
+        try:
+            worker.beat()  # promote, the recovery leg, claim, the handler ...
+        except WorkerKilled:
+            pass  # ... and the worker is gone, holding the job
+        s = snapshots.snapshot(conn, q)
+        legs[leg].append((s.where(victim)[0], int(s.rows[victim]["attempts"])))
+        time.sleep(0.03)  # the lease lapses before the next worker starts
+print("round   recovery='reap' (the default)   recovery='stalled', max_stalled=2")
+for n, (r, st) in enumerate(zip(legs["reap"], legs["stalled"]), 1):
+    print(f"{n:>5}   {r[0]:<7} attempts {r[1]:<15}   {st[0]:<7} attempts {st[1]}")
+assert legs["reap"] == [("active", n) for n in range(1, 11)]  # ten runs under a cap of 3, and still going
+assert legs["stalled"] == [("active", 1), ("active", 2), ("active", 3)] + [("dead", 3)] * 7
+
+# %% [markdown]
+# Under `reap` the job ran ten times under a cap of three, and it would go on: a reap forgives every
+# lapse, so the job loops for as long as workers take it, its `attempts` climbing past the cap, and
+# never reaches dead (should one of its runs *report* an error instead, `@retry` would bury it at once:
+# its token has long reached the cap). Under `stalled` the sweep counted each lapse, and the third
+# (more than `max_stalled=2`) buried the job after three runs, with `last_error` "stalled", where an
+# operator sees it ([ledger](docs/guarantees.md#at-least-once-runs)).
+#
+# Which leg to choose, when:
+#
+# - **`reap`** (the default) forgives every lapse, and never buries a job for it. Choose it when a
+#   lapse usually means a worker that was slow, frozen or restarted (a deploy, a laptop lid) while the
+#   job itself is healthy, and no job can take its worker down — or watch `attempts` from outside and
+#   remove a job that runs away. Its cost: a poison job loops for ever.
+# - **`stalled`** counts each job's lapses and buries it past `max_stalled`. Choose it when a job can
+#   take its worker down (native code, memory blow-ups, untrusted input); then make the lease longer
+#   than the slowest healthy run and `max_stalled` larger than the restarts you expect, because to the
+#   sweep a slow healthy job and a restarted worker look like poison (the slow-but-healthy cell above).
+#
+# The kit keeps `reap` as the default (`docs/decisions.md`, "the default recovery leg"); a `Pool`
+# passes its `recovery` and `max_stalled` to its metronome.
+
+# %% [markdown]
 # ## Who sweeps? A pool and its metronome
 #
 # Nothing on the node calls promote, reap or the stall sweep; a client does. The course page names
@@ -561,21 +651,23 @@ assert jobs.reap(conn, Q9) == [abandoned]  # recovery: somebody else's call
 # workers leave promotion to it. Nothing on the node does.
 
 # %% [markdown]
-# ### 03.5 · Two stuck jobs (diagnose and repair)
+# ### 03.5 · The metronome stopped (diagnose and repair)
 #
-# "Our consumer ran with `recovery=None` and `promote=False`, and now two jobs never come back." The
-# check builds that queue and hands you the two ids. **Diagnose** where each one is stuck, free both
-# (back to pending, not completed) with the right call each, and return a dict from each id to the
-# call that freed it (`"promote"`, `"reap"` or `"stall sweep"`).
-# *Solution: `solutions/03_5_unstick.py`.*
+# A pool ran on this queue with `recovery="stalled"` and `max_stalled=2`: its metronome promoted what
+# was due and ran the counted sweep on every tick. Then the metronome's process died, and the workers
+# went on without it. The check builds the queue it left: five jobs, some stuck and some not. **Diagnose**
+# each one from its set, its score against the server's clock and its row, and **repair** the queue so
+# that it is exactly what the metronome would have made of it by now: no more, no less, and each job
+# brought back the way this pool brings jobs back. Return nothing.
+# *Solution: `solutions/03_5_metronome_stopped.py`.*
 
 # %%
-def unstick(conn, queue, stuck):
+def metronome_stopped(conn, queue):
     # your code here
     raise NotImplementedError
 
 
-print(exercises.check("03.5", unstick, conn))
+print(exercises.check("03.5", metronome_stopped, conn))
 
 # %% [markdown]
 # ## A full node
@@ -627,6 +719,9 @@ full.stop()
 # - Nothing moves on its own: promote, reap and the counted stall sweep are client calls — a
 #   standalone consumer makes them every beat; in a pool, the metronome makes them for all.
 # - The counted sweep buries a job that stalls more than `max_stalled` times.
+# - `max_attempts` is read only by `@retry`: under `reap`, the default recovery leg, a job that kills
+#   every worker loops for ever; under `stalled` it is buried past `max_stalled` lapses. Choose `reap`
+#   when a lapse usually means a slow or restarted worker, `stalled` when a job can take its worker down.
 # - A reap is a few lines of Lua: the server's clock, at most N a call, earliest deadline first, and
 #   `attempts` left alone, so that the next claim's token fences out the worker that died.
 # - A full node (`maxmemory`, `noeviction`) refuses writes with `OOM`, and a refused `@enqueue` writes
@@ -634,6 +729,21 @@ full.stop()
 #
 # Next: **04-two-executors** — the same claim, as one native command.
 
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Which two things must hold for `@complete` to pass, and what does a stale call write?
+# 2. Where is `max_attempts` read, and why does a job that kills every worker never reach dead under
+#    the default recovery leg?
+# 3. Under `recovery="stalled"` with `max_stalled=2`, how many times does that job run before it is
+#    buried, and what does a slow but healthy job risk under the same setting?
+# 4. Who calls promote and the recovery leg for a standalone `Consumer`, and who for the consumers
+#    of a `Pool`?
+# 5. What does a full node answer to `@enqueue`, and what did the refused enqueue write?
 
 # %% [markdown]
 # ## Further reading

@@ -10,7 +10,7 @@
 # 1. Start a scripted node and a native node, and see each one's wire brand.
 # 2. Send one claim both ways and compare the replies and the end states.
 # 3. Show each of the four differences with a cell of its own.
-# 4. See a ghost at the head answered alike by both.
+# 4. Put a ghost at the head of a queue on each node, and see what each executor makes of it.
 # 5. Meet `EMQWIRE`, and the stall sweep's exemption for a lease taken before a restart.
 # 6. Measure where a worker's time goes on your node — round trips, the server's share, batches —
 #    and what a batch costs when its worker dies.
@@ -41,9 +41,10 @@ assert (s_raw.get("{emq}:version"), n_raw.get("{emq}:version")) == ("echomq:4.0.
 # the page's and which the kit's.
 #
 # The native node loaded the module when it started (a `loadmodule` line in its config file); the
-# scripted one has none. For a node of your own, the kit compiled `native/` with the system C
-# compiler on first use and cached the `.so` under a name that carries a hash of the sources (on a
-# shared classroom node, the instructor's image brought the module).
+# scripted one has none. For a node of your own, the kit took the module its wheel carries prebuilt
+# (`pip install` on Linux x86-64), or compiled `native/` with the system C compiler on first use and
+# cached the `.so`: either way under a name that carries a hash of the sources (on a shared classroom
+# node, the instructor's image brought the module).
 
 # %%
 from echomq_teach.nodes import trafikey
@@ -52,7 +53,8 @@ print("trafikey loaded — scripted node:", s_conn.module_loaded(), "· native n
 assert n_conn.module_loaded() and not s_conn.module_loaded()
 if native.owned:
     so = native.module_path
-    assert so == trafikey.build() and so.parent == trafikey.cache_dir() and so.name.startswith("trafikey-")
+    assert so == trafikey.build() and so.parent in (trafikey.source_dir(), trafikey.cache_dir())
+    assert so.name.startswith("trafikey-")
 
 # %% [markdown]
 # ## One claim, two executors
@@ -131,16 +133,16 @@ print(exercises.check("04.1", part_ways, s_conn, n_conn))
 # `claim/3` reads the pause flag host-side, in its own round trip, before it sends anything. The
 # native command reads the flag itself: a raw `EMQ.CLAIM` on a paused queue answers the empty array.
 
-# %%
-Q1 = "paused"
-jobs.drop(n_conn, Q1)  # the queue starts empty, so the cell can be run again
-waiting = jobs.enqueue(n_conn, Q1, "held")
-jobs.pause(n_conn, Q1)
-keys = [keyspace.queue_key(Q1, "pending"), keyspace.queue_key(Q1, "active"), keyspace.queue_key(Q1, "")]
-raw_reply = n_conn.call("EMQ.CLAIM", 3, *keys, 30_000)
-print("raw EMQ.CLAIM on a paused queue:", raw_reply)
-print("pending untouched:", snapshots.snapshot(n_conn, Q1).pending == [waiting])
-assert raw_reply == [] and snapshots.snapshot(n_conn, Q1).pending == [waiting]
+# %% tags=["reveals:04.1"]
+with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
+    Q1 = "paused"
+    jobs.drop(n_conn, Q1)  # the queue starts empty, so the cell can be run again
+    waiting = jobs.enqueue(n_conn, Q1, "held")
+    jobs.pause(n_conn, Q1)
+    keys = [keyspace.queue_key(Q1, "pending"), keyspace.queue_key(Q1, "active"), keyspace.queue_key(Q1, "")]
+    raw_reply = n_conn.call("EMQ.CLAIM", 3, *keys, 30_000)
+    print("raw EMQ.CLAIM on a paused queue:", raw_reply)
+    print("pending untouched:", snapshots.snapshot(n_conn, Q1).pending == [waiting])
 
 # %% [markdown]
 # The kit's `claim/3` on a wire 6 connector still makes its own pause read first, and so never
@@ -158,28 +160,30 @@ assert [e.line.split()[0] for e in n_conn.last(5)] == ["EXISTS"]
 # the job is handed out after `pause()` has returned. Played by hand, step by step, on each executor —
 # the worker's pause read, the operator's pause, then the worker's second step:
 
-# %%
-QW = "window"
-window = {}
-for name, c in (("wire 4", s_conn), ("wire 6", n_conn)):
-    jobs.drop(c, QW)
-    job = jobs.enqueue(c, QW, "claimed in the window")
-    keys = [keyspace.queue_key(QW, "pending"), keyspace.queue_key(QW, "active"), keyspace.queue_key(QW, "")]
-    assert jobs.paused(c, QW) is False  # 1. the worker's host-side read: not paused
-    assert jobs.pause(c, QW) is True  # 2. the operator pauses the queue, and the call returns
-    # 3. the worker's second step, as claim/3 sends it on this connector
-    reply = c.call("EMQ.CLAIM", 3, *keys, 30_000) if c.wire == 6 else c.eval("claim2", keys, [30_000])
-    window[name] = reply
-    print(f"{name}: after pause() returned, the claim answered", reply[:1] if reply else reply,
-          "· the job is now in", snapshots.snapshot(c, QW).where(job))
-    jobs.resume(c, QW)
-assert window["wire 4"] and window["wire 4"][0] and window["wire 6"] == []
+# %% tags=["reveals:04.1"]
+with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
+    QW = "window"  # ledger: pause-holds-claims
+    window = {}
+    for name, c in (("wire 4", s_conn), ("wire 6", n_conn)):
+        jobs.drop(c, QW)
+        job = jobs.enqueue(c, QW, "claimed in the window")
+        keys = [keyspace.queue_key(QW, "pending"), keyspace.queue_key(QW, "active"), keyspace.queue_key(QW, "")]
+        assert jobs.paused(c, QW) is False  # 1. the worker's host-side read: not paused
+        assert jobs.pause(c, QW) is True  # 2. the operator pauses the queue, and the call returns
+        # 3. the worker's second step, as claim/3 sends it on this connector
+        reply = c.call("EMQ.CLAIM", 3, *keys, 30_000) if c.wire == 6 else c.eval("claim2", keys, [30_000])
+        window[name] = reply
+        print(f"{name}: after pause() returned, the claim answered", reply[:1] if reply else reply,
+              "· the job is now in", snapshots.snapshot(c, QW).where(job))
+        jobs.resume(c, QW)
 
 # %% [markdown]
 # On wire 4 the job went out after the pause: the script trusts the read made before it. `EMQ.CLAIM`
-# reads the flag inside the command, in the same atomic step as the pop, so once `pause()` has
-# returned no claim hands a job out. (The kit's batch claim, `@claim_many`, reads the flag inside on
-# both executors.)
+# reads the flag inside the command, in the same atomic step as the pop, so on the node that took the
+# pause, once `pause()` has returned, no native claim hands a job out. (The kit's batch claim,
+# `@claim_many`, reads the flag inside on both executors.) The pause is a write like any other: a
+# failover to a replica that had not applied it loses it, as 09 loses the writes of its window
+# ([ledger](docs/guarantees.md#pause-holds-claims)).
 
 # %% [markdown]
 # ### 2 · All the checks first, then the writes
@@ -188,27 +192,25 @@ assert window["wire 4"] and window["wire 4"][0] and window["wire 6"] == []
 # error stays written. Send `@claim2` a lease that is not a number — bypassing the kit's own check
 # with a raw `EVALSHA` — and watch it pop the job, move the token, and only then fail:
 
-# %%
-from echomq_teach import scripts
+# %% tags=["reveals:04.1"]
+with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
+    from echomq_teach import scripts
 
-Q2 = "half-done"
-for conn in (s_conn, n_conn):
-    jobs.drop(conn, Q2)  # the queue starts empty, so the cell can be run again
-    jobs.enqueue(conn, Q2, "fragile", job_id="JOB0halfdone01")
-keys = [keyspace.queue_key(Q2, "pending"), keyspace.queue_key(Q2, "active"), keyspace.queue_key(Q2, "")]
-before = snapshots.snapshot(s_conn, Q2)
-script_error = None
-try:
-    s_conn.call("EVALSHA", scripts.load("claim2").sha, 3, *keys, "soon")
-except Exception as exc:  # noqa: BLE001
-    script_error = str(exc).split(" script:")[0]  # the rest names the script's sha
-print("script error:", script_error)
-after = snapshots.snapshot(s_conn, Q2)
-for change in snapshots.diff(before, after):
-    print(" ·", change)
-assert script_error and "arithmetic on a nil value" in script_error
-assert after.where("JOB0halfdone01") == [] and after.rows["JOB0halfdone01"]["state"] == "active"
-assert after.rows["JOB0halfdone01"]["attempts"] == "1"  # the token moved, for a claim nobody holds
+    Q2 = "half-done"
+    for conn in (s_conn, n_conn):
+        jobs.drop(conn, Q2)  # the queue starts empty, so the cell can be run again
+        jobs.enqueue(conn, Q2, "fragile", job_id="JOB0halfdone01")
+    keys = [keyspace.queue_key(Q2, "pending"), keyspace.queue_key(Q2, "active"), keyspace.queue_key(Q2, "")]
+    before = snapshots.snapshot(s_conn, Q2)
+    answered = None
+    try:
+        answered = s_conn.call("EVALSHA", scripts.load("claim2").sha, 3, *keys, "soon")
+    except Exception as exc:  # noqa: BLE001
+        answered = str(exc).split(" script:")[0]  # the rest names the script's sha
+    print("the script answered:", answered)
+    after = snapshots.snapshot(s_conn, Q2)
+    for change in snapshots.diff(before, after):
+        print(" ·", change)
 
 # %% [markdown]
 # The job is now in no set at all, with state `active` — lost until someone repairs it by hand.
@@ -216,16 +218,16 @@ assert after.rows["JOB0halfdone01"]["attempts"] == "1"  # the token moved, for a
 # write (it peeks the head, then pops it and checks the pop against the peek), so a refusal writes
 # nothing:
 
-# %%
-before = snapshots.snapshot(n_conn, Q2)
-refusal = None
-try:
-    n_conn.call("EMQ.CLAIM", 3, *keys, "soon")
-except Exception as exc:  # noqa: BLE001
-    refusal = str(exc)
-print("native refusal:", refusal)
-assert refusal and refusal.startswith("EMQARG")
-assert snapshots.snapshot(n_conn, Q2).state_only() == before.state_only()
+# %% tags=["reveals:04.1"]
+with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
+    before = snapshots.snapshot(n_conn, Q2)
+    answered = None
+    try:
+        answered = n_conn.call("EMQ.CLAIM", 3, *keys, "soon")
+    except Exception as exc:  # noqa: BLE001
+        answered = str(exc)
+    print("the command answered:", answered)
+    print("the queue unchanged:", snapshots.snapshot(n_conn, Q2).state_only() == before.state_only())
 
 # %% [markdown]
 # (This is why `jobs.claim` refuses a bad lease in Python before anything is sent: on the script path
@@ -265,23 +267,28 @@ print("lease_epoch == run_id:", n_row["lease_epoch"] == n_raw.info("server")["ru
 assert n_row["lease_epoch"] == n_raw.info("server")["run_id"]
 
 # %% [markdown]
-# ### 04.2 · Leases a former server granted (diagnose)
+# ### 04.2 · What the native sweep will do (diagnose)
 #
-# A durable native node restarted: its rows came back from disk, and so did the leases in active —
-# each stamped with the `run_id` of the server process that granted it, which is gone. The check leaves
-# such a queue on your native node: a few jobs in active, some claimed by this server process and some
-# (as a restart leaves them) by the one before it, and one job still pending. Return the ids of the
-# leases **a former server process granted**: the ones whose worker never had a fair chance to finish,
-# which the native stall sweep (below) will put back without counting a stall against them.
-# *Solution: `solutions/04_2_former_leases.py`.*
+# A durable native node restarted: its rows came back from disk, and so did the leases in active, each
+# stamped with the `run_id` of the server process that granted it. The counted stall sweep's native twin,
+# `EMQ.STALLED.CHECK` (below), reads that stamp: a **lapsed** lease that another server process granted,
+# whose worker never had a fair chance to finish, goes back to pending **without** a stall counted; any
+# other lapsed lease counts one, as in 03, and more than `max_stalled` stalls bury the job.
+#
+# The check leaves such a queue on your native node: five jobs in active (some leases granted by this
+# server process, some by the one before the restart; some lapsed, some not; one job that has stalled
+# before) and one in pending. **Diagnose**, without running the sweep, what one
+# `stalled.check(n_conn, queue, max_stalled=1)` will do with each job in active, and return a dict from
+# each of their ids to `"put back uncounted"`, `"put back counted"`, `"buried"` or `"left alone"`. Read
+# only: the check runs the sweep itself, afterwards, and compares. *Solution: `solutions/04_2_native_sweep.py`.*
 
 # %%
-def former_leases(s_conn, n_conn, queue):
-    # your diagnosis here: a list of job ids
+def native_sweep(s_conn, n_conn, queue):
+    # your diagnosis here: {job id: what the sweep does with it}
     raise NotImplementedError
 
 
-print(exercises.check("04.2", former_leases, s_conn, n_conn))
+print(exercises.check("04.2", native_sweep, s_conn, n_conn))
 
 # %% [markdown]
 # ## A ghost at the head, on both
@@ -290,21 +297,21 @@ print(exercises.check("04.2", former_leases, s_conn, n_conn))
 # the head, with a real job waiting behind it. Both executors pop the ghost and answer the empty
 # array, minting nothing; neither goes on to the real job. The next claim takes it.
 
-# %%
-Q5 = "ghost"
-ghost_rows = []
-for conn in (s_conn, n_conn):
-    jobs.drop(conn, Q5)  # the queue starts empty, so the cell can be run again
-    real = jobs.enqueue(conn, Q5, "behind the ghost", job_id="JOB0KHTOWnGLuD")
-    conn.call("ZADD", keyspace.queue_key(Q5, "pending"), 0, "JOB00000ghost0")
-    first_claim = jobs.claim(conn, Q5, 30_000)
-    s = snapshots.snapshot(conn, Q5)
-    next_claim = jobs.claim(conn, Q5, 30_000)
-    ghost_rows.append((conn.last()[0].line.split()[0], first_claim, s.pending, sorted(s.rows), next_claim.id))
-    print(f"{ghost_rows[-1][0]:<9} first claim: {first_claim} · pending after it: {s.pending}",
-          f"· next claim: {next_claim.id}")
-assert [r[1:] for r in ghost_rows] == [(None, [real], [real], real)] * 2
-assert [r[0] for r in ghost_rows] == ["EVALSHA", "EMQ.CLAIM"]
+# %% tags=["reveals:04.1"]
+with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
+    Q5 = "ghost"
+    ghost_rows = []
+    for conn in (s_conn, n_conn):
+        jobs.drop(conn, Q5)  # the queue starts empty, so the cell can be run again
+        real = jobs.enqueue(conn, Q5, "behind the ghost", job_id="JOB0KHTOWnGLuD")
+        conn.call("ZADD", keyspace.queue_key(Q5, "pending"), 0, "JOB00000ghost0")
+        first_claim = jobs.claim(conn, Q5, 30_000)
+        s = snapshots.snapshot(conn, Q5)
+        next_claim = jobs.claim(conn, Q5, 30_000)
+        ghost_rows.append((conn.last()[0].line.split()[0], first_claim, s.pending, sorted(s.rows), next_claim.id))
+        print(f"{ghost_rows[-1][0]:<9} first claim: {first_claim} · pending after it: {s.pending}",
+              f"· next claim: {next_claim.id}")
+    assert [r[0] for r in ghost_rows] == ["EVALSHA", "EMQ.CLAIM"]
 
 # %% [markdown]
 # ## `EMQWIRE`: each executor keeps its own node
@@ -589,8 +596,9 @@ if lab is not native:
 
 # %% [markdown]
 # With one job per claim, a dead worker strands one job; with batches of *k*, up to *k*, each for
-# up to one lease. Nothing is lost — the guarantees are per job, and the reap hands each one out
-# again with a new token — but those jobs wait. A bigger batch buys fewer round trips with more
+# up to one lease. Nothing is lost while a client sweeps — the guarantees are per job, and the reap
+# hands each one out again with a new token ([ledger](docs/guarantees.md#at-least-once-runs)) — but
+# those jobs wait. A bigger batch buys fewer round trips with more
 # jobs waiting after a crash. (Every lease of a batch runs from its one claim, so a consumer whose
 # batch is slow settles what it has done once half the lease has gone:
 # [`docs/decisions.md`](docs/decisions.md), "the lease guard".)
@@ -611,6 +619,20 @@ if lab is not native:
 #
 # Next: **05-flows** — a parent, its children, and a counter.
 
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. What are the four differences between `@claim2` and `EMQ.CLAIM`?
+# 2. In the pause window on wire 4, why does the claim still hand the job out, and what closes the
+#    window on wire 6?
+# 3. What does the native stall sweep do with a lease whose `lease_epoch` is not the server's
+#    `run_id`, and why is that fair to the job?
+# 4. When is `EMQWIRE` raised, and what does it keep apart?
+# 5. What does a batch claim of *k* jobs save, and what does it cost when its worker dies?
 
 # %% [markdown]
 # ## Further reading

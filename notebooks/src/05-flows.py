@@ -13,6 +13,8 @@
 #    once-only branch.
 # 4. Choose what a dying child does to its parent: the four policies.
 # 5. Read the children's results from the parent's handler.
+# 6. Write the completion of a child whose parent needs only a quorum of its children, and have the
+#    checker judge it under faults (05.2).
 
 # %%
 import time
@@ -33,7 +35,9 @@ conn.clear_trace()  # the trace starts with the notebook's own calls
 # A single script writes the whole flow. Each child gets a row and a place in pending, so a worker
 # can take it straight away. The parent gets a row too, in state `awaiting_children`, but no place
 # in any of the four sets. And the parent's counter, `emq:{q}:job:<parent>:dependencies`, starts at
-# the number of children N (a plain **SET**).
+# the number of children N (a plain **SET**). The parent and every child also carry the flow's number,
+# `flow`, which the land draws from the queue's counter `emq:{q}:flows`: a child counts only toward
+# the flow it was landed with ("A parent id used again", below, shows why).
 
 # %%
 print(scripts.show("enqueue_flow"))
@@ -242,21 +246,30 @@ assert flows.children_values(conn, Q3, f3.parent_id) == {}
 # through such crash points.
 
 # %% [markdown]
-# ### 05.2 · Write the fan-in, and survive the kills (build)
+# ### 05.2 · Build: a parent that needs only a quorum
 #
-# Write the completion of a flow child yourself, as a Lua script, with `@complete`'s KEYS and ARGV for
-# a child: KEYS `[1]` active, `[2]` the child's row, `[3]` the parent's `:dependencies`, `[4]` its
-# `:processed`, `[5]` the parent's row; ARGV `[1]` the child's id, `[2]` the caller's token, `[3]` the base
-# `emq:{q}:`, `[4]` the parent's id, `[5]` the result. Answer 1 when this call completed the child, 0 when
-# the caller no longer holds it (and write nothing then). Open it with a KEYS / ARGV / reply header.
+# A search fans out to five mirrors and answers as soon as three of them replied: the parent should
+# run once **a quorum** of its children completed, not all of them. Write the completion of a flow
+# child for such parents, as a Lua script. Each parent's row holds its quorum, in the field `quorum`
+# (the judge writes it when the flow lands; `:dependencies` still starts at the number of children).
+# The script takes `@complete`'s KEYS and ARGV for a child: KEYS `[1]` active, `[2]` the child's row,
+# `[3]` the parent's `:dependencies`, `[4]` its `:processed`, `[5]` the parent's row; ARGV `[1]` the
+# child's id, `[2]` the caller's token, `[3]` the base `emq:{q}:`, `[4]` the parent's id, `[5]` the result.
 #
-# The check does not run it on your node. It starts a node of its own and drains two flows of five
-# children there with three worker processes whose every flow child completes by **your** script, while
-# a seeded nemesis kills workers and freezes one inside its handler for longer than the lease — a
-# zombie that wakes up and completes its child late. Every call is recorded; it passes only when, on
-# each of three seeds it draws, the checker says **valid**, no parent was claimed before all its
-# children completed, every parent was released and completed once, and each parent's `:processed`
-# holds its five results. A Lua error comes back as a finding that names the line. A run takes a few
+# - It answers 1 when this call completed the child (its row deleted, out of active), 0 when the
+#   caller no longer holds it — and then writes nothing.
+# - The completion that makes the quorum releases the parent to pending (its row saying so), once.
+# - A completion after that settles its own child and **counts nothing**: the parent is not counted
+#   down, not given a result, not released again, and not written at all once it is gone.
+#
+# The check does not run it on your node. It starts a node of its own, calls your script on two small
+# flows whose answers are known (holding the queue to notebook 01's table after every call, and waking a
+# worker whose child a sweep put back in pending), then drains two flows of five children, quorum three,
+# with three worker processes whose every flow child completes by **your** script, while a seeded nemesis
+# kills workers and freezes one inside its handler past its lease (a zombie). It passes only when every
+# answer is right and, on each of three seeds it draws, the checker says **valid**, the queue keeps the
+# table, no parent was claimed before three of its children completed, and each parent's `:processed`
+# holds three results. A Lua error comes back as a finding that names the line. A run takes a few
 # seconds. *Solution: `solutions/05_2_fan_in.py`.*
 
 # %%
@@ -349,15 +362,17 @@ assert swept["fail"][1] == "dead" and swept["fail"][2].endswith("failed: stalled
 assert [swept[p][1] for p in ("ignore", "remove", "wait")] == ["pending", "pending", "awaiting_children"]
 
 # %% [markdown]
-# ### 05.3 · Why does this parent never release? (diagnose and repair)
+# ### 05.3 · Why do these parents never release? (diagnose and repair)
 #
-# "Two of its three children finished an hour ago; the parent is still waiting." The check builds
-# that flow and hands you the parent's id. **Diagnose** which child holds it and why, **repair** it so
-# the parent is released with all three children's results, and return the id of the child that held
-# it. *Solution: `solutions/05_3_never_releases.py`.*
+# "Four parents have been waiting for an hour. Each had two children; the first of each finished long
+# ago." The check builds those four flows, each second child held up in a way of its own, and hands you
+# the parents' ids. **Diagnose** which parents are stuck and which child holds each, **repair** them so
+# that every stuck parent is released with both its children's results (you act as the worker: claim
+# the child and complete it), and leave alone what is not stuck. Return a dict from each stuck parent to
+# the child that held it. *Solution: `solutions/05_3_never_releases.py`.*
 
 # %%
-def never_releases(conn, queue, parent_id):
+def never_releases(conn, queue, parents):
     # your code here
     raise NotImplementedError
 
@@ -390,6 +405,79 @@ def predict_the_counter():
 
 
 print(exercises.check("05.4", predict_the_counter, conn))
+
+# %% [markdown]
+# ## A buried child, brought back
+#
+# Under `ignore`, a child's death counts as done. What if an operator then reprocesses that child and
+# it completes after all? Its death was counted once, when it died, and `child_death` detached it then
+# (its `parent` field went), so its new life settles as a plain job: it counts nothing toward the
+# parent, which was released once, by the counter reaching zero. A child under `ignore`, buried by the
+# counted stall sweep, its sibling completed, then the child reprocessed and completed while a worker
+# holds the released parent:
+
+# %%
+Q6 = "brought-back"
+jobs.drop(conn, Q6)  # a re-run of this cell starts from an empty queue, as the first run did
+f6 = flows.add(conn, Q6, "parent", ["vanishes", "succeeds"], policy="ignore")
+buried_child = f6.child_ids[0]
+for _ in range(2):
+    jobs.claim(conn, Q6, 20)  # its worker dies holding it
+    time.sleep(0.03)
+    sweep = stalled.check(conn, Q6, max_stalled=1)
+sib = jobs.claim(conn, Q6, 30_000)
+jobs.complete(conn, Q6, sib.id, sib.attempts, "fine")
+s = snapshots.snapshot(conn, Q6)
+print("buried by the sweep:", sweep.dead == [buried_child], "· its link to the parent kept:",
+      "parent" in s.rows[buried_child], "· the parent:", s.state(f6.parent_id))
+assert sweep.dead == [buried_child] and "parent" not in s.rows[buried_child]
+assert s.where(f6.parent_id) == ["pending"] and flows.dependencies(conn, Q6, f6.parent_id) == 0
+held_parent = jobs.claim(conn, Q6, 30_000)  # a worker takes the released parent ...
+jobs.reprocess(conn, Q6, buried_child)  # ... while an operator brings the child back
+back = jobs.claim(conn, Q6, 30_000)
+late_ok = jobs.complete(conn, Q6, back.id, back.attempts, "done after all")
+s = snapshots.snapshot(conn, Q6)
+print("the reprocessed child completes:", late_ok, "· :dependencies", flows.dependencies(conn, Q6, f6.parent_id),
+      "· :processed", flows.children_values(conn, Q6, f6.parent_id),
+      "· :unsuccessful", flows.ignored_failures(conn, Q6, f6.parent_id))
+print("the parent is where its worker holds it:", s.where(f6.parent_id), "· in pending again:",
+      f6.parent_id in s.pending)
+assert held_parent.id == f6.parent_id and back.id == buried_child and late_ok == jobs.OK
+assert flows.dependencies(conn, Q6, f6.parent_id) == 0 and flows.children_values(conn, Q6, f6.parent_id) == {
+    sib.id: "fine"}
+assert flows.ignored_failures(conn, Q6, f6.parent_id) == {buried_child: "stalled"}
+assert s.where(f6.parent_id) == ["active"] and jobs.complete(conn, Q6, f6.parent_id, held_parent.attempts) == jobs.OK
+
+# %% [markdown]
+# ## A parent id used again
+#
+# Callers often choose a flow's parent id themselves, a business id such as `order-42`, and land the
+# flow again when they resubmit. Suppose an operator removes the parent while one of its children is
+# still running, and the caller then lands a new flow under the same id. When the old child ends, its
+# completion finds a row under its parent's id again, but not its own flow's: the two `flow` numbers
+# differ, so `@complete` settles it as a plain job, and it counts nothing toward the new flow
+# (`docs/decisions.md`, "a flow's number"; the same holds when the old child dies or is buried):
+
+# %%
+Q5 = "reused"
+jobs.drop(conn, Q5)  # a re-run of this cell starts from an empty queue, as the first run did
+flows.add(conn, Q5, ("order-42", "first try"), [("old-a", "charge"), ("old-b", "ship")])
+running = jobs.claim(conn, Q5, 30_000)  # old-a's worker is at work ...
+jobs.remove(conn, Q5, "order-42")  # ... when the operator removes its parent
+again = flows.add(conn, Q5, ("order-42", "second try"), [("new-a", "charge"), ("new-b", "ship")])
+rows = snapshots.snapshot(conn, Q5).rows
+print("old-a belongs to flow", rows["old-a"]["flow"], "· order-42's row now to flow", rows["order-42"]["flow"])
+late = jobs.complete(conn, Q5, "old-a", running.attempts, "charged (first try)")
+print("old-a completes:", late, "· the new flow still waits for", flows.dependencies(conn, Q5, again),
+      "children · its results:", flows.children_values(conn, Q5, again))
+assert (rows["old-a"]["flow"], rows["order-42"]["flow"]) == ("1", "2")
+assert late == jobs.OK and flows.dependencies(conn, Q5, again) == 2 and flows.children_values(conn, Q5, again) == {}
+for child in again.child_ids:  # the new flow's own children, and only they, release it
+    c = jobs.claim(conn, Q5, 30_000)
+    assert c.id == child and jobs.complete(conn, Q5, c.id, c.attempts, f"{c.payload}: done") == jobs.OK
+print("after new-a and new-b: order-42 is", snapshots.snapshot(conn, Q5).state("order-42"),
+      "with", flows.children_values(conn, Q5, again))
+assert snapshots.snapshot(conn, Q5).where("order-42") == ["pending"]
 
 # %% [markdown]
 # ## Flows run only as scripts
@@ -478,11 +566,29 @@ composer
 # - Two layers keep a completion from counting twice: the token fence refuses stale and redelivered
 #   completions; the once-only branch skips a child that passed the fence but was not in active.
 # - A dying child's `parent_policy` decides: fail, ignore, remove or wait.
+# - A child counts only toward the flow it was landed with: a parent id used again is a new flow,
+#   with a new `flow` number.
 # - Flows run only as scripts; the native commands refuse a flow child and the flow key layout.
 # - `dependencies/3` answers 0 when the counter is absent.
 #
 # Next: **06-workshop** — the whole machine, end to end.
 
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Where does the parent wait while its children run, and what releases it?
+# 2. Which two layers keep a completion from counting twice, and which one stopped each refused
+#    completion in "Never twice"?
+# 3. A child under `ignore` is buried by the sweep, then reprocessed, and completes. What does its
+#    completion count toward the parent, and why?
+# 4. A parent is removed while a child runs, and a new flow lands under the same id. Why does the
+#    old child's completion count nothing toward the new flow?
+# 5. Why does `flows.add` send the script even on a wire 6 connector, and which script does a flow
+#    child's completion take?
 
 # %% [markdown]
 # ## Further reading

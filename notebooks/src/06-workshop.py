@@ -170,10 +170,11 @@ assert counter == [3, 2, 1, 0] and snapshots.snapshot(conn, Q).where(flow.parent
 # The queue is no archive. A finished job's row is gone the moment it completes, and a dead job
 # waits only until someone reprocesses, removes or trims it. (The node your kernel started does not
 # even write to disk.) A consumer started with `record=True` appends every finished job — completed
-# or dead — to the stream `emq:{q}:stream:completions`, inside the same script that settles it: one
-# entry per settle, never two, never none. That stream is still memory: it goes with a node that
-# restarts without persistence, and trimming it deletes. Notebook 08 folds it into a durable floor
-# before it trims.
+# or dead — to the stream `emq:{q}:stream:completions`, inside the same script that settles it: on
+# one node, one entry per ending in each life, never two, never none
+# ([ledger](docs/guarantees.md#one-ending-one-entry)). That stream is still memory: it goes with a
+# node that restarts without persistence (08), a failover can lose an entry with its settle (09), and
+# trimming it deletes. Notebook 08 folds it into a durable floor before it trims.
 
 # %%
 from echomq_teach import keyspace
@@ -192,7 +193,7 @@ entries = node.client().xrange(stream)
 outcomes = [fields["outcome"] for _, fields in entries]
 print(report.outcomes, "·", len(entries), "stream entries:", outcomes)
 assert outcomes == ["completed"] * 4 + ["dead"]
-assert [fields["id"] for _, fields in entries] == floor_ids  # one entry per settle
+assert [fields["id"] for _, fields in entries] == floor_ids  # one entry per ending, on this node
 # never two: the same completion sent again is stale, and the stream stays as it was
 assert jobs.complete(conn, Q, floor_ids[0], 1, "again", record=True) == jobs.STALE
 assert conn.call("XLEN", stream) == 5
@@ -233,25 +234,36 @@ assert counter == [3, 2, 1, 0]
 print("confirm atomically, recover by timeout, compose by counting: each held on this node")
 
 # %% [markdown]
-# ### 06.1 · What is each job waiting for? (diagnose)
+# ### 06.1 · Trace a flow child (predict)
 #
-# The check leaves a queue on your node in the middle of things: some jobs in active, a flow parent,
-# a child in pending. Each job that is **not** in pending waits on one of the three ideas above: its
-# worker's atomic confirmation, a sweep after its lease ran out, or a counter reaching zero. Read the
-# queue (`snapshots.snapshot`) and return a dict from each such job's id to `"confirm atomically"`,
-# `"recover by timeout"` or `"compose by counting"`. After a try that did not pass,
-# `exercises.hint("06.1")` gives a hint. *Solution: `solutions/06_1_waiting_for.py`.*
+# The paths above, put together on one flow: a parent and two children `a` and `b`, each with the policy
+# `ignore`. Then, one step at a time:
+#
+# 1. `a` is claimed and its handler fails: a retry, due in 50 ms, 3 attempts allowed;
+# 2. a promote, once the retry is due;
+# 3. `a` is claimed with a 20 ms lease, its worker dies, and a reap runs once the lease has lapsed;
+# 4. `a` is claimed and completed;
+# 5. `b` is claimed and fails at a cap of 1 attempt.
+#
+# **Predict**: where `a` is after each step (`"pending"`, `"active"`, `"schedule"`, `"dead"` or
+# `"nowhere"`), the parent's `:dependencies` after each step, the token `a`'s completion carried, and the
+# parent's state at the end. Return `{"where a is after each step": [...five...], ":dependencies after each
+# step": [...five...], "a's token when it completed": n, "the parent at the end": state}`. After a try that
+# did not pass, `exercises.hint("06.1")` gives a hint. *Solution: `solutions/06_1_trace_a_flow_child.py`.*
+#
+# Your function is handed no connection, and your **first** answer of the right form is kept and graded
+# (it survives a kernel restart): think it through before you run the cell.
 
 # %%
 from echomq_teach.course import exercises  # noqa: E402
 
 
-def waiting_for(conn, queue):
-    # your diagnosis here: {job id: idea}
+def trace_a_flow_child():
+    # your prediction here
     raise NotImplementedError
 
 
-print(exercises.check("06.1", waiting_for, conn))
+print(exercises.check("06.1", trace_a_flow_child, conn))
 
 # %% [markdown]
 # ## References
@@ -272,7 +284,7 @@ print(exercises.check("06.1", waiting_for, conn))
 #   and the token), `03-completion-and-recovery.ipynb` (complete, retry, the sweeps),
 #   `04-two-executors.ipynb` (the script and the command, body by body), `05-flows.ipynb` (the land and
 #   the fan-in), `07-when-things-fail.ipynb` (races and crash points),
-#   `08-the-durable-floor.ipynb` (an archive of every settle), `09-cluster.ipynb` (shards and a
+#   `08-the-durable-floor.ipynb` (an archive of every recorded ending), `09-cluster.ipynb` (shards and a
 #   failover), `10-case-files.ipynb` (other queues' failures, judged by the same checker).
 
 # %% [markdown]
@@ -293,6 +305,17 @@ print(exercises.check("06.1", waiting_for, conn))
 #
 # Next: **07-when-things-fail** — races, crashes, frozen workers and the checker.
 
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Which scripts does a job go through on the happy path, on the failure path, and when its worker
+#    vanishes?
+# 2. What does `record=True` add, in which step, and what can still lose that entry?
+# 3. What are the three ideas of the pattern, and which mechanism carries each one in this queue?
 
 # %% [markdown]
 # ## Further reading

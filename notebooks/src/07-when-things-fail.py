@@ -348,9 +348,11 @@ assert jobs.complete(conn, "late", slow.id, slow.attempts) == jobs.STALE
 # %% [markdown]
 # Choosing `lease_ms` is choosing how long a crashed worker's job waits before it runs again. Too
 # long, and a crash stalls the job that long. Too short — shorter than the handler takes — and
-# *every* claim lapses mid-handler: the metronome reaps it, another worker claims it, and the first
-# worker's settle is refused. The job runs again and again and never settles. Here is that run: a
-# 100 ms lease for 400 ms of work, watched until the handler has run five times:
+# *every* claim lapses mid-handler. Where a sweep runs between the lapse and the settle, as a pool's
+# metronome does every tick, it takes the job back, another worker claims it, and the first worker's
+# settle is refused ([ledger](docs/guarantees.md#at-least-once-runs)). The job runs again and again
+# and never settles. Here is that run, a metronome reaping every 20 ms: a 100 ms lease for 400 ms of
+# work, watched until the handler has run five times:
 
 # %%
 jobs.drop(conn, "short")  # the queue starts empty, so the cell can be run again
@@ -368,9 +370,54 @@ assert short.handler_runs[job] >= 5 and short.settled == 0 and short.unfinished 
 
 # %% [markdown]
 # Valid — nothing lost, nothing settled twice ([ledger](docs/guarantees.md#faults-lose-nothing)) —
-# and useless. Pick a lease comfortably longer than the
-# slowest handler run you expect (a heartbeat that extends it is the other answer, which this queue
-# does not have), and a recovery tick that makes a crashed job come back soon enough.
+# and useless. A lease bounds neither how long a handler runs nor whether its holder is alive
+# ([ledger](docs/guarantees.md#one-holder-per-lease)): it is only the time after which a sweep may
+# take the job back.
+#
+# Who sweeps, and when, decides what a too-short lease does. The same 400 ms handler and 100 ms lease
+# again, now with the counted sweep (`recovery="stalled"`, `max_stalled=2`): first in a `Pool`, whose
+# metronome sweeps every 20 ms while the handler works; then a lone standalone `Consumer`, which runs
+# its sweep only at the top of its own beat, between its own jobs, so no sweep runs between its lapse
+# and its settle, and its late completion passes (02's rule: the fence reads no clock):
+
+# %%
+from echomq_teach import snapshots  # noqa: E402
+from echomq_teach.consumer import Consumer, Pool  # noqa: E402
+
+
+def four_times_the_lease(job):
+    time.sleep(0.4)  # the work: 400 ms, under a 100 ms lease
+    return "done"
+
+
+for q in ("short-pool", "short-lone"):
+    jobs.drop(conn, q)  # the queues start empty, so the cell can be run again
+pooled = jobs.enqueue(conn, "short-pool", "400 ms of work")
+pool = Pool(conn, "short-pool", four_times_the_lease, size=2, lease_ms=100, recovery="stalled", max_stalled=2,
+            metronome_ms=20)
+in_pool = pool.run(timeout=30, until_idle=True)
+pool.close()
+row = jobs.row(conn, "short-pool", pooled)
+alone = jobs.enqueue(conn, "short-lone", "400 ms of work")
+lone = Consumer(conn, "short-lone", four_times_the_lease, lease_ms=100, recovery="stalled", max_stalled=2)
+by_itself = lone.run(timeout=30, until_idle=True)
+print(f"a pool and its metronome: settles {dict(in_pool.outcomes)} · the job is {row['state']}, "
+      f"last_error {row['last_error']!r}, after {row['attempts']} claims")
+print(f"a lone consumer:          settles {dict(by_itself.outcomes)} · the job completed:",
+      snapshots.snapshot(conn, "short-lone").completed == 1)
+assert in_pool.outcomes.get(jobs.OK, 0) == 0 and (row["state"], row["last_error"], row["attempts"]) == (
+    "dead", "stalled", "3")
+assert by_itself.outcomes == {jobs.OK: 1} and jobs.row(conn, "short-lone", alone) == {}
+
+# %% [markdown]
+# Under the pool, every claim lapsed while its handler worked, the metronome counted each lapse, and
+# the third buried the job: three runs, no settle, dead as "stalled". The lone consumer ran the same
+# handler once and completed it, 300 ms past its deadline, because nothing swept in between. Neither
+# is a lease to keep: the lone consumer's late completion holds only while it is alone; add a second
+# consumer, or a metronome, and their sweeps take its job away mid-handler, as in the pool. Pick a
+# lease comfortably longer than the slowest handler run you expect, and a recovery tick that makes a
+# crashed job come back soon enough. The other answer is a renewal that pushes the deadline on while
+# the handler works, fenced by the token: the kit ships none, and exercise 02.2 had you build one.
 #
 # ## The fence across a job's whole life, and where it stops
 #
@@ -477,22 +524,29 @@ durable.stop()
 # %% [markdown]
 # ### 07.2 · Capstone: pass the nemesis
 #
-# A team runs a payment queue. Their handler is `handlers.careless_charge`; it asks the payment
-# provider, `ctx.charge`, to charge the order's customer:
+# A team runs a shop's payment queue. Their handler is `handlers.careless_charge`; it asks the payment
+# provider to charge the order's customer:
 
 # %%
 print(source.getsource(handlers.careless_charge))
-print(source.getsource(handlers.Context.charge))
 
 # %% [markdown]
-# The provider is not yours, and it is not always quick: on some orders its first answer is a timeout,
-# and from the timeout alone nobody can tell whether the money was taken. The team runs with
-# `lease_ms=50` and `max_attempts=1`. The check below starts three worker processes on 60 orders, lets
-# the provider time out on a dozen of them, throws a seeded nemesis of kills and freezes (a freeze
-# longer than a sound lease) at the workers, and gives each run 15 seconds to drain. It does that for
-# three seeds it draws, side by side, one queue each on your node. It passes only if, on every seed, the
-# checker says *valid*, every order completed (none dead, none left over), and **every customer was
-# charged exactly once**, which the queue alone does not give
+# The provider is not yours. It answers `ctx.charge(job, key=None)`: it charges the customer of the
+# order the job's payload names, and answers whether this call took money. Like real payment providers
+# it takes an optional **idempotency key**: a second charge with a key it has already charged takes
+# nothing. And it is not always quick: on some orders its first answer is a timeout
+# (`handlers.ProviderTimeout`), and from the timeout alone nobody can tell whether the money was taken.
+# One more thing the team learned the hard way: the shop's front end sends an order again when a
+# customer double-clicks, so **some orders arrive twice**, as two jobs with the same payload. A
+# customer must be charged exactly once per order.
+#
+# The team runs with `lease_ms=50` and `max_attempts=1`. The check below starts three worker processes
+# on 60 jobs for 50 orders, lets the provider time out on some of them, throws a seeded nemesis of kills
+# and freezes at the workers (a freeze lands inside a handler and outlasts a sound lease: a zombie wakes
+# up), and gives each run 15 seconds to drain. It does that for three seeds it draws, side by side, one
+# queue each on your node. It passes only if, on every seed, the checker says *valid*, the queue keeps
+# notebook 01's table, no handler that no fault touched lost its lease, every job completed (none dead,
+# none left over), and **every order was charged exactly once**, which the queue alone does not give
 # ([ledger](docs/guarantees.md#one-settle-per-life)).
 #
 # Your function returns your choices: `{"lease_ms": …, "max_attempts": …, "handler": h}`, where `h`
@@ -557,6 +611,21 @@ chaos
 # - The fence holds for the life of a row; reusing an id after its row is gone starts a new count.
 #
 # Next: **08-the-durable-floor** — what outlives memory.
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. Which of the checker's findings are never allowed under faults, and which does it count as
+#    expected?
+# 2. At which crash point is the customer charged twice by `handlers.charge`, and why can the queue
+#    not prevent it?
+# 3. With a 100 ms lease and 400 ms of work, why does the job never settle under a pool's metronome,
+#    and why did a lone standalone consumer complete it?
+# 4. Where does the token fence stop, and what does a caller who reuses a job id risk?
+# 5. On what node did the nemesis run, and which promise does its verdict back there?
 
 # %% [markdown]
 # ## Further reading

@@ -14,7 +14,8 @@
 #
 # 1. See what memory keeps and loses: a node restarted without persistence comes back empty.
 # 2. Fold a stream into the floor, slice by slice, and watch the stream shrink as the floor grows.
-# 3. Kill a driver process between its commit and its trim, and count: nothing lost, nothing twice.
+# 3. Kill a driver process between its commit and its trim, and count what it left and what the next
+#    driver makes of it.
 #    Then pause one past its lease, and watch its late write refused.
 # 4. Do the same with a remote: a real S3-compatible store (SeaweedFS) that this notebook starts.
 # 5. Ask the archive — one job, a time range, counts, throughput — with the stream trimmed to nothing.
@@ -300,17 +301,17 @@ assert refusal is not None and "one driver per stream" in refusal
 # %% [markdown]
 # Now `SIGKILL`: no exit hook runs, no lease is given back. What did it leave?
 
-# %%
-victim.kill()
-assert conn.call("PTTL", keyspace.queue_key(QC, "floor:driver")) > 0  # the dead driver's lease, still there
-with floor.open_floor(crash_floor, readonly=True) as cf:
-    on_floor = [s.job_id for s in cf.settles(cstream)]
-in_stream = [fields["id"] for _, fields in conn.client.xrange(cstream)]
-both = set(on_floor) & set(in_stream)
-neither = set(crash_ids) - set(on_floor) - set(in_stream)
-print(f"floor: {len(on_floor)} rows · stream: {len(in_stream)} entries · in both: {len(both)}",
-      f"· in neither: {len(neither)}")
-assert (len(on_floor), len(in_stream), len(both), len(neither)) == (20, 30, 10, 0)
+# %% tags=["reveals:08.1"]
+with exercises.reveals("08.1"):  # its output waits until 08.1 is committed
+    victim.kill()
+    assert conn.call("PTTL", keyspace.queue_key(QC, "floor:driver")) > 0  # the dead driver's lease, still there
+    with floor.open_floor(crash_floor, readonly=True) as cf:
+        on_floor = [s.job_id for s in cf.settles(cstream)]
+    in_stream = [fields["id"] for _, fields in conn.client.xrange(cstream)]
+    both = set(on_floor) & set(in_stream)
+    neither = set(crash_ids) - set(on_floor) - set(in_stream)
+    print(f"floor: {len(on_floor)} rows · stream: {len(in_stream)} entries · in both: {len(both)}",
+          f"· in neither: {len(neither)}")
 
 # %% [markdown]
 # Ten settles are in both places: committed, not yet trimmed. A driver that read the stream from its
@@ -319,26 +320,27 @@ assert (len(on_floor), len(in_stream), len(both), len(neither)) == (20, 30, 10, 
 # one left — the trim, up to the committed cursor — then reads only after the cursor. It has to wait
 # for the dead driver's lease to lapse (two seconds here), which `--wait-s` allows.
 
-# %%
-heir = DriverProcess(conn.address, QC, crash_floor, "--slice", "10", "--wait-s", "10")
-code = heir.finish()
-folds = [ln for ln in heir.lines if ln.startswith("fold:")]
-print("\n".join(folds))
-with floor.open_floor(crash_floor, readonly=True) as cf:
-    count = collections.Counter(s.job_id for s in cf.settles(cstream))
-twice = [j for j, n in count.items() if n > 1]
-print("exit code:", code, "· floor:", sum(count.values()), "rows ·", "twice:", twice,
-      "· lost:", len(set(crash_ids) - set(count)), "· stream:", stream_len(conn, QC))
-assert code == 0 and count == collections.Counter(crash_ids) and stream_len(conn, QC) == 0
-# its first fold trimmed the dead driver's committed slice as well as its own: 10 + 10
-assert "read 10" in folds[0] and folds[0].endswith("trimmed 20 · stream 10 · floor 30")
+# %% tags=["reveals:08.1"]
+with exercises.reveals("08.1"):  # its output waits until 08.1 is committed
+    heir = DriverProcess(conn.address, QC, crash_floor, "--slice", "10", "--wait-s", "10")
+    code = heir.finish()
+    folds = [ln for ln in heir.lines if ln.startswith("fold:")]
+    print("\n".join(folds))
+    with floor.open_floor(crash_floor, readonly=True) as cf:
+        count = collections.Counter(s.job_id for s in cf.settles(cstream))
+    twice = [j for j, n in count.items() if n > 1]
+    print("exit code:", code, "· floor:", sum(count.values()), "rows ·", "twice:", twice,
+          "· lost:", len(set(crash_ids) - set(count)), "· stream:", stream_len(conn, QC))
+    assert code == 0 and count == collections.Counter(crash_ids) and stream_len(conn, QC) == 0
 
 # %% [markdown]
-# ### 08.2 · Build: a fold that survives a kill at every step
+# ### 08.2 · Build: a fold that survives a kill at every step, for two readers
 #
-# Now write the fold yourself. Your function returns a function `fold_step(kit)` that folds **one**
-# slice of at most 10 settles and answers how many it folded (0 when there was nothing left to fold).
-# The `kit` is all it needs, and all it may use:
+# Now write the fold yourself — for a stream that has **two readers**. Besides the archive driver, the
+# shop's notifier reads the completions stream to send each customer an e-mail, at its own pace; it
+# keeps the last stream id it has read, and it still needs every entry after that one. Your function
+# returns a function `fold_step(kit)` that folds **one** slice of at most 10 settles and answers how many
+# it folded (0 when there was nothing left to fold). The `kit` is all it needs, and all it may use:
 
 # %%
 from inspect import cleandoc  # noqa: E402
@@ -348,15 +350,16 @@ from echomq_teach.course.fold_runner import FoldKit  # noqa: E402
 print(cleandoc(FoldKit.__doc__))
 
 # %% [markdown]
-# The check starts a node of its own, settles 25 jobs, and calls your `fold_step` in a process of its
-# own until it answers 0. Then, for **each step** of its second fold (each read, each commit, the
-# middle of each commit's transaction, each trim), it starts again on 25 fresh settles with a process
-# that kills itself with SIGKILL right at that step, and then a second process that folds until your
-# step answers 0. The settles' enqueues, claims and completions were recorded, so the checker of
-# notebook 07 reads that history against the floor and the stream together, as one archive. It passes
-# when, after every one of those kills, the checker says *valid*, every settle is on the floor exactly
-# once and the stream holds none of them. A try takes a few seconds; a failed one names the step whose
-# kill broke it. *Solution: `solutions/08_2_survive_every_kill.py`.*
+# The check starts a node of its own, settles 25 jobs, lets the notifier read the first 15 of them, and
+# calls your `fold_step` in a process of its own until it answers 0. Then, for **each step** of its
+# second fold (each read, each commit, the middle of each commit's transaction, each trim), it starts
+# again on 25 fresh settles with a process that kills itself with SIGKILL right at that step, and then a
+# second process that folds until your step answers 0. The settles' enqueues, claims and completions
+# were recorded, so the checker of notebook 07 reads that history against the floor and the stream
+# together, as one archive. It passes when, after every one of those kills, the checker says *valid*,
+# every settle is on the floor once and only once, the stream still holds every settle the notifier has not
+# read, and nothing that both readers have. A try takes a few seconds; a failed one names the step
+# whose kill broke it. *Solution: `solutions/08_2_survive_every_kill.py`.*
 
 # %%
 def survive_every_kill():
@@ -445,20 +448,21 @@ assert (len(remote.objects(rstream)), planned, marked, stream_len(conn, QR)) == 
 # (only a slice the index knows is stored is trimmed). The next driver finds the object already there
 # with the same SHA-256, marks it without writing it again, trims, and folds the last slice:
 
-# %%
-heir = DriverProcess(conn.address, QR, remote_floor, "--slice", "10", "--wait-s", "10", remote_env=store.env())
-code = heir.finish()
-folds = [ln for ln in heir.lines if ln.startswith("fold:")]
-names = remote.objects(rstream)
-from_bucket = collections.Counter(s.job_id for s in remote.settles(rstream))
-print("exit code:", code)
-print("\n".join(folds))
-assert "(1 found already stored)" in folds[0] and all("(0 found" in ln for ln in folds[1:])
-print("\n".join(names))
-print("read from the bucket alone:", sum(from_bucket.values()), "settles,", len(from_bucket), "jobs · stream:",
-      stream_len(conn, QR))
-assert code == 0 and names == sorted(names) and len(names) == 3
-assert from_bucket == collections.Counter(remote_ids) and stream_len(conn, QR) == 0
+# %% tags=["reveals:08.1"]
+with exercises.reveals("08.1"):  # its output waits until 08.1 is committed
+    heir = DriverProcess(conn.address, QR, remote_floor, "--slice", "10", "--wait-s", "10", remote_env=store.env())
+    code = heir.finish()
+    folds = [ln for ln in heir.lines if ln.startswith("fold:")]
+    names = remote.objects(rstream)
+    from_bucket = collections.Counter(s.job_id for s in remote.settles(rstream))
+    print("exit code:", code)
+    print("\n".join(folds))
+    assert "(1 found already stored)" in folds[0] and all("(0 found" in ln for ln in folds[1:])
+    print("\n".join(names))
+    print("read from the bucket alone:", sum(from_bucket.values()), "settles,", len(from_bucket), "jobs · stream:",
+          stream_len(conn, QR))
+    assert code == 0 and names == sorted(names) and len(names) == 3
+    assert from_bucket == collections.Counter(remote_ids) and stream_len(conn, QR) == 0
 
 # %% [markdown]
 # One object, opened: its first two lines.
@@ -512,6 +516,35 @@ fig = reads.plot_throughput(f, Q, bucket_ms=100)
 plt.show()
 
 # %% [markdown]
+# Every count above came from a settle of the pool. A burial by the counted stall sweep is an ending
+# too: when the sweep records (`record=True`, as a recording consumer, pool or metronome passes it),
+# the burial's entry goes on the stream in the same step as the burial, and the driver folds it like
+# any other, once. A job whose workers vanish twice, swept with `max_stalled=1`, on a queue of its own
+# that folds into the same floor:
+
+# %%
+from echomq_teach import stalled  # noqa: E402
+
+QB = "buried"  # ledger: one-ending-one-entry
+jobs.drop(conn, QB)  # a re-run of this cell starts from an empty queue, as the first run did
+doomed = jobs.enqueue(conn, QB, "its workers keep vanishing")
+for _ in range(2):
+    jobs.claim(conn, QB, 20)  # the worker dies holding it
+    time.sleep(0.03)
+    sweep = stalled.check(conn, QB, max_stalled=1, record=True)
+on_stream = [fields for _, fields in conn.client.xrange(floor.completions_stream(QB))]
+print("buried:", sweep.dead == [doomed], "· stream:", [(e["outcome"], e["error"]) for e in on_stream])
+burial_driver = floor.Driver(conn, QB, f, slice_size=10)
+folds = [burial_driver.fold(), burial_driver.fold()]  # the second finds nothing new
+print("folded:", [fo.read for fo in folds], "· the floor counts:", reads.counts(f, QB),
+      "· stream:", stream_len(conn, QB))
+print("the archive's record of the job:", [(s.outcome, s.error) for s in reads.by_job(f, QB, doomed)])
+assert sweep.dead == [doomed] and [(e["id"], e["outcome"]) for e in on_stream] == [(doomed, "stalled")]
+assert [fo.read for fo in folds] == [1, 0] and stream_len(conn, QB) == 0
+assert reads.counts(f, QB) == {"completed": 0, "dead": 0, "stalled": 1, "child_failed": 0, "removed": 0}
+assert [s.outcome for s in reads.by_job(f, QB, doomed)] == ["stalled"]
+
+# %% [markdown]
 # ### 08.3 · Find what was lost
 #
 # Now that you can read both places a settle can be, a diagnosis. The check settles 20 jobs, lets a
@@ -545,6 +578,23 @@ print(exercises.check("08.3", find_the_lost, conn))
 # - The floor answers alone: a job by id, a time range, counts, throughput.
 #
 # Next: **09-cluster** — the same queue on a Valkey Cluster, and a primary killed mid-run.
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. What does a node without persistence keep of the completions stream across a restart, and what
+#    does an append-only file keep?
+# 2. In which order does a fold read, commit and trim, and what would the other orders lose or
+#    archive twice?
+# 3. A driver was killed between its commit and its trim. How does the next driver avoid archiving
+#    that slice twice?
+# 4. A driver paused past its lease wakes up. What refuses its late commit, and where is its token
+#    checked?
+# 5. A recording sweep buried a job. Which outcome does the floor hold for it, and how many times,
+#    after two folds?
 
 # %% [markdown]
 # ## Further reading

@@ -167,9 +167,14 @@ show(model, ours)
 # %% [markdown]
 # Here the dying process decides the job's fate, and decides wrong. In this queue nobody decides at
 # the moment of death: the killed worker never settles its claim, its lease lapses, and the
-# metronome's sweep (a script on the node) puts the job back. A job that kills its worker every time
-# does not loop forever either: every claim counts an attempt, and at `max_attempts` the job goes to
-# `dead`, where an operator can see it.
+# metronome's sweep (a script on the node) puts the job back. That is the loop Celery's
+# acknowledgement was there to avoid, and under this run's recovery this queue would loop too: it is
+# `reap`, the default, and a reap forgives every lapse. `max_attempts` is read only when a handler
+# reports an error, which a killed worker never does, so a job that kills its worker every time would
+# be claimed again for ever here too, its attempts climbing past the cap (notebook 03 shows it,
+# [ledger](docs/guarantees.md#at-least-once-runs)). What bounds it is the counted stall sweep,
+# `recovery="stalled"`, which the next case runs: after more than `max_stalled` lapses the job is
+# buried in `dead`, where an operator can see it.
 #
 # ## Case 3 · Orphans recovered only when a process starts (Sidekiq)
 #
@@ -210,9 +215,10 @@ show(model, ours)
 
 # %% [markdown]
 # A replacement process starts at once, before the dead one's heartbeat has lapsed, so its one look
-# at start finds no orphans, and it never looks again. This queue's stall sweep runs on the
-# metronome, every tick, whatever started when. It counts each job's stalls and buries the poison
-# job once the count goes over its limit (`max_stalled`, notebook 03).
+# at start finds no orphans, and it never looks again. This queue's run here recovers with the counted
+# stall sweep (`recovery="stalled"`), on the metronome, every tick, whatever started when. It counts
+# each job's stalls and buries the poison job once the count goes over its limit (`max_stalled`,
+# notebook 03); under the default `reap` the poison job would be claimed again for ever.
 #
 # ### 10.2 · Find the orphans (diagnose)
 #
@@ -368,9 +374,12 @@ print(ours)
 show(model, ours)
 
 # %% [markdown]
-# This queue's lease is a score in the `active` sorted set, and the key holding that set carries no
-# TTL, so `volatile-lru` has nothing of the queue's to evict. The kit's own nodes run with
-# `noeviction` anyway: a full node refuses writes with an error, and nothing of the queue disappears.
+# This queue's lease is a score in the `active` sorted set, and no key that holds a job (the four sets,
+# the rows) carries a TTL, so `volatile-lru` has no job of the queue's to evict. Two kinds of the kit's
+# keys do carry one, and losing them loses no job: a completed flow parent's `:dependencies`,
+# `:processed` and `:unsuccessful`, kept an hour for reading (notebook 05), and the archive driver's
+# lease, whose late writes its token refuses (notebook 08). The kit's own nodes run with `noeviction`
+# anyway: a full node refuses writes with an error, and no key of the queue disappears.
 #
 # ## Recap
 #
@@ -378,9 +387,10 @@ show(model, ours)
 #   runs and two settles. Here the job also runs twice, but the token refuses the stale settle; renew
 #   long jobs' leases, fenced by the token, and make handlers idempotent.
 # - **Acknowledged by the dying** (Celery): a job's fate decided by a process at its death is lost
-#   when that process decides wrong. Here the node's sweep decides, and attempts bound a poison loop.
+#   when that process decides wrong. Here the node's sweep decides. Under `reap`, the default, a job
+#   that kills every worker loops for ever; the counted sweep (`recovery="stalled"`) buries it.
 # - **Recovered only at start** (Sidekiq): recovery tied to restarts strands jobs between restarts.
-#   Here the sweep runs every tick and counts.
+#   Here the sweep runs every tick; the counted one, which that case runs, buries the poison job.
 # - **Read, then take** (bull): two round trips see two moments. Here each transition is one script.
 # - **Released early** (BullMQ flows): one branch skipped the counter. Here the counter moves in the
 #   child's ending, and only zero releases the parent.
@@ -388,6 +398,20 @@ show(model, ours)
 #   score, and the node runs `noeviction`.
 #
 # This is the last notebook of the course.
+
+# %% [markdown]
+# ## Check yourself
+#
+# Each question is answered by this notebook's own cells: run them again, read their traces and the
+# scripts they print. Nothing grades these; the section a question comes from holds its answer.
+#
+# 1. In the kombu case, what did this queue share with the model, and what did the token change?
+# 2. In the Celery case, what would a job that kills its worker every time do under this run's
+#    `reap`, and which recovery leg bounds it?
+# 3. Why did the Sidekiq model strand jobs, and what does a sweep on every tick change?
+# 4. In the bull case, what happened between the check's two round trips, and how does one script
+#    avoid it?
+# 5. Why can `volatile-lru` evict no job of this queue's, and which of the kit's keys could it take?
 
 # %% [markdown]
 # ## Further reading

@@ -26,7 +26,9 @@ from echomq_teach.classroom import compose, credentials, provision, roster
 from echomq_teach.connector import address_from_url, make_client
 from echomq_teach.errors import EchoMQError, NodeError
 from echomq_teach.nodes import valkey
-from echomq_teach.nodes.local import LocalNode, RemoteNode, free_port
+from echomq_teach.nodes.host import free_port
+from echomq_teach.nodes.local import LocalNode
+from echomq_teach.nodes.remote import RemoteNode
 
 ROOT = Path(__file__).resolve().parents[2]
 

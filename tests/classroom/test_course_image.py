@@ -22,11 +22,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from image_support import image_skip_reason
 
 from echomq_teach import keyspace
-from echomq_teach.errors import NodeError
 from echomq_teach.nodes import container, valkey
-from echomq_teach.nodes.local import free_port
+from echomq_teach.nodes.host import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = os.environ.get("ECHOMQ_COURSE_IMAGE") or "echomq-course:local"
@@ -36,22 +36,7 @@ READY_TIMEOUT_S = 90.0
 CELL_TIMEOUT_S = 120
 
 
-def _skip_reason() -> str | None:
-    where = os.environ.get("DOCKER_HOST", "the default socket")
-    try:
-        client = container.engine()
-    except NodeError:
-        return f"no Docker engine answers at {where} (start one: tools/dockerd.sh start DIR)"
-    try:
-        container.image_info(client, IMAGE)
-    except NodeError:
-        return f"the course image {IMAGE} is not built (bash docker/build-course-offline.sh)"
-    finally:
-        client.close()
-    return None
-
-
-_reason = _skip_reason()
+_reason = image_skip_reason(IMAGE)
 pytestmark = [pytest.mark.container, pytest.mark.skipif(_reason is not None, reason=_reason or "")]
 
 

@@ -55,7 +55,7 @@ from echomq_teach.classroom.holders import holders
 from echomq_teach.connector import address_from_url, make_client
 from echomq_teach.course import exercises, registry
 from echomq_teach.nodes import container, valkey
-from echomq_teach.nodes.local import free_port
+from echomq_teach.nodes.host import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "docker" / "jupyterhub_config.py"
@@ -715,7 +715,7 @@ def test_two_students_each_in_a_container_of_their_own(hub: Hub) -> None:
         s.close()
     teacher.close()
 
-    assert seen["me"] == "alice" and seen["url_user"] == "alice" and seen["uid"] == 65534
+    assert seen["me"] == "alice" and seen["url_user"] == "alice" and seen["uid"] == 1000
     assert seen["env_mentions_other"] == [] and seen["proc_environ_mentions_other"] == []
     assert set(seen["host_paths"].values()) == {"FileNotFoundError"}, seen["host_paths"]
     assert seen["docker_socket"] is False
@@ -766,7 +766,8 @@ print("OUT" + _j.dumps({"url": _o.environ["ECHOMQ_URL"].split("@")[-1]}))
 # meet the shared node's bus (port + 10000) on the loopback she shares with the host; then she looks for
 # any listener on that loopback that could be it, and asks the shared node itself to meet hers
 BUS = """
-from echomq_teach.nodes.local import LocalNode as _L, free_port as _fp
+from echomq_teach.nodes.host import free_port as _fp
+from echomq_teach.nodes.local import LocalNode as _L
 _listening = set()
 for _f in ("/proc/net/tcp", "/proc/net/tcp6"):
     for _line in open(_f).read().splitlines()[1:]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 from nbformat.sign import NotebookNotary
 
-from echomq_teach.nodes.local import free_port
+from echomq_teach.nodes.host import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

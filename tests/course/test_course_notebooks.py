@@ -27,7 +27,8 @@ FALLBACKS = (
 )
 
 
-def _text(outputs) -> str:
+def stored_text(outputs) -> str:
+    """What a cell's stored outputs say, as text (test_blind.py reads them so too)."""
     parts = []
     for o in outputs:
         if "text" in o:
@@ -47,7 +48,7 @@ def _exercise_cells() -> list[tuple[str, str, str, str]]:
                 continue
             for key in CHECK.findall(cell.source):
                 above = nb.cells[i - 1].source if i and nb.cells[i - 1].cell_type == "markdown" else ""
-                found.append((path.name, key, _text(cell.outputs), above + "\n" + cell.source))
+                found.append((path.name, key, stored_text(cell.outputs), above + "\n" + cell.source))
     return found
 
 
@@ -123,56 +124,4 @@ def test_every_stored_widget_says_what_it_shows(path):
             assert "no flow landed yet" not in plain, f"{path.name}: a composer stored before a run"
 
 
-# -- issue 20: no stored output above a prediction shows its answer -----------------------------------------
-#: what a demo cell prints that answers a prediction: none of it may be stored above that prediction
-TELLS = {
-    "01.4": ("wrong token:", "the same completion again:"),
-    "02.1": ("the first worker's late completion:", "the late completion:"),
-    "04.1": ("raw EMQ.CLAIM on a paused queue", "script error:", "native refusal:", "first claim:"),
-}
-
-
-def _above_predictions() -> list[tuple[str, str, str]]:
-    """(notebook, key, every stored output above the prediction's check cell)."""
-    found = []
-    for path in NOTEBOOKS:
-        nb = nbformat.read(path, as_version=4)
-        for i, cell in enumerate(nb.cells):
-            for key in CHECK.findall(cell.source) if cell.cell_type == "code" else []:
-                if registry.REGISTRY[key].kind == "predict":
-                    above = "\n".join(_text(c.outputs) for c in nb.cells[:i] if c.cell_type == "code")
-                    found.append((path.name, key, above))
-    return found
-
-
-def _answer_tells(key: str) -> list[str]:
-    """The reference answer's values as a check or a print shows them (the short words are not tells)."""
-    import importlib.util
-    import inspect
-
-    path = SOLUTIONS / registry.REGISTRY[key].solution
-    spec = importlib.util.spec_from_file_location(f"tells_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    (fn,) = [f for _, f in inspect.getmembers(module, inspect.isfunction) if f.__module__ == module.__name__]
-    answer = fn(*[None] * len(inspect.signature(fn).parameters))
-    values = list(answer.values()) if isinstance(answer, dict) else [answer]
-    return [repr(v) for v in values if isinstance(v, (list, tuple, dict))]
-
-
-ABOVE = _above_predictions()
-
-
-def test_every_prediction_is_looked_at():
-    assert {k for _, k, _ in ABOVE} == {k for k, e in registry.REGISTRY.items() if e.kind == "predict"}
-
-
-@pytest.mark.parametrize(("notebook", "key", "above"), ABOVE, ids=[a[1] for a in ABOVE])
-def test_no_stored_output_above_a_prediction_shows_its_answer(notebook, key, above):
-    shown = [t for t in (*TELLS.get(key, ()), *_answer_tells(key)) if t in above]
-    assert shown == [], f"{notebook}: the outputs above {key} show {shown}"
-
-
-def test_the_tells_catch_a_leak():
-    assert "raw EMQ.CLAIM on a paused queue" in TELLS["04.1"]
-    assert "['pending', 'pending', 'dead']" in _answer_tells("03.4")
+# Nothing a learner sees before committing a prediction answers it: tests/course/test_blind.py.

@@ -20,7 +20,8 @@ from echomq_teach.completions import StreamId
 from echomq_teach.floor import DriverBusy, Fenced, FloorError, reads
 from echomq_teach.floor.embedded import select_sql
 from echomq_teach.floor.remote import Remote
-from echomq_teach.nodes.local import LocalNode, free_port
+from echomq_teach.nodes.host import free_port
+from echomq_teach.nodes.local import LocalNode
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from floor_support import driver_process, settle
 from echomq_teach import BadInput, floor
 from echomq_teach.floor import BadStream, FloorError
 from echomq_teach.keyspace import queue_key
-from echomq_teach.nodes.local import free_port
+from echomq_teach.nodes.host import free_port
 
 
 def node_state(conn, queue: str) -> dict[str, bytes | None]:

@@ -107,6 +107,17 @@ def test_a_job_still_in_a_set_is_unfinished_not_lost():
     assert r.valid and r.lost == [] and r.unfinished == ["C"]
 
 
+def test_an_unrecorded_completion_with_no_answer_may_have_run_and_is_no_loss():
+    # a worker killed while its completion was on the wire: the row is gone, and an unrecorded run has no
+    # stream to say so; a recording run's completion writes its entry in the same step, so there it is a loss
+    s = Story()
+    s.enqueue("C")
+    s.claim("w1", "C", 1)
+    s.call("w1", "complete", job="C", token=1, answered=False)
+    assert check(s.history(), final(), recorded=False).valid
+    assert check(s.history(), final(), recorded=True).lost == ["C"]
+
+
 def test_a_double_settle_is_reported():
     s, stream = clean()
     r = check(s.history(), final(stream + [("B", "completed", 1)]))  # B's settle recorded twice

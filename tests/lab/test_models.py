@@ -91,3 +91,41 @@ def test_model_workers_are_children_the_nemesis_reaches_by_pid(node, tmp_path) -
     finally:
         run.close()
     assert not any(p.alive for p in run.all)
+
+
+def test_the_nemesis_drives_one_protocol_the_lab_run_and_a_model_run_answer(node, tmp_path) -> None:
+    from echomq_teach.lab.models.trial import WORKLOADS, ModelRun
+    from echomq_teach.lab.nemesis import Target
+    from echomq_teach.lab.run import Run
+
+    model = ModelRun("kombu_restore", node, "case-protocol", WORKLOADS["kombu_restore"], tmp_path / "model")
+    try:
+        with Run(node, "case-protocol-run", workers=1, folder=tmp_path / "run") as run:
+            assert isinstance(run, Target) and isinstance(model, Target)
+            assert (run.size, run.pump, model.size, model.pump) == (1, False, 3, False)
+    finally:
+        model.close()
+    assert not isinstance(object(), Target)
+
+
+def test_the_case_invariants_compose_with_the_checkers_own() -> None:
+    # one signature, the run's facts: composed, the case files' findings follow the checker's in one report
+    from test_checker import Story, final
+
+    from echomq_teach.lab import checker
+    from echomq_teach.lab.history import Op
+    from echomq_teach.lab.models import findings
+
+    s = Story()
+    s.enqueue("P")
+    s.ops.append(Op("producer", 99, "enqueue", s.t, s.t + 1, "answer", "C", None, "C", extra={"parent": "P"}))
+    s.claim("w1", "P", 1)  # the parent, claimed while its child has no ending
+    s.complete("w1", "P", 1)
+    s.claim("w2", "C", 1)
+    s.complete("w2", "C", 1)
+    history, end = s.history(), final([("P", "completed", 1), ("C", "completed", 1)])
+    assert checker.check(history, end).valid  # the checker alone knows no flow
+    composed = findings.judge(history, end)
+    assert [f.kind for f in composed.findings] == ["released_early"] and not composed.valid
+    assert list(findings.INVARIANTS)[: len(checker.INVARIANTS)] == list(checker.INVARIANTS)
+    assert checker.check(history, end, invariants=findings.INVARIANTS).findings == composed.findings

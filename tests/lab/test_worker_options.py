@@ -7,8 +7,10 @@ import sys
 
 import pytest
 
+from echomq_teach import scripts
 from echomq_teach.errors import BadInput
 from echomq_teach.lab.worker import WorkerOptions
+from echomq_teach.transitions import ScriptSet
 
 
 def test_options_survive_the_json_round_trip():
@@ -26,10 +28,23 @@ def test_options_survive_the_json_round_trip():
     ('{"queue": "q", "name": "w", "history": "/tmp", "crash_at": "lunch"}', "crash_at must be one of"),
     ('{"queue": "q", "name": "w", "history": "/tmp", "crash_at": "settle-sent", "batch": 2}', "one-job workers"),
     ('{"queue": "q", "name": "w", "history": "/tmp", "wire": 5}', "wire must be 4 or 6"),
+    ('{"queue": "q", "name": "w", "history": "/tmp", "scripts": {"clam": "/tmp/x.lua"}}', "unknown transition 'clam'"),
+    ('{"queue": "q", "name": "w", "history": "/tmp", "scripts": {"claim": "/nowhere/claim.lua"}}', "no Lua file"),
+    ('{"queue": "q", "name": "w", "history": "/tmp", "scripts": ["claim.lua"]}', "must map a transition"),
 ])
 def test_bad_options_are_named(raw, words):
     with pytest.raises(BadInput, match=words):
         WorkerOptions.from_json(raw)
+
+
+def test_scripts_in_a_transitions_place_travel_as_files(tmp_path):
+    lua = tmp_path / "claim.lua"
+    lua.write_text(scripts.load("claim2").source)
+    told = WorkerOptions("q", "w0", str(tmp_path / "run"), scripts={"claim": str(lua)})
+    assert WorkerOptions.from_json(told.to_json()) == told
+    assert told.script_set().replaces("claim") and not told.script_set().replaces("complete")
+    assert told.script_set().script("claim").sha == scripts.load("claim2").sha
+    assert WorkerOptions("q", "w0", str(tmp_path / "run")).script_set() == ScriptSet()
 
 
 def test_a_worker_process_told_bad_options_says_so_and_writes_nothing(tmp_path):

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from native_support import assert_same_end_state, stream
 
-from echomq_teach import flows, jobs, stalled
+from echomq_teach import flows, jobs, stalled, transitions
 from echomq_teach.connector import Connector
 from echomq_teach.keyspace import base, queue_key
 
@@ -75,6 +75,8 @@ ARGS = {
     "relive": (3, (pick, st.sampled_from(LEASES), st.sampled_from(DELAYS), st.integers(2, 3))),
     # an operator deletes one job wherever it is (a flow parent, too: its children settle as plain jobs)
     "remove": (1, (pick, st.booleans())),  # which id, record
+    # a flow's parent removed and a new flow landed under the same id: the old children count toward neither
+    "reflow": (1, (pick, st.lists(st.sampled_from(flows.POLICIES), min_size=1, max_size=2))),
 }
 # sampled_from draws each listed element alike, so an op listed w times weighs w
 KINDS = st.sampled_from([kind for kind, (weight, _) in ARGS.items() for _ in range(weight)])
@@ -92,6 +94,9 @@ class Story:
     claims: list[jobs.Claimed] = field(default_factory=list)
     open: list[int] = field(default_factory=list)  # claims no settle has answered yet
     children: set[str] = field(default_factory=set)  # flow children, to tally their deaths
+    parents: list[str] = field(default_factory=list)  # flow parents, in the order they were landed
+    kids: dict[str, set[str]] = field(default_factory=dict)  # each parent id's children, of its latest flow
+    old_children: set[str] = field(default_factory=set)  # children of a parent whose id now names another flow
     tokens: dict[str, list[int]] = field(default_factory=dict)  # every token each id was handed
     lives: dict[str, int] = field(default_factory=dict)  # id -> its highest token when last reprocessed
 
@@ -100,6 +105,8 @@ class Story:
         n = {"enqueue": 1, "ghost": 1, "ghost_active": 1}.get(op[0], 0)
         if op[0] == "flow":
             n = len(op[1]) + 1  # the children, then the parent: named last, ids[-1]
+        if op[0] == "reflow":
+            n = len(op[2])  # new children only: the parent's id is used again
         self.ids += [f"J{next(counter):04d}" for _ in range(n)]
 
     def target(self, op: tuple[Any, ...]) -> tuple[int | None, str, int]:
@@ -128,6 +135,13 @@ class Story:
             self.open = [j for j in self.open if j != i]
         if op[0] == "flow":
             self.children.update(reply.child_ids)
+            self.parents.append(reply.parent_id)
+            self.kids[reply.parent_id] = set(reply.child_ids)
+        if op[0] == "reflow" and isinstance(reply, tuple) and reply[:1] != ("error",):
+            flow = reply[1]
+            self.old_children |= self.kids[flow.parent_id]
+            self.children.update(flow.child_ids)
+            self.kids[flow.parent_id] = set(flow.child_ids)
 
 
 def claim_raw(c: Connector, q: str, lease: int) -> jobs.Claimed | None:
@@ -149,8 +163,8 @@ def step(c: Connector, q: str, op: tuple[Any, ...], story: Story, forced: int) -
         if kind == "claim":
             return claim_raw(c, q, op[1]) if op[2] and c.native else jobs.claim(c, q, op[1])
         if kind == "claim_many":
-            keys = [queue_key(q, "pending"), queue_key(q, "active"), base(q)]
-            reply = jobs.send(c, "EMQ.CLAIM.MANY", "claim_many", keys, [str(op[1]), str(op[2])])
+            # the batch claim as built, past claim_many's checks: each executor's own refusal is compared
+            reply = jobs.send(c, transitions.claim_many(q, op[1], op[2]))
             return [tuple(j) for j in reply]
         if kind in ("complete", "retry"):
             _, job_id, token = story.target(op)
@@ -181,6 +195,13 @@ def step(c: Connector, q: str, op: tuple[Any, ...], story: Story, forced: int) -
         if kind == "flow":
             kids = [(i, f"child {i}") for i in ids[-len(op[1]) - 1 : -1]]
             return flows.add(c, q, (ids[-1], "parent"), kids, op[1])
+        if kind == "reflow":
+            if not story.parents:
+                return None
+            parent = story.parents[-1 - op[1] % len(story.parents)]
+            removed = jobs.remove(c, q, parent)
+            kids = [(i, f"child {i}") for i in ids[-len(op[2]) :]]
+            return removed, flows.add(c, q, (parent, "again"), kids, op[2])
         if kind == "reprocess":
             dead = sorted(c.client.zrange(queue_key(q, "dead"), 0, -1))
             if not dead:
@@ -240,6 +261,10 @@ def note(
                 tally["batch claim in a later life"] += 1
     if kind == "stalled" and set(reply.dead) & story.children:
         tally["flow child buried by the sweep"] += 1
+    if kind == "stalled" and set(reply.dead) & story.old_children:
+        tally["an earlier flow's child buried under a reused parent id"] += 1
+    if kind in ("complete", "retry") and reply != jobs.STALE and target and target[1] in story.old_children:
+        tally["an earlier flow's child settled under a reused parent id"] += 1
     if kind == "claim" and reply and reply.id in story.lives:
         tally["claim in a later life"] += 1
     if kind == "claim":
@@ -260,6 +285,8 @@ def note(
         tally["ghost"] += 1
     elif kind == "flow":
         tally["flow"] += 1
+    elif kind == "reflow" and reply is not None:
+        tally["flow landed again under a parent id"] += 1
     elif kind == "reprocess" and reply is not None:
         tally["reprocessed"] += 1
     elif kind == "remove" and reply:
@@ -321,6 +348,8 @@ def test_scripted_and_native_executors_agree(conn, native_conn):
         "promoted",
         "flow",
         "flow child buried by the sweep",
+        "flow landed again under a parent id",
+        "an earlier flow's child settled under a reused parent id",
         "reprocessed",
         "removed",
         "stale token from an earlier life",

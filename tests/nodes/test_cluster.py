@@ -23,7 +23,7 @@ from echomq_teach.consumer import Pools
 from echomq_teach.errors import BadInput, CrossSlot, NodeError, WireError
 from echomq_teach.nodes import valkey
 from echomq_teach.nodes.cluster import SLOTS, LocalCluster
-from echomq_teach.nodes.local import sweep_stale_dirs
+from echomq_teach.nodes.host import sweep_stale_dirs
 from echomq_teach.nodes.process import pid_alive
 
 LEASE = 30_000
@@ -444,6 +444,47 @@ def test_wait_counts_the_replicas_that_acknowledged_each_write(cluster, request)
             cluster.connector(wait=(1,))
     finally:
         conn.close()
+
+
+def test_a_design_for_short_waits_decides_what_the_caller_is_told(cluster, request):
+    from echomq_teach.cluster_connector import ShortWait, Unconfirmed
+    from echomq_teach.lab.failover import hold_replication
+
+    q = cluster.queue_on(1, f"short{request.node.name[-4:]}")
+    seen: list[ShortWait] = []
+
+    def design(short):
+        seen.append(short)
+        again = short.again()  # the same write once more, on the same link, then WAIT
+        seen.append(again)
+        raise Unconfirmed(f"{short.command}: {short.acked} of {short.asked}")
+
+    conn = cluster.connector(wire=6, wait=(1, 100))
+    conn.on_short_wait = design
+    sure = cluster.connector(wire=6, wait=(1, 3_000))
+    replica = cluster.replica_of(cluster.primary_of(q))
+    try:
+        jobs.enqueue(sure, q, "stored on both")
+        jobs.enqueue(conn, q, "confirmed: the design is not asked")
+        assert not seen
+        hold_replication(replica, 3_000)
+        with pytest.raises(Unconfirmed):
+            jobs.enqueue(conn, q, "the primary's alone", job_id="JOBshortwait01")
+        first, second = seen
+        assert (first.transition, first.command, first.reply, first.acked, first.asked) == (
+            "enqueue", "@enqueue", 1, 0, 1)
+        assert isinstance(second.reply, redis.exceptions.ResponseError) and "EMQDUP" in str(second.reply)
+        seen.clear()
+        with pytest.raises(Unconfirmed):  # a recorder reads it as a lost link: an unknown outcome
+            jobs.claim(conn, q, LEASE)
+        assert [s.transition for s in seen] == ["claim", "claim"] and seen[0].command == "EMQ.CLAIM"
+    finally:
+        c = replica.client()
+        c.execute_command("CLIENT", "UNPAUSE")
+        c.close()
+        jobs.drop(sure, q)
+        conn.close()
+        sure.close()
 
 
 def test_kill_a_primary_mid_run_promote_its_replica_and_restart_it(cluster, request):

@@ -13,30 +13,15 @@ from pathlib import Path
 
 import pytest
 import redis
+from image_support import image_skip_reason
 
 from echomq_teach import jobs, keyspace, snapshots, start_node
 from echomq_teach.connector import make_client
 from echomq_teach.errors import NodeError
 from echomq_teach.nodes import container, valkey
 
-
-def _skip_reason() -> str | None:
-    where = os.environ.get("DOCKER_HOST", "the default socket")
-    try:
-        client = container.engine()
-    except NodeError:
-        return f"no Docker engine answers at {where} (start one: tools/dockerd.sh start DIR)"
-    try:
-        image = os.environ.get("ECHOMQ_NODE_IMAGE") or container.DEFAULT_IMAGE
-        container.image_info(client, image)
-    except NodeError:
-        return f"the node image {image} is not built (bash docker/build-offline.sh)"
-    finally:
-        client.close()
-    return None
-
-
-_reason = _skip_reason()
+_reason = image_skip_reason(os.environ.get("ECHOMQ_NODE_IMAGE") or container.DEFAULT_IMAGE,
+                            "bash docker/build-offline.sh")
 needs_engine = pytest.mark.skipif(_reason is not None, reason=_reason or "")
 
 

@@ -140,7 +140,7 @@ def test_a_stopped_node_answers_a_rerun_cell_in_one_line(tmp_path: Path) -> None
         assert reply["status"] == "ok" and errors == [] and "True" in text, (reply, errors)
         # any other refused connection keeps its whole traceback: only a node stopped here is explained
         reply, _, errors = k.run(
-            "import redis\nfrom echomq_teach.nodes.local import free_port\n"
+            "import redis\nfrom echomq_teach.nodes.host import free_port\n"
             "redis.Redis(port=free_port(), socket_connect_timeout=2).ping()"
         )
         assert reply["status"] == "error" and len(errors) == 1, errors

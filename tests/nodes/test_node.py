@@ -15,8 +15,8 @@ from conftest import refuses_anonymous
 
 from echomq_teach import NodeError, jobs, start_node
 from echomq_teach.nodes import LocalNode, RemoteNode
-from echomq_teach.nodes.local import INSTALL_HINT
 from echomq_teach.nodes.process import pid_alive
+from echomq_teach.nodes.server import INSTALL_HINT
 
 
 @pytest.fixture

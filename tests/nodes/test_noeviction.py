@@ -14,7 +14,8 @@ from __future__ import annotations
 import pytest
 
 from echomq_teach.classroom import compose
-from echomq_teach.nodes.local import LocalNode, server_config
+from echomq_teach.nodes.local import LocalNode
+from echomq_teach.nodes.server import server_config
 
 
 def policy(node) -> str:

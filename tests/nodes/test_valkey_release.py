@@ -17,7 +17,8 @@ import pytest
 
 from echomq_teach.errors import NodeError
 from echomq_teach.nodes import valkey
-from echomq_teach.nodes.local import LocalNode, server_binary, server_version
+from echomq_teach.nodes.local import LocalNode
+from echomq_teach.nodes.server import server_binary, server_version
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = dict(

@@ -329,6 +329,12 @@ def _remove_keys(q: str, job_id: str) -> list[str]:
     return keys + [keyspace.queue_key(q, "stream:completions")]
 
 
+def _flow_keys(q: str) -> tuple[list[str], list[str]]:
+    keys = [keyspace.queue_key(q, "pending"), keyspace.job_key(q, "FP")]
+    keys += [keyspace.job_key(q, "FP", s) for s in ("dependencies", "processed", "unsuccessful")]
+    return keys + [keyspace.job_key(q, "FC")], ["FP", "p", "FC", "c"]
+
+
 def _over(build: Callable[..., tuple[list[str], list[str]]], over: dict[str, str | None]) -> Callable[..., Any]:
     return lambda c, q, b: build(c, q, b, **over)
 
@@ -460,6 +466,22 @@ RAW_SCRIPT_CASES: dict[str, tuple[str, Callable[..., tuple[list[str], list[str]]
             ["FP", "p", "FC", "c", "skip"],
         ),
         "^EMQARG unknown policy 'skip' for child FC: use fail, ignore, remove or wait$",
+    ),
+    # the flow counter emq:{q}:flows, whose next number the land stamps on the parent and its children
+    "flow counter a word": (
+        "enqueue_flow",
+        lambda c, q, b: (c.client.set(keyspace.queue_key(q, "flows"), "many"), _flow_keys(q))[1],
+        r"^EMQSTATE emq:\{.+\}:flows is not a count that can grow$",
+    ),
+    "flow counter a hash": (
+        "enqueue_flow",
+        lambda c, q, b: (c.client.hset(keyspace.queue_key(q, "flows"), "n", "1"), _flow_keys(q))[1],
+        r"^WRONGTYPE emq:\{.+\}:flows holds a hash, not a string$",
+    ),
+    "flow first key not pending": (
+        "enqueue_flow",
+        lambda c, q, b: ([keyspace.queue_key(q, "active"), *_flow_keys(q)[0][1:]], _flow_keys(q)[1]),
+        r"^EMQKEYS KEYS\[1\] must be the queue's pending set, got emq:\{.+\}:active$",
     ),
 }
 

@@ -113,7 +113,7 @@ def test_script_is_loaded_once_per_connector(conn: Connector, queue: str) -> Non
     sha = scripts.load("enqueue").sha
     jobs.enqueue(conn, queue, "a")
     assert raw.script_exists(sha) == [True]
-    assert sha in conn._loaded
+    assert sha in conn.loaded
     jobs.enqueue(conn, queue, "b")
     # the trace holds only the EVALSHAs: no EVAL of the full source on the second call
     assert [e.args[0] for e in conn.last(2)] == ["EVALSHA", "EVALSHA"]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+import redis
 from conftest import server_ms, wait_until_due
 
 from echomq_teach import Connector, jobs, keyspace, snapshots
-from echomq_teach.consumer import Consumer, Error, Metronome, Pool
+from echomq_teach.consumer import Budget, Consumer, Error, Metronome, Pool
 
 
 def stream(conn: Connector, queue: str) -> list[dict[str, str]]:
@@ -123,6 +125,36 @@ def test_recovery_leg_stalled_buries_past_max(conn: Connector, queue: str) -> No
     b = Consumer(conn, queue, upper, recovery="stalled", max_stalled=1).beat()
     assert b.buried == [crashed.id] and b.idle
     assert jobs.row(conn, queue, crashed.id)["last_error"] == "stalled"
+
+
+class WorkerKilled(BaseException):
+    """A worker dying inside its handler: the beat stops where it is and nothing settles."""
+
+
+def test_a_poison_job_loops_under_reap_and_is_buried_under_stalled(either: Connector, queue: str) -> None:
+    # issue 32: max_attempts is read only by @retry, which a dying worker never calls; under the default
+    # leg a job that kills every worker is handed out for ever, past its cap; the counted sweep buries it
+    def poison(job: jobs.Claimed) -> str:
+        raise WorkerKilled
+
+    seen: dict[str, list[tuple[list[str], int]]] = {}
+    for leg in ("reap", "stalled"):
+        q = f"{queue}-{leg}"
+        job_id = jobs.enqueue(either, q, "kills its worker")
+        seen[leg] = []
+        for _ in range(6):
+            worker = Consumer(either, q, poison, lease_ms=20, max_attempts=3, recovery=leg, max_stalled=2)
+            try:
+                worker.beat()
+            except WorkerKilled:
+                pass
+            snap = snapshots.snapshot(either, q)
+            seen[leg].append((snap.where(job_id), int(snap.rows[job_id]["attempts"])))
+            wait_until_due(either, q, "active")
+    assert seen["reap"] == [(["active"], n) for n in range(1, 7)]  # six runs under a cap of three
+    assert seen["stalled"] == [(["active"], n) for n in (1, 2, 3)] + [(["dead"], 3)] * 3
+    [buried] = snapshots.snapshot(either, f"{queue}-stalled").dead
+    assert jobs.row(either, f"{queue}-stalled", buried)["last_error"] == "stalled"
 
 
 def test_no_recovery_leg_leaves_the_lapsed_lease(conn: Connector, queue: str) -> None:
@@ -291,6 +323,18 @@ def test_an_exception_in_a_pool_thread_is_in_the_report(conn: Connector, queue: 
     assert len(report.errors) == 3  # two consumers and the metronome, each named with its error
     assert all("WRONGTYPE" in e for e in report.errors), report.errors
     assert sorted(e.split(":")[0] for e in report.errors) == ["consumer-0", "consumer-1", "metronome"]
+
+
+def test_a_run_that_raises_gives_its_budget_back(conn: Connector, queue: str) -> None:
+    # a pool's consumers share one Budget: a consumer whose run ends on an error gives back what it
+    # claimed and will not settle, so the others may still settle it
+    jobs.enqueue(conn, queue, "x")
+    conn.client.set(keyspace.queue_key(queue, "metrics:completed"), "not a hash")  # the complete is refused
+    budget = Budget(max_jobs=1)
+    with pytest.raises(redis.ResponseError, match="metrics:completed"):
+        Consumer(conn, queue, upper).run_within(budget, timeout=5)
+    assert (budget.taken, budget.settled) == (0, 0)
+    assert budget.take() == 1  # the one job the run counted on is the others' again
 
 
 def test_a_metronome_error_stops_its_loop_and_is_kept(conn: Connector, queue: str) -> None:

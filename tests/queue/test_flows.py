@@ -45,7 +45,9 @@ def test_add_lands_children_pending_and_parent_held(conn, queue):
     snap = snapshots.snapshot(conn, queue)
     # the snapshot's scan of emq:{q}:job:* shows the held parent and its counter
     assert held(snap, flow.parent_id)
-    assert snap.rows[flow.parent_id] == {"state": "awaiting_children", "attempts": "0", "payload": "sum them"}
+    # the flow's number from the queue's counter, on the parent and on each child (the first flow: 1)
+    assert snap.rows[flow.parent_id] == {"state": "awaiting_children", "attempts": "0", "payload": "sum them",
+                                         "flow": "1"}
     assert snap.counters == {f"{flow.parent_id}:dependencies": 3}
     assert snap.sets["pending"] == dict.fromkeys(flow.child_ids, 0)
     for cid, payload in zip(flow.child_ids, ["1", "2", "3"]):
@@ -55,6 +57,7 @@ def test_add_lands_children_pending_and_parent_held(conn, queue):
             "payload": payload,
             "parent": flow.parent_id,
             "parent_policy": "fail",
+            "flow": "1",
         }
     # the parent is minted first: once released it is the oldest id in pending
     assert flow.parent_id < min(flow.child_ids)
@@ -611,3 +614,47 @@ def test_a_completed_parents_flow_keys_expire_on_both_executors(either, queue):
     assert all(0 < t <= flows.FLOW_KEYS_TTL_S for t in ttls), ttls
     assert flows.children_values(c, queue, flow) == {"A": "A"}
     assert flows.ignored_failures(c, queue, flow) == {"B": "lost"}
+
+
+# -- a parent id used again (issue 32): a child counts only toward the flow it was landed with --------
+@pytest.mark.parametrize("policy", ["fail", "ignore"])
+@pytest.mark.parametrize("ending", ["complete", "retry at the cap", "stall burial"])
+def test_an_old_child_never_counts_toward_a_new_flow_under_the_same_parent_id(either, queue, ending, policy):
+    # a caller removes a flow's parent while a child runs, then lands a new flow under the same
+    # business id; the old child's ending finds a parent row again, and must leave it alone
+    from echomq_teach import stalled
+
+    c = either
+    flows.add(c, queue, ("order-42", "first try"), [("c1", "old"), ("c2", "old")], policy=policy)
+    if ending == "stall burial":
+        # one counted stall before the remove, so the sweep after the new land buries c1 (max_stalled=1)
+        jobs.claim(c, queue, 1)
+        time.sleep(0.01)
+        assert stalled.check(c, queue, max_stalled=1).requeued == ["c1"]
+    old = jobs.claim(c, queue, 1 if ending == "stall burial" else LEASE)
+    assert old.id == "c1"
+    assert jobs.remove(c, queue, "order-42") is True
+    new = flows.add(c, queue, ("order-42", "again"), [("d1", "new"), ("d2", "new")], policy=policy)
+    if ending == "complete":
+        assert jobs.complete(c, queue, "c1", old.attempts, "old result") == jobs.OK
+    elif ending == "retry at the cap":
+        die(c, queue, old, "old failure")
+    else:
+        time.sleep(0.01)
+        assert stalled.check(c, queue, max_stalled=1).dead == ["c1"]
+    # the old sibling ends too, as a plain completion
+    sibling = jobs.claim(c, queue, LEASE)
+    assert sibling.id == "c2" and jobs.complete(c, queue, "c2", sibling.attempts, "old result") == jobs.OK
+    snap = snapshots.snapshot(c, queue)
+    assert snap.state("order-42") == "awaiting_children" and snap.where("order-42") == []
+    assert snap.rows["order-42"].get("last_error") is None
+    assert flows.dependencies(c, queue, new) == 2
+    assert flows.children_values(c, queue, new) == {} and flows.ignored_failures(c, queue, new) == {}
+    # the new flow's own children, and only they, release it
+    first = jobs.claim(c, queue, LEASE)
+    assert first.id == "d1" and jobs.complete(c, queue, "d1", first.attempts, "one") == jobs.OK
+    assert snapshots.snapshot(c, queue).state("order-42") == "awaiting_children"
+    second = jobs.claim(c, queue, LEASE)
+    assert second.id == "d2" and jobs.complete(c, queue, "d2", second.attempts, "two") == jobs.OK
+    assert snapshots.snapshot(c, queue).where("order-42") == ["pending"]
+    assert flows.children_values(c, queue, new) == {"d1": "one", "d2": "two"}

@@ -10,7 +10,10 @@ optional tail (the record flag). The tests read the layouts from it alone:
   the page's five-ARGV ``@complete`` and ``EMQ.COMPLETE`` settle a job, a stale
   token answers 0, a flow child settles through the script;
 * a call one argument short, or one past the optional tail, is refused and
-  writes nothing, where the executor checks its arguments (``strict``).
+  writes nothing, where the executor checks its arguments (``strict``);
+* the kit's one builder per transition (``echomq_teach.transitions``) places
+  every key and argument where the table does, and names the native command
+  only where the call may take it.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import pytest
 import redis
 from native_support import digest, force
 
-from echomq_teach import flows, jobs, scripts, snapshots
+from echomq_teach import flows, jobs, scripts, snapshots, transitions
 from echomq_teach.connector import Connector
 from echomq_teach.keyspace import base, job_key, queue_key
 
@@ -115,6 +118,39 @@ def test_each_commands_comment_names_the_tables_layout(shape: Shape):
     words = m.group(2).split()
     want = [f"<{w}>" for w in shape.keys + shape.argv] + [f"[<{w}>]" for w in shape.optional]
     assert (int(m.group(1)), words) == (len(shape.keys), want)
+
+
+# -- the kit's one builder per transition places them so ---------------------------------------------------------
+BUILDERS: dict[str, Callable[[str, str, dict[str, Any], str], transitions.Call]] = {
+    "claim": lambda q, j, v, p: transitions.claim(q, v["lease_ms"]),
+    "complete": lambda q, j, v, p: transitions.complete(q, j, v["token"], v["result"], p, record=True),
+    "retry": lambda q, j, v, p: transitions.retry(q, j, v["token"], v["reason"], v["delay_ms"], v["max_attempts"], p,
+                                                  record=True),
+    "reap": lambda q, j, v, p: transitions.reap(q),
+    "promote": lambda q, j, v, p: transitions.promote(q, v["limit"]),
+    "stalled_check": lambda q, j, v, p: transitions.stalled_check(q, v["max_stalled"], record=True),
+    "enqueue": lambda q, j, v, p: transitions.enqueue(q, j, v["payload"]),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: s.name)
+def test_each_builder_places_the_tables_keys_and_arguments(shape: Shape):
+    # the builder answers the table's layout, a flow child's keys, the record flag, and the name it goes by
+    script = {f"@{name}": t for t, name in transitions.SCRIPTS.items()}
+    command = {c: t for t, c in transitions.COMMANDS.items()}
+    transition = command[shape.name] if shape.native else script[shape.name]
+    q, job = "shapes", "J"
+    for parent in ("", "P") if shape.flow_keys else ("",):
+        v = values_for(q, job, parent_id=parent, record="1")
+        call = BUILDERS[transition](q, job, v, parent)
+        keys = [key_of(q, r, job) for r in shape.keys] + [key_of(q, r, job, parent) for r in shape.flow_keys if parent]
+        assert list(call.keys) == keys
+        assert list(call.argv) == [v[n] for n in shape.argv + shape.optional]
+        assert (call.transition, call.script) == (transition, transitions.SCRIPTS[transition])
+        # a flow child's settle names no native command: it goes by the script on either wire
+        assert call.command == ("" if parent else transitions.COMMANDS.get(transition, ""))
+        if shape.native:
+            assert call.command == shape.name
 
 
 # -- calls in the table's shape ------------------------------------------------------------------------------

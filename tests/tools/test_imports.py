@@ -4,9 +4,11 @@ docs/map.md draws the rooms and the way imports flow: the core (the flat
 modules of ``echomq_teach``) uses only itself; the rooms use the core, the
 nodes and one another without a circle. Checked here: no import circle between
 modules, none between rooms, no core module importing a room (the package's
-``__init__`` may re-export ``start_node``), and no private name (``_x``)
-imported from another module, tests included. Every import counts: lazy ones
-inside functions and ``TYPE_CHECKING`` ones too.
+``__init__`` may re-export ``start_node``), no private name (``_x``) imported
+from another module, tests included, and no private attribute (``obj._x``,
+``self._x`` of a base class) reached from a kit module other than the one that
+defines it (tests may reach into what they test). Every import counts: lazy
+ones inside functions and ``TYPE_CHECKING`` ones too.
 
 The ``ALLOWED_*`` lists hold what a branch still owes (all empty now); an
 allowance that is no longer needed fails too, so that the lists only shrink.
@@ -29,6 +31,8 @@ ALLOWED_PRIVATE: set[tuple[str, str, str]] = set()
 ALLOWED_ROOM_EDGES: set[tuple[str, str]] = set()
 # module circles still there (none: the exercise registry untied the last one)
 ALLOWED_CIRCLES: list[list[str]] = []
+# (module, attribute): a private attribute (``obj._x``) still reached from a module other than the one defining it
+ALLOWED_REACHES: set[tuple[str, str]] = set()
 
 
 def module_files() -> dict[str, Path]:
@@ -174,3 +178,110 @@ def test_no_private_name_is_imported_across_modules():
                 found.add((m, target, name))
     assert found - ALLOWED_PRIVATE == set()
     assert ALLOWED_PRIVATE - found == set(), "an allowance is no longer needed: remove it"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def defined_attributes(tree: ast.AST) -> set[str]:
+    """The private attributes a module defines: ``self._x =`` / ``cls._x =``, and a class's own ``_x`` (a
+    method, an assignment, an annotation)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _private(node.attr):
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                out.add(node.attr)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and _private(item.name):
+                    out.add(item.name)
+                targets = item.targets if isinstance(item, ast.Assign) else [item.target] if isinstance(
+                    item, ast.AnnAssign) else []
+                out |= {t.id for t in targets if isinstance(t, ast.Name) and _private(t.id)}
+    return out
+
+
+def _imported_names(m: str, path: Path, tree: ast.AST) -> dict[str, tuple[str, str]]:
+    """Each name a module imports from a kit module: local name → (module, name)."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = _base(m, path, node)
+            for a in node.names:
+                out[a.asname or a.name] = (base, a.name)
+    return out
+
+
+def _classes(tree: ast.AST) -> dict[str, ast.ClassDef]:
+    return {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+
+
+def private_reaches(sources: dict[str, tuple[Path, str]] | None = None) -> set[tuple[str, str]]:
+    """(module, attribute) for every private attribute a kit module reaches that another kit module defines.
+
+    Two ways: ``x._name`` where only another module defines ``_name`` (read by name: a module that defines a
+    ``_name`` of its own is not judged on it); and ``self._name`` in a class whose base, in another module,
+    defines it (an attribute of the base, or a method the class does not override).
+    """
+    if sources is None:
+        sources = {m: (p, p.read_text(encoding="utf-8")) for m, p in MODULES.items()}
+    paths = {m: p for m, (p, _) in sources.items()}
+    trees = {m: ast.parse(text) for m, (_, text) in sources.items()}
+    defined = {m: defined_attributes(t) for m, t in trees.items()}
+    anywhere = set().union(*defined.values())
+    classes = {m: _classes(t) for m, t in trees.items()}
+    found = set()
+
+    def inherited(m: str, cls: ast.ClassDef, seen: set[tuple[str, str]]) -> set[str]:
+        """The privates ``cls``'s bases define in modules other than ``m``."""
+        names = _imported_names(m, paths[m], trees[m])
+        out: set[str] = set()
+        for b in cls.bases:
+            ref = names.get(b.id) if isinstance(b, ast.Name) else None
+            if isinstance(b, ast.Attribute) and isinstance(b.value, ast.Name) and b.value.id in names:
+                mod, attr = names[b.value.id]
+                ref = (f"{mod}.{attr}", b.attr)
+            if isinstance(b, ast.Name) and ref is None and b.id in classes[m]:
+                ref = (m, b.id)
+            if ref is None or ref[0] not in classes or ref[1] not in classes[ref[0]] or ref in seen:
+                continue
+            base_mod, base = ref[0], classes[ref[0]][ref[1]]
+            if base_mod != m:
+                out |= defined_attributes(base)
+            out |= inherited(base_mod, base, seen | {ref})
+        return out
+
+    for m, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr):
+                # a name no kit module defines is another library's (os._exit): not ours to judge
+                if node.attr in anywhere and node.attr not in defined[m]:
+                    found.add((m, node.attr))
+        for cls in classes[m].values():
+            theirs = inherited(m, cls, set())
+            own = {f.name for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            for node in ast.walk(cls):
+                if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                        and node.value.id in ("self", "cls") and node.attr in theirs - own):
+                    found.add((m, node.attr))
+    return found
+
+
+def test_the_reach_reader_sees_a_reach():
+    here = ast.parse("class A:\n    def _own(self):\n        self._x = 1\n        other._y()\n")
+    assert defined_attributes(here) == {"_own", "_x"}
+    base = "class Base:\n    def __init__(self):\n        self._held = 1\n    def _hook(self):\n        pass\n"
+    sub = ("from .a import Base\nclass Sub(Base):\n    def _hook(self):\n        pass\n"
+           "    def go(self, other):\n        self._hook()\n        self._held = 2\n")
+    user = "def use(x):\n    return x._held\n"
+    found = private_reaches({"pkg.a": (Path("a.py"), base), "pkg.b": (Path("b.py"), sub),
+                             "pkg.c": (Path("c.py"), user)})
+    # a subclass setting its base's attribute, and another module reading it; the overridden hook is its own
+    assert found == {("pkg.b", "_held"), ("pkg.c", "_held")}
+
+
+def test_no_private_attribute_is_reached_across_modules():
+    found = private_reaches()
+    assert found - ALLOWED_REACHES == set()
+    assert ALLOWED_REACHES - found == set(), "an allowance is no longer needed: remove it"

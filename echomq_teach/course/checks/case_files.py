@@ -17,13 +17,16 @@ from ...lab.models.bullmq_flow_release import BullmqFlowRelease
 from ...lab.models.kombu_restore import KombuRestore
 from ...lab.models.sidekiq_orphans import HEARTBEAT_MS, SidekiqOrphans
 from ..registry import Findings, exercise, setup_for
+from . import diagnosis
 
 #: what each setup left to be found, by its fresh queue (the learner's function is handed only what it reads)
 _EXPECTED: dict[str, set[str]] = {}
 
 
-def _ids_answer(result: Any, f: Findings, where: str) -> set[str] | None:
-    """The answer as a set of job ids, or None (with a finding) when it is not one."""
+def _ids_answer(conn: Connector, queue: str, result: Any, f: Findings, where: str) -> set[str] | None:
+    """The answer as a set of job ids, or None (with a finding) when it is not one or the model was moved."""
+    if not diagnosis.untouched(conn, queue, f):
+        return None
     if isinstance(result, (set, frozenset)) and all(isinstance(x, str) for x in result):
         return set(result)
     f.expect(False, f"return the job ids as a set of str; got {type(result).__name__}.")
@@ -51,8 +54,8 @@ VISIBILITY_MS = 150
     solution="10_1_which_run_twice.py",
     kind="diagnose",
 )
-def _v101(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    answer = _ids_answer(result, f, "read the model's list (`queue`), `unacked` and `deliveries`.")
+def _verify_which_run_twice(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+    answer = _ids_answer(conn, queue, result, f, "read the model's list (`queue`), `unacked` and `deliveries`.")
     if answer is None:
         return
     _compare(answer, _EXPECTED[queue], f, "were never put back: w0 alone runs them",
@@ -60,17 +63,20 @@ def _v101(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
 
 
 @setup_for("10.1")
-def _s101(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_which_run_twice(conn: Connector, queue: str) -> tuple[Any, ...]:
     m, r = KombuRestore(queue, VISIBILITY_MS), conn.client
     for i in range(6):
         m.enqueue(r, ids.mint(), f"work {i}")
     old = [m.fetch(r, "w0")[0] for _ in range(3)]  # w0's first three: they will outlive the timeout
     time.sleep(VISIBILITY_MS / 1000 + 0.05)
     new = [m.fetch(r, "w0")[0] for _ in range(2)]  # two more, fresh when the restore runs
-    m.sweep(r)  # the restore: w0's first three go back on the list, behind the one never fetched
+    restored = m.sweep(r)  # the restore: w0's first three go back on the list, behind the one never fetched
     for _ in range(2):
         m.fetch(r, "w1")  # w1 fetches the job never fetched, then the first of w0's restored three
-    _EXPECTED[queue] = set(old)
+    # what the restore took, as it says (a machine stalled past the timeout between the fetch and the restore
+    # would have it take one of the two newer ones too)
+    _EXPECTED[queue] = set(restored) & set(old + new)
+    diagnosis.keep_keys(conn, queue, f"case:{{{queue}}}:*")
     return (set(old + new),)
 
 
@@ -84,8 +90,9 @@ def _s101(conn: Connector, queue: str) -> tuple[Any, ...]:
     solution="10_2_find_the_orphans.py",
     kind="diagnose",
 )
-def _v102(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    answer = _ids_answer(result, f, "read the `processes` set, each one's `heartbeat:` key and `working:` list.")
+def _verify_find_the_orphans(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+    answer = _ids_answer(conn, queue, result, f,
+                         "read the `processes` set, each one's `heartbeat:` key and `working:` list.")
     if answer is None:
         return
     _compare(answer, _EXPECTED[queue], f, "are not stranded: a live process holds them, or they wait on the queue",
@@ -93,7 +100,7 @@ def _v102(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
 
 
 @setup_for("10.2")
-def _s102(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_find_the_orphans(conn: Connector, queue: str) -> tuple[Any, ...]:
     m, r = SidekiqOrphans(queue), conn.client
     for i in range(10):
         m.enqueue(r, ids.mint(), f"work {i}")
@@ -110,6 +117,7 @@ def _s102(conn: Connector, queue: str) -> tuple[Any, ...]:
     r.persist(m.key("heartbeat:host-b:1"))
     m.final(r)
     _EXPECTED[queue] = set(stranded)
+    diagnosis.keep_keys(conn, queue, f"case:{{{queue}}}:*")
     return ()
 
 
@@ -123,8 +131,8 @@ def _s102(conn: Connector, queue: str) -> tuple[Any, ...]:
     solution="10_3_released_too_soon.py",
     kind="diagnose",
 )
-def _v103(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    answer = _ids_answer(result, f, "read the model's `wait` list and each parent's `pending:` counter.")
+def _verify_released_too_soon(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+    answer = _ids_answer(conn, queue, result, f, "read the model's `wait` list and each parent's `pending:` counter.")
     if answer is None:
         return
     _compare(answer, _EXPECTED[queue], f, "were released when their last child ended, or not at all",
@@ -132,7 +140,7 @@ def _v103(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
 
 
 @setup_for("10.3")
-def _s103(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_released_too_soon(conn: Connector, queue: str) -> tuple[Any, ...]:
     m, r = BullmqFlowRelease(queue), conn.client
     flows = []
     for _ in range(5):
@@ -154,4 +162,5 @@ def _s103(conn: Connector, queue: str) -> tuple[Any, ...]:
     for kid in r.lrange(m.key("active"), 0, -1):
         r.persist(m.key(f"lock:{kid}"))
     _EXPECTED[queue] = {flows[0][0], flows[3][0]}
+    diagnosis.keep_keys(conn, queue, f"case:{{{queue}}}:*")
     return ({p for p, _ in flows},)

@@ -1,170 +1,281 @@
-"""Notebook 03 · completion and recovery: out of the morgue, a crashed worker, the counted sweep, two stuck jobs,
-your own reap."""
+"""Notebook 03 · completion and recovery: who can still settle, a recovery by hand, a reap that stops a poison
+job, the counted sweep, the metronome that stopped."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from ... import jobs, snapshots, stalled
+from ... import ids, jobs, keyspace, snapshots, stalled
 from ...connector import Connector
-from ..judge import judge_reap
+from ..judges.reap import judge_reap
 from ..registry import Findings, exercise, judged, keyed_dict, prediction, setup_for
+from . import diagnosis
 
 
-# -- 03.1 · repair: out of the morgue --------------------------------------------------------------------------
+# -- 03.1 · diagnose: whose late completion would the fence let through? -----------------------------------------
 @exercise(
     "03.1",
-    "Out of the morgue",
-    "Hint: an operator's call sends a dead job back for a new life without touching attempts (notebook 03, "
-    "after the failure fork). A job enqueued again under its old id starts at attempts 0, and its claims "
-    "hand out tokens the first life already used.",
-    solution="03_1_out_of_the_morgue.py",
-    kind="repair",
+    "Who can still settle it?",
+    "Hint: read each row's attempts and state, and put them beside the token that job's quiet worker holds. "
+    "The fence lets a completion through when the token equals attempts and the row is active, whatever the "
+    "job went through before: the row is all it reads.",
+    solution="03_1_who_can_still_settle.py",
+    kind="diagnose",
 )
-def _v031(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    job_id, old_token = args
-    s = snapshots.snapshot(conn, queue)
-    row = s.rows[job_id]  # no row: the check says the queue is in a shape no transition makes
-    if not f.expect(s.where(job_id) == ["pending"], f"{job_id} should be back in pending; it is in "
-                    f"{s.where(job_id) or 'no set'}."):
+def _verify_who_can_still_settle(conn: Connector, queue: str, result: Any, args: tuple[Any, ...],
+                                 f: Findings) -> None:
+    (late,) = args
+    if not diagnosis.untouched(conn, queue, f):
         return
-    f.expect(row.get("state") == "pending", f"its row should say pending; it says {row.get('state')!r}.")
-    f.expect(row.get("payload") == "send the invoice",
-             f"its payload should be unchanged; it is {row.get('payload')!r}.")
-    f.expect(len(s.rows) == 1, f"one job only: the queue holds rows for {sorted(s.rows)}.")
-    # the new life's first claim, and the first life's worker waking up late with its token
-    c = jobs.claim(conn, queue, 30_000)
-    if not f.expect(c is not None and c.id == job_id, f"the next claim should hand out {job_id}; it answered {c!r}."):
+    if not f.expect(isinstance(result, (set, frozenset, list, tuple)) and set(result) <= set(late),
+                    f"return the set of ids (of the {len(late)} you were handed) whose late worker would settle "
+                    f"the job; got {result!r}."):
         return
-    if not f.expect(c.attempts > old_token, f"the new life's first claim handed out token {c.attempts}, and the "
-                    f"first life's claims handed out tokens 1 … {old_token}: a token is used again once the new life "
-                    "reaches it, and a late worker of the first life holding it would pass the fence."):
-        return
-    late = jobs.complete(conn, queue, job_id, old_token, "late")
-    f.expect(late == jobs.STALE, f"the first life's late worker (token {old_token}) completed it ({late!r}).")
+    rows = snapshots.snapshot(conn, queue).rows
+    # the real answer: each quiet worker wakes now, and the node says whose completion it takes
+    took = {i for i, token in late.items() if jobs.complete(conn, queue, i, token, "late") == jobs.OK}
+    refused = sorted(set(result) - took)
+    if refused:  # the first one explained, by its row; the others counted
+        i, row = refused[0], rows.get(refused[0], {})
+        more = f" ({len(refused) - 1} more you named were refused too)" if len(refused) > 1 else ""
+        f.expect(False, f"{i}: its quiet worker holds token {late[i]}, and the row says attempts "
+                 f"{row.get('attempts')}, state {row.get('state')}: the fence wants that very token and an "
+                 f"active row, so the node refused it{more}.")
+    missed = took - set(result)
+    f.expect(not missed, f"{len(missed)} of the late workers the node let through are missing from your answer: "
+             "a late completion passes when the row is active and its attempts equal that worker's token, "
+             "whatever the job went through before.")
 
 
 @setup_for("03.1")
-def _s031(conn: Connector, queue: str) -> tuple[Any, ...]:
-    job_id = jobs.enqueue(conn, queue, "send the invoice")
-    token = 0
-    for reason in ("the mailer was down", "the mailer is still down"):
-        c = jobs.claim(conn, queue, 30_000)
-        assert c is not None
-        token = c.attempts
-        jobs.retry(conn, queue, job_id, token, reason, delay_ms=1, max_attempts=2)
-        time.sleep(0.005)
-        jobs.promote(conn, queue)
-    assert snapshots.snapshot(conn, queue).where(job_id) == ["dead"]
-    return job_id, token
+def _setup_who_can_still_settle(conn: Connector, queue: str) -> tuple[Any, ...]:
+    # minted up front, used highest first: a job enqueued later sorts before the ones left waiting in pending
+    pool = sorted((ids.mint() for _ in range(5)), reverse=True)
+    late: dict[str, int] = {}
+
+    def claimed(payload: str, lease_ms: int = 30_000, job_id: str | None = None) -> jobs.Claimed:
+        job = jobs.enqueue(conn, queue, payload, job_id=job_id or pool.pop(0))
+        c = jobs.claim(conn, queue, lease_ms)
+        assert c is not None and c.id == job
+        return c
+
+    def buried(c: jobs.Claimed) -> None:
+        assert jobs.retry(conn, queue, c.id, c.attempts, "the mailer was down", max_attempts=1) == jobs.DEAD
+
+    # reprocessed out of dead and claimed again: the first life's worker holds token 1
+    c = claimed("reprocessed and claimed again")
+    buried(c)
+    jobs.reprocess(conn, queue, c.id)
+    assert jobs.claim(conn, queue, 30_000).attempts == 2
+    late[c.id] = 1
+    # reprocessed and waiting in pending: the first life's worker holds the last token the row counted
+    c = claimed("reprocessed, waiting")
+    buried(c)
+    jobs.reprocess(conn, queue, c.id)
+    late[c.id] = 1
+    # removed from dead and enqueued again under its own id by an operator, then claimed: a new row from 0
+    c = claimed("removed and enqueued again under its id")
+    buried(c)
+    jobs.remove(conn, queue, c.id)
+    assert claimed("removed and enqueued again under its id", job_id=c.id).attempts == 1
+    late[c.id] = 1
+    # failed once, promoted, claimed again: the first claim's worker holds token 1
+    c = claimed("retried and claimed again")
+    jobs.retry(conn, queue, c.id, c.attempts, "a timeout", delay_ms=1, max_attempts=3)
+    time.sleep(0.01)
+    assert jobs.promote(conn, queue) == [c.id]
+    assert jobs.claim(conn, queue, 30_000).attempts == 2
+    late[c.id] = 1
+    # a lease that lapsed while its worker was quiet, and no sweep since
+    c = claimed("lapsed, nobody swept", lease_ms=20)
+    time.sleep(0.03)
+    late[c.id] = c.attempts
+    diagnosis.keep(conn, queue)
+    return (late,)
 
 
+# -- 03.2 · repair: a recovery made by hand ---------------------------------------------------------------------
 @exercise(
     "03.2",
-    "Recover a crashed worker's job",
-    "Hint: nothing moves a lapsed lease but a client's sweep; after it, the job is claimable again, and the "
-    "old token is no longer the one the fence wants.",
-    solution="03_2_recover.py",
+    "Recovered by hand",
+    "Hint: compare the row with the set it is in. The fence reads the row, not the sets: what does the crashed "
+    "worker's completion find there? A reap would have written one more field; write it, or put the job back "
+    "where a reap finds it and let the reap do it.",
+    solution="03_2_recovered_by_hand.py",
     kind="repair",
 )
-def _v032(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_recovered_by_hand(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     job_id, old_token = args
     s = snapshots.snapshot(conn, queue)
-    f.expect(not s.where(job_id), f"{job_id} should be settled; it is still in {s.where(job_id)}.")
-    f.expect(s.completed == 1, f"metrics:completed should count 1; it counts {s.completed}.")
-    reaped = any(e.script == "@reap" and e.reply for e in conn.last(20))
-    f.expect(reaped, "the lapsed lease must come back through @reap (a client sweep), not by waiting.")
+    row = s.rows.get(job_id)
+    if not f.expect(row is not None, f"{job_id} has no row any more: bring the job back for its next worker, do "
+                    "not complete or remove it (its work was never done)."):
+        return
+    f.expect(s.completed == 0, "nothing should be completed: a job no handler finished is not done.")
+    where, state = s.where(job_id), row.get("state")
+    f.expect(where == ["pending"], f"{job_id} should wait in pending for its next worker; it is in "
+             f"{where or 'no set'}.")
+    f.expect(state == "pending", f"its row says {state!r} while the job sits in {where or 'no set'}: a row's state "
+             "names its set, and the fence reads the state.")
+    f.expect(row.get("payload") == "resize the photo",
+             f"its payload should be unchanged; it is {row.get('payload')!r}.")
+    woke = jobs.complete(conn, queue, job_id, old_token, "late")  # the crashed worker wakes up
+    if not f.expect(woke == jobs.STALE, f"the crashed worker woke and completed the job with its old token "
+                    f"{old_token} ({woke!r}): its row still said active with attempts {old_token}, so the fence let it "
+                    "through, for work it never finished"
+                    + (", and the id it left in pending is now a ghost." if woke == jobs.OK else ".")):
+        return
+    c = jobs.claim(conn, queue, 30_000)
+    f.expect(c is not None and c.id == job_id and c.attempts > old_token,
+             f"the next claim should hand out {job_id} with a token above {old_token}; it answered {c!r}.")
 
 
 @setup_for("03.2")
-def _s032(conn: Connector, queue: str) -> tuple[Any, ...]:
-    job_id = jobs.enqueue(conn, queue, "worker crashed on me")
-    claimed = jobs.claim(conn, queue, 50)
-    assert claimed is not None
-    return job_id, claimed.attempts
+def _setup_recovered_by_hand(conn: Connector, queue: str) -> tuple[Any, ...]:
+    job_id = jobs.enqueue(conn, queue, "resize the photo")
+    crashed = jobs.claim(conn, queue, 20)
+    assert crashed is not None
+    time.sleep(0.03)
+    # before any sweep ran, a colleague "recovered" it: out of active, into pending, nothing else
+    conn.call("ZREM", keyspace.queue_key(queue, "active"), job_id)
+    conn.call("ZADD", keyspace.queue_key(queue, "pending"), 0, job_id)
+    return job_id, crashed.attempts
 
 
-# -- 03.4 · predict the counted sweep ----------------------------------------------------------------------
-ROUNDS = 3
+# -- 03.4 · predict the counted sweep, among other recoveries -----------------------------------------------------
+ROUNDS = (
+    "a worker dies holding it; a stall sweep",
+    "a worker dies holding it; a reap",
+    "its handler fails; a retry, then a promote",
+    "a worker dies holding it; a stall sweep",
+    "a worker dies holding it; a stall sweep",
+)
 MAX_STALLED = 2
 
 
 @prediction(
     "03.4",
     "Predict the counted sweep",
-    "Hint: each sweep adds one to the row's stalled count for a lapsed lease; the job is buried only when "
-    "the count goes OVER max_stalled. A buried job is in no pending set, so the next round's claim finds nothing.",
+    "Hint: only the counted sweep counts, and only a lapse: a reap forgives the lapse it returns, and a retry is "
+    "no lapse at all. The job is buried when its count goes OVER max_stalled; a buried job is in no pending set, "
+    "so a later round's claim finds nothing.",
     solution="03_4_predict_the_sweep.py",
     shape=keyed_dict(("where after each round", "stalled count at the end")),
 )
-def _r033(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
+def _run_predict_the_sweep(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     (job_id,) = args
     where_after: list[str] = []
-    for _ in range(ROUNDS):
-        jobs.claim(conn, queue, 20)  # a worker that dies at once (answers None once the job is dead)
-        time.sleep(0.03)
-        stalled.check(conn, queue, max_stalled=MAX_STALLED)
+    for rnd in ROUNDS:
+        if rnd.startswith("its handler fails"):
+            c = jobs.claim(conn, queue, 30_000)
+            if c is not None:
+                jobs.retry(conn, queue, c.id, c.attempts, "a timeout", delay_ms=1, max_attempts=10)
+                time.sleep(0.01)
+                jobs.promote(conn, queue)
+        else:
+            jobs.claim(conn, queue, 20)  # a worker that dies at once (answers None once the job is dead)
+            time.sleep(0.03)
+            if rnd.endswith("a reap"):
+                jobs.reap(conn, queue)
+            else:
+                stalled.check(conn, queue, max_stalled=MAX_STALLED)
         where_after.append("/".join(snapshots.snapshot(conn, queue).where(job_id)) or "nowhere")
     row = snapshots.snapshot(conn, queue).rows.get(job_id, {})
     return {"where after each round": where_after, "stalled count at the end": int(row.get("stalled", 0))}
 
 
 @setup_for("03.4")
-def _s033(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_predict_the_sweep(conn: Connector, queue: str) -> tuple[Any, ...]:
     return (jobs.enqueue(conn, queue, "a job whose workers keep dying"),)
 
 
-# -- 03.5 · two stuck jobs -----------------------------------------------------------------------------------
-_STUCK: dict[str, dict[str, str]] = {}
+# -- 03.5 · repair: what the consumers' metronome would have done --------------------------------------------------
+#: how the consumers of 03.5's queue recover (their metronome stopped)
+RECOVERY, MAX_STALLED_35 = "stalled", 2
+_STOPPED: dict[str, dict[str, str]] = {}
 
 
 @exercise(
     "03.5",
-    "Two stuck jobs",
-    "Hint: look at which set each id is in and at its score against server now (snapshots.snapshot(conn, "
-    "queue).render()). One set is emptied of due members by promote/3, the other of lapsed leases by reap/2.",
-    solution="03_5_unstick.py",
+    "The metronome stopped",
+    "Hint: read each job's set, its score against the server's clock (snapshots.snapshot(conn, queue).render()) "
+    "and its row's stalled count. The pool's metronome would have promoted what is due and run its recovery leg, "
+    "which here is the counted sweep with max_stalled=2, not a reap; and it leaves alone a lease that still runs "
+    "and a retry not yet due.",
+    solution="03_5_metronome_stopped.py",
     kind="repair",
 )
-def _v034(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    (stuck,) = args
-    truth = _STUCK.pop(queue)
+def _verify_metronome_stopped(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+    jobs_ = _STOPPED.pop(queue)
     s = snapshots.snapshot(conn, queue)
-    for job_id in stuck:
-        f.expect(s.where(job_id) == ["pending"], f"{job_id} should be back in pending; it is in {s.where(job_id)}.")
-        f.expect(s.completed == 0, "bring them back, do not complete them: the next worker will.")
-    if f.expect(
-        isinstance(result, dict) and set(result) == set(stuck),
-        f"return a dict from each stuck id to the call that freed it; got {result!r}.",
-    ):
-        for job_id in stuck:
-            f.expect(result[job_id] == truth[job_id], f"{job_id}: {result[job_id]!r} is not the call that frees it.")
-    sent = {e.script for e in conn.last(20)}
-    f.expect({"@promote", "@reap"} <= sent, "each job comes back by its own sweep: @promote and @reap.")
+    f.expect(s.completed == 0, "nothing should be completed: bring jobs back for their next worker, not done.")
+    row = {name: s.rows.get(i, {}) for name, i in jobs_.items()}
+    where = {name: s.where(i) for name, i in jobs_.items()}
+    due, later, once, twice, live = (jobs_[n] for n in ("due", "later", "once", "twice", "live"))
+    f.expect(where["due"] == ["pending"], f"{due} failed and its retry is due: a promote brings it back; it is in "
+             f"{where['due'] or 'no set'}.")
+    f.expect(where["later"] == ["schedule"], f"{later} is not due for ten minutes: a promote leaves it, and moving it "
+             f"early runs it again before its retry delay; it is in {where['later'] or 'no set'}.")
+    stalls = row["once"].get("stalled")
+    if where["once"] == ["dead"]:
+        f.expect(False, f"{once} had stalled once; with max_stalled={MAX_STALLED_35} its second stall sends it "
+                 "back to pending, and you buried it.")
+    elif where["once"] == ["pending"]:
+        f.expect(stalls == "2", f"{once} is back, but its row's stalled count says {stalls!r}: this queue's "
+                 f"consumers recover with the counted sweep (recovery={RECOVERY!r}), which counts each lapse; "
+                 "a reap forgives it.")
+    else:
+        f.expect(False, f"{once}'s lease lapsed: the recovery leg brings it back; it is in "
+                 f"{where['once'] or 'no set'}.")
+    f.expect(where["twice"] == ["dead"] and row["twice"].get("last_error") == "stalled",
+             f"{twice} had stalled twice already: the counted sweep (max_stalled={MAX_STALLED_35}) buries it on its "
+             f"third lapse, as a job that keeps killing its workers; it is in {where['twice'] or 'no set'}"
+             + (" (a reap put it back, uncounted)." if where["twice"] == ["pending"]
+                and row["twice"].get("stalled") == "2" else "."))
+    f.expect(where["live"] == ["active"] and row["live"].get("attempts") == "1",
+             f"{live}'s worker is still on it, its lease runs for half a minute more: nothing may take it back; it "
+             f"is in {where['live'] or 'no set'}.")
 
 
 @setup_for("03.5")
-def _s034(conn: Connector, queue: str) -> tuple[Any, ...]:
-    parked = jobs.enqueue(conn, queue, "failed once, due again")
-    c = jobs.claim(conn, queue, 30_000)
-    jobs.retry(conn, queue, c.id, c.attempts, "the mailer was down", delay_ms=1, max_attempts=5)
-    lapsed = jobs.enqueue(conn, queue, "its worker vanished")
-    jobs.claim(conn, queue, 20)
+def _setup_metronome_stopped(conn: Connector, queue: str) -> tuple[Any, ...]:
+    # minted up front, used highest first: a job enqueued later sorts before the ones waiting in pending
+    pool = sorted((ids.mint() for _ in range(5)), reverse=True)
+    twice, once = pool.pop(0), pool.pop(0)
+    jobs.enqueue(conn, queue, "its handler kills its worker", job_id=twice)
+    for _ in range(2):  # it stalled twice under the consumers' sweep, before their metronome stopped
+        assert jobs.claim(conn, queue, 20).id == twice
+        time.sleep(0.03)
+        stalled.check(conn, queue, max_stalled=MAX_STALLED_35)
+    jobs.enqueue(conn, queue, "its worker died once before", job_id=once)
+    assert jobs.claim(conn, queue, 20).id == once
     time.sleep(0.03)
-    _STUCK[queue] = {parked: "promote", lapsed: "reap"}
-    return (sorted([parked, lapsed]),)
+    stalled.check(conn, queue, max_stalled=MAX_STALLED_35)
+    assert [jobs.claim(conn, queue, 20).id for _ in range(2)] == [once, twice]  # both workers die again
+    live = pool.pop(0)
+    jobs.enqueue(conn, queue, "a worker is on it", job_id=live)
+    assert jobs.claim(conn, queue, 30_000).id == live
+    due, later = pool.pop(0), pool.pop(0)
+    for job_id, delay in ((due, 1), (later, 600_000)):
+        jobs.enqueue(conn, queue, "failed once", job_id=job_id)
+        assert jobs.claim(conn, queue, 30_000).id == job_id
+        jobs.retry(conn, queue, job_id, 1, "the mailer was down", delay_ms=delay, max_attempts=5)
+    time.sleep(0.03)  # the two short leases lapse, the first retry comes due
+    _STOPPED[queue] = {"due": due, "later": later, "once": once, "twice": twice, "live": live}
+    return ()
 
 
 # -- 03.3 · build: your own reap, judged by the checker under worker kills ----------------------------------------
 @judged(
     "03.3",
-    "Your own reap",
-    "Hint: the server's TIME in milliseconds is seconds * 1000 + microseconds // 1000; ZRANGEBYSCORE active "
-    "-inf (now LIMIT 0 N finds the lapsed leases, earliest first. For each: ZREM from active, ZADD pending 0, "
-    "and the row's state back to pending. Leave attempts alone: the next claim raises it, and that new token "
-    "is what the dead worker's settle will not match.",
+    "A reap that stops a poison job",
+    "Hint: the server's TIME in milliseconds is seconds * 1000 + microseconds // 1000; ZRANGEBYSCORE active -inf "
+    "(now LIMIT 0 N finds the lapsed leases, earliest first. For each, ZREM it from active and read its row's "
+    "attempts. Below the cap: ZADD pending 0, the row's state back to pending, attempts left alone (the next "
+    "claim raises it). At the cap: ZADD dead now, the row's state dead, and one XADD to the stream with id, "
+    "outcome stalled, attempts and error. Answer {moved back, buried}.",
     solution="03_3_your_own_reap.py",
 )
-def _j035(answer: Any, f: Findings) -> None:
+def _judge_your_own_reap(answer: Any, f: Findings) -> None:
     judge_reap(answer, f)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
-from ... import flows, ids, jobs, snapshots, stalled
+from ... import ids, jobs, snapshots
 from ...connector import Connector
 from ..registry import Findings, exercise, prediction, setup_for
+from . import diagnosis
 
-# 01.1: the transitions a learner may name, as the table in notebook 01 names them
-TRANSITIONS = ("enqueue", "claim", "retry", "retry at the cap", "reap", "promote", "stall sweep", "flow land")
 # what the setup did, by queue: kept here, never handed to the learner's function
 _TRUTH: dict[str, dict[str, str]] = {}
 
@@ -25,14 +25,20 @@ _TRUTH: dict[str, dict[str, str]] = {}
     solution="01_2_put_c_last.py",
     kind="repair",
 )
-def _v011(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_put_c_last(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     s = snapshots.snapshot(conn, queue)
     ghosts = [i for i in s.pending if i not in s.rows]
     if not f.expect(not ghosts, f"pending holds {ghosts} with no row: a ZREM or ZADD by hand leaves a ghost "
                     "(a claim pops it and answers empty)."):
         return
     strays = sorted(set(s.rows) - set(s.pending))
-    if not f.expect(not strays, f"the rows of {strays} are in no set: a row left behind that no claim reaches."):
+    for i in strays:
+        where = s.where(i)
+        f.expect(False, f"the row of {i} is in no set: a row left behind that no claim reaches." if not where else
+                 f"{i} ({s.rows[i].get('payload')!r}) is in active, held by no worker: when its lease lapses a reap "
+                 "puts it back, and the claims hand that payload out a second time." if where == ["active"] else
+                 f"{i} is in {where}: the three jobs should wait in pending for the claims.")
+    if strays:
         return
     scored = {i: v for i, v in s.sets["pending"].items() if v != 0}
     if not f.expect(not scored, f"every pending score is 0 (the order is the ids' bytes); {scored} is not: "
@@ -45,7 +51,7 @@ def _v011(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
 
 
 @setup_for("01.2")
-def _s011(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_put_c_last(conn: Connector, queue: str) -> tuple[Any, ...]:
     # a producer meant a, b, c; c came with a caller's id that sorts before every minted one
     for payload in ("a", "b"):
         jobs.enqueue(conn, queue, payload)
@@ -80,7 +86,7 @@ def _completions_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
     "active; anything else answers stale and writes nothing. The right completion deletes the row, so the same "
     "completion sent again finds no row and is stale too: the job is counted once.",
 )
-def _r012(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
+def _run_three_completions(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     (job_id,) = args
     c = jobs.claim(conn, queue, 30_000)
     assert c is not None and c.id == job_id
@@ -92,7 +98,7 @@ def _r012(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
 
 
 @setup_for("01.4")
-def _s012(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_three_completions(conn: Connector, queue: str) -> tuple[Any, ...]:
     return (jobs.enqueue(conn, queue, "the job to finish"),)
 
 
@@ -113,7 +119,7 @@ def _order_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
     shape=_order_shape,
     given=lambda args: args,  # the labels: what each job is, never its id
 )
-def _r013(conn: Connector, queue: str, args: tuple[Any, ...]) -> list[str]:
+def _run_predict_the_order(conn: Connector, queue: str, args: tuple[Any, ...]) -> list[str]:
     (labels,) = args
     # the run: claim everything, smallest id by bytes first
     order = []
@@ -123,7 +129,7 @@ def _r013(conn: Connector, queue: str, args: tuple[Any, ...]) -> list[str]:
 
 
 @setup_for("01.3")
-def _s013(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_predict_the_order(conn: Connector, queue: str) -> tuple[Any, ...]:
     reaped = jobs.enqueue(conn, queue, "minted before all the others")
     jobs.claim(conn, queue, 20)  # its worker crashes: the lease lapses
     first = jobs.enqueue(conn, queue, "this process, first")
@@ -145,17 +151,47 @@ def _s013(conn: Connector, queue: str) -> tuple[Any, ...]:
 
 
 # -- 01.1 · which transition put it there? -------------------------------------------------------------
+#: what in a job's place and row each transition leaves, as (holds, why a job without it was not put there so)
+SIGNS: dict[str, tuple[tuple[Callable[[list[str], dict[str, str]], bool], str], ...]] = {
+    "enqueue": ((lambda where, row: where == ["pending"], "an enqueue puts a job in pending"),
+                (lambda where, row: row.get("attempts") == "0", "an enqueue leaves attempts at 0, and a claim "
+                                                                "raised this one's")),
+    "claim": ((lambda where, row: where == ["active"], "a claim puts a job in active"),),
+    "retry": ((lambda where, row: where == ["schedule"], "a retry below the cap parks a job in schedule"),),
+    "retry at the cap": ((lambda where, row: where == ["dead"], "a retry at the cap buries a job in dead"),),
+    "reap": ((lambda where, row: where == ["pending"], "a reap puts a job back in pending"),
+             (lambda where, row: row.get("attempts") != "0", "a reap takes back a claimed job, and this one's "
+                                                             "attempts says no claim ever took it"),
+             (lambda where, row: "last_error" not in row, "its row holds a last_error: a retry ran on it after a "
+                                                          "claim, and a reap writes none")),
+    "promote": ((lambda where, row: where == ["pending"], "a promote moves a job to pending"),
+                (lambda where, row: "last_error" in row, "a promote brings back a job a retry parked, and a retry "
+                                                         "writes last_error; this row has none")),
+}
+TRANSITIONS = tuple(SIGNS)
+
+
+def why_not(transition: str, where: list[str], row: dict[str, str]) -> str | None:
+    """Why a job in ``where`` with ``row`` was not put there by ``transition``; None when all its signs hold."""
+    for holds, why in SIGNS[transition]:
+        if not holds(where, row):
+            return f"it is in {'/'.join(where) or 'no set'}, and {why}"
+    return None
+
+
 @exercise(
     "01.1",
     "Which transition put it there?",
     "Hint: read each row, not only its set: attempts (0 means never claimed), last_error (a retry wrote it), "
-    "stalled (the counted sweep wrote it), parent (a flow child), and the state awaiting_children.",
+    "and where the job is.",
     solution="01_1_which_transition.py",
     kind="diagnose",
 )
-def _v014(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_which_transition(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     (job_ids,) = args
     truth = _TRUTH.pop(queue)
+    if not diagnosis.untouched(conn, queue, f):
+        return
     if not f.expect(
         isinstance(result, dict) and set(result) == set(job_ids),
         f"return a dict from each of the {len(job_ids)} ids to a transition; got {type(result).__name__}.",
@@ -164,18 +200,19 @@ def _v014(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Fi
     unknown = sorted({v for v in result.values() if v not in TRANSITIONS}, key=str)
     if not f.expect(not unknown, f"name transitions from {list(TRANSITIONS)}; {unknown} are not among them."):
         return
+    s = snapshots.snapshot(conn, queue)
     wrong = [i for i in job_ids if result[i] != truth[i]]
-    f.expect(
-        not wrong,
-        f"{len(wrong)} of {len(job_ids)} are not right: " + ", ".join(f"{i} (you said {result[i]})" for i in wrong),
-    )
+    if wrong:  # the first one explained, by what its place and its row show; the others counted
+        i = wrong[0]
+        more = f"; {len(wrong) - 1} more of the {len(job_ids)} are not right either" if len(wrong) > 1 else ""
+        f.expect(False, f"{i}: not {result[i]}: {why_not(result[i], s.where(i), s.rows[i])}{more}.")
 
 
 @setup_for("01.1")
-def _s014(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _setup_which_transition(conn: Connector, queue: str) -> tuple[Any, ...]:
     # minted up front and used highest first: a job sent back to pending has a higher id than the next
     # one enqueued, so each claim below pops the job just enqueued
-    pool = sorted((ids.mint() for _ in range(9)), reverse=True)
+    pool = sorted((ids.mint() for _ in range(6)), reverse=True)
     truth: dict[str, str] = {}
 
     def claimed(lease_ms: int = 30_000) -> jobs.Claimed:
@@ -185,10 +222,6 @@ def _s014(conn: Connector, queue: str) -> tuple[Any, ...]:
         assert c is not None and c.id == job_id
         return c
 
-    c = claimed(20)
-    time.sleep(0.03)
-    assert stalled.check(conn, queue, max_stalled=3).requeued == [c.id]
-    truth[c.id] = "stall sweep"
     c = claimed(20)
     time.sleep(0.03)
     assert jobs.reap(conn, queue) == [c.id]
@@ -206,11 +239,12 @@ def _s014(conn: Connector, queue: str) -> tuple[Any, ...]:
     truth[c.id] = "retry at the cap"
     c = claimed()
     truth[c.id] = "claim"
-    parent, child = pool.pop(0), pool.pop(0)
-    flows.add(conn, queue, (parent, "a parent"), [(child, "a child")])
-    truth[parent] = truth[child] = "flow land"
     enqueued = pool.pop(0)
     jobs.enqueue(conn, queue, "a job", job_id=enqueued)
     truth[enqueued] = "enqueue"
+    for job_id, transition in truth.items():  # the signs tell each one from the five others
+        s = snapshots.snapshot(conn, queue)
+        assert why_not(transition, s.where(job_id), s.rows[job_id]) is None, (job_id, transition)
     _TRUTH[queue] = truth
+    diagnosis.keep(conn, queue)
     return (sorted(truth),)

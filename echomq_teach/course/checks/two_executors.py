@@ -1,56 +1,88 @@
-"""Notebook 04 · two executors: leases a former server granted, the brands, and where the two part ways."""
+"""Notebook 04 · two executors: where the two part ways, what the native sweep will do, the brands."""
 
 from __future__ import annotations
 
 import random
 import secrets
+import time
 from typing import Any
 
-from ... import jobs, keyspace, snapshots
+from ... import jobs, keyspace, snapshots, stalled, transitions
 from ...connector import Connector
 from ...errors import WireError
 from ...nodes.providers import start_node
 from ..registry import Findings, exercise, keyed_dict, prediction, setup_for
+from . import diagnosis
 
-# -- 04.2 · leases a former server granted ---------------------------------------------------------------
-_FORMER: dict[str, list[str]] = {}
+# -- 04.2 · diagnose: what the native stall sweep will do with each lease ---------------------------------------
+#: what EMQ.STALLED.CHECK does with a job in active, as 04.2 names it
+FATES = ("put back uncounted", "put back counted", "buried", "left alone")
+MAX_STALLED_42 = 1
+_FATES: dict[str, list[str]] = {}
 
 
 @exercise(
     "04.2",
-    "Leases a former server granted",
-    "Hint: a native claim stamps the row's lease_epoch with the run_id of the server process that granted the "
-    "lease (INFO server, conn.client.info('server')['run_id']). A lease from before a restart carries another "
-    "run_id; compare each active row's lease_epoch with the node's run_id now.",
-    solution="04_2_former_leases.py",
+    "What the native sweep will do",
+    "Hint: three readings per job in active. Its score against the server's clock now (a lease that has not "
+    "lapsed is left alone, whoever granted it); its row's lease_epoch against the node's run_id (INFO server): "
+    "a lapsed lease from another server process goes back without a stall; and, for a lapsed lease of this "
+    "process, its stalled count plus one against max_stalled.",
+    solution="04_2_native_sweep.py",
     kind="diagnose",
 )
-def _v041(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    former = _FORMER.pop(queue)
-    if not f.expect(isinstance(result, (list, tuple, set)) and all(isinstance(x, str) for x in result),
-                    f"return a list of job ids; got {result!r}."):
+def _verify_native_sweep(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+    _, n_conn = conns
+    active = _FATES.pop(queue)
+    if not diagnosis.untouched(n_conn, queue, f):
         return
-    got = set(result)
-    wrong = sorted(got - set(former))
-    missed = sorted(set(former) - got)
-    f.expect(not wrong, f"{', '.join(wrong)}: a server process that is still running granted this lease "
-             "(or the job holds no native lease at all).")
-    f.expect(not missed, f"{len(missed)} lease(s) from before the restart are missing from your answer.")
+    if not f.expect(isinstance(result, dict) and set(result) == set(active) and set(result.values()) <= set(FATES),
+                    f"return a dict from each of the {len(active)} jobs in active to one of {list(FATES)}; "
+                    f"got {result!r}."):
+        return
+    before = snapshots.snapshot(n_conn, queue)
+    run_id = n_conn.client.info("server")["run_id"]
+    now = before.now_ms
+    report = stalled.check(n_conn, queue, max_stalled=MAX_STALLED_42)  # EMQ.STALLED.CHECK: the node's own answer
+    after = snapshots.snapshot(n_conn, queue)
+    wrong = []
+    for job_id in sorted(active):
+        fate = ("buried" if job_id in report.dead
+                else "left alone" if job_id not in report.requeued
+                else "put back counted" if after.rows[job_id].get("stalled") != before.rows[job_id].get("stalled")
+                else "put back uncounted")
+        if result[job_id] != fate:
+            wrong.append(job_id)
+    if wrong:  # the first one explained, by what the sweep read; the others counted
+        job_id, row = wrong[0], before.rows[wrong[0]]
+        lapsed = before.sets["active"][job_id] < now
+        epoch = "this server process" if row.get("lease_epoch") == run_id else "a server process that is gone"
+        more = f"; {len(wrong) - 1} more are not right either" if len(wrong) > 1 else ""
+        f.expect(False, f"{job_id}: not {result[job_id]!r}: its lease {'had lapsed' if lapsed else 'had not lapsed'} "
+                 f"when the sweep ran, {epoch} granted it, and its row counted {row.get('stalled', '0')} stalls "
+                 f"before (max_stalled={MAX_STALLED_42}){more}.")
 
 
 @setup_for("04.2")
-def _s041(conns: Any, queue: str) -> tuple[Any, ...]:
+def _setup_native_sweep(conns: Any, queue: str) -> tuple[Any, ...]:
     _, n_conn = conns
-    ids_ = [jobs.enqueue(n_conn, queue, f"job {i}") for i in range(5)]
-    claimed = [jobs.claim(n_conn, queue, 60_000) for _ in range(4)]  # the fifth waits in pending
-    # what a restart of a durable node leaves (the check cannot restart a node that may be shared):
-    # two rows still in active, stamped by the run_id of the server process that went away
-    gone = secrets.token_hex(20)
-    former = [c.id for c in claimed[1::2]]
-    for job_id in former:
+    gone = secrets.token_hex(20)  # the run_id of a server process that went away (a restart leaves such leases)
+    twice = jobs.enqueue(n_conn, queue, "stalled once already")
+    assert jobs.claim(n_conn, queue, 20).id == twice
+    time.sleep(0.03)
+    assert stalled.check(n_conn, queue, max_stalled=5).requeued == [twice]  # its first stall, counted
+    fresh, former, former_live, live = (jobs.enqueue(n_conn, queue, p) for p in (
+        "claimed by this server", "claimed before the restart", "claimed just before the restart, long lease",
+        "a worker is on it"))
+    leases = {twice: 20, fresh: 20, former: 20, former_live: 60_000, live: 60_000}
+    for job_id, lease in leases.items():
+        assert jobs.claim(n_conn, queue, lease).id == job_id  # oldest id first, as minted
+    for job_id in (former, former_live):
         n_conn.call("HSET", keyspace.job_key(queue, job_id), "lease_epoch", gone)
-    _FORMER[queue] = former
-    assert len(ids_) == 5
+    jobs.enqueue(n_conn, queue, "waiting in pending")
+    time.sleep(0.03)  # the three short leases lapse
+    _FATES[queue] = sorted(leases)
+    diagnosis.keep(n_conn, queue)
     return ()
 
 
@@ -103,7 +135,7 @@ def _why(n: int, module: bool, brand: str | None) -> str:
     solution="04_3_which_wire.py",
     kind="diagnose",
 )
-def _v042(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
+def _verify_which_wire(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     (nodes,) = args
     states = _LEFT.pop(queue)
     try:
@@ -128,7 +160,7 @@ def _v042(conns: Any, queue: str, result: Any, args: tuple[Any, ...], f: Finding
 
 
 @setup_for("04.3")
-def _s042(conns: Any, queue: str) -> tuple[Any, ...]:
+def _setup_which_wire(conns: Any, queue: str) -> tuple[Any, ...]:
     states = list(_STATES)
     random.shuffle(states)  # the order changes from one check to the next: no answer by position
     nodes = []
@@ -156,13 +188,10 @@ WHERE = "after the lease of 'soon', where the job is"
 
 def _raw_claim(conn: Connector, queue: str, lease: object) -> str:
     """A raw claim, not the kit's claim/3 (no host-side pause read, no lease check): its answer's kind."""
-    keys = [keyspace.queue_key(queue, "pending"), keyspace.queue_key(queue, "active"), keyspace.queue_key(queue, "")]
     try:
-        if conn.wire == 6:
-            reply = conn.call("EMQ.CLAIM", 3, *keys, lease)
-        else:
-            # loaded first if the node has not seen it: a NOSCRIPT would be the cache's answer, not the script's
-            reply = conn.eval("claim2", keys, [lease])
+        # EMQ.CLAIM on wire 6, else @claim2 (loaded first if the node has not seen it: a NOSCRIPT would be the
+        # cache's answer, not the script's)
+        reply = conn.run(transitions.claim(queue, lease))
     except Exception:  # noqa: BLE001 - the kind of answer is what is predicted
         return "error"
     return "claimed" if reply else "empty"
@@ -176,7 +205,7 @@ def _raw_claim(conn: Connector, queue: str, lease: object) -> str:
     solution="04_1_part_ways.py",
     shape=keyed_dict((*PARTS, WHERE)),
 )
-def _r043(conns: Any, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
+def _run_part_ways(conns: Any, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
     seen: dict[str, Any] = {part: () for part in PARTS}
     where: list[str] = []
     for n, conn in enumerate(conns):
@@ -201,5 +230,5 @@ def _r043(conns: Any, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
 
 
 @setup_for("04.1")
-def _s043(conns: Any, queue: str) -> tuple[Any, ...]:
+def _setup_part_ways(conns: Any, queue: str) -> tuple[Any, ...]:
     return ()

@@ -1,54 +1,71 @@
-"""Notebook 06 · the workshop: what each job of a queue is waiting for, in the pattern's three words."""
+"""Notebook 06 · the workshop: one flow child traced through the failure fork, a crash and the fan-in (predict)."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from ... import flows, jobs
+from ... import flows, jobs, snapshots
 from ...connector import Connector
-from ..registry import Findings, exercise, setup_for
+from ..registry import keyed_dict, prediction, setup_for
 
-#: the pattern's three ideas, as the notebook names them
-IDEAS = ("confirm atomically", "recover by timeout", "compose by counting")
-_WAITING: dict[str, dict[str, str]] = {}
-
-
-@exercise(
-    "06.1",
-    "What is each job waiting for?",
-    "Hint: a job in active waits for its holder's completion while its score (the lease deadline, server ms) "
-    "is ahead of the server's clock, and for a sweep once it is behind (snapshot.relative('active', id) says "
-    "which). A row in no set, in state awaiting_children, waits for its counter to reach zero.",
-    solution="06_1_waiting_for.py",
-    kind="diagnose",
+#: what happens to the flow's children, one step at a time
+STEPS = (
+    "a's handler fails: a retry, due in 50 ms, 3 attempts allowed",
+    "a promote, once the retry is due",
+    "a is claimed with a 20 ms lease, its worker dies, and a reap runs once the lease has lapsed",
+    "a is claimed and completed",
+    "b is claimed and fails at a cap of 1 attempt",
 )
-def _v061(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    want = _WAITING.pop(queue)
-    if not f.expect(isinstance(result, dict), f"return a dict from job id to one of {IDEAS}; got {result!r}."):
-        return
-    bad = sorted({str(v) for v in result.values() if v not in IDEAS})
-    if not f.expect(not bad, f"each job waits on one of {IDEAS}; {bad} is not one of them."):
-        return
-    extra = sorted(set(result) - set(want))
-    f.expect(not extra, f"{', '.join(extra)}: a job in pending waits for nothing but a worker's claim; name "
-             "only the jobs that are not in pending.")
-    missing = sorted(set(want) - set(result))
-    f.expect(not missing, f"{len(missing)} of the {len(want)} jobs that are not in pending are missing.")
-    for job, idea in sorted(want.items()):
-        said = result.get(job)
-        if said is not None and said != idea:
-            f.expect(False, f"{job}: not {said!r}. Read its row and where it is, against the server's clock.")
+ANSWER_KEYS = ("where a is after each step", ":dependencies after each step", "a's token when it completed",
+               "the parent at the end")
+
+
+@prediction(
+    "06.1",
+    "Trace a flow child",
+    "Hint: a retry parks the child in schedule and promote brings it back to pending; a claim raises its token "
+    "every time, a lapsed lease included, and the reap gives nothing back. The counter moves only when a child "
+    "completes, or dies under a policy that counts a death as done (ignore); the last count to zero releases "
+    "the parent.",
+    solution="06_1_trace_a_flow_child.py",
+    shape=keyed_dict(ANSWER_KEYS),
+)
+def _run_trace_a_flow_child(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
+    parent, a, b = args
+    where: list[str] = []
+    deps: list[int] = []
+
+    def after() -> None:
+        where.append("/".join(snapshots.snapshot(conn, queue).where(a)) or "nowhere")
+        deps.append(flows.dependencies(conn, queue, parent))
+
+    c = jobs.claim(conn, queue, 30_000)
+    assert c is not None and c.id == a
+    jobs.retry(conn, queue, a, c.attempts, "a timeout", delay_ms=50, max_attempts=3)
+    after()
+    time.sleep(0.07)
+    jobs.promote(conn, queue)
+    after()
+    jobs.claim(conn, queue, 20)  # its worker dies holding it
+    time.sleep(0.03)
+    jobs.reap(conn, queue)
+    after()
+    c = jobs.claim(conn, queue, 30_000)
+    assert c is not None and c.id == a
+    token = c.attempts
+    jobs.complete(conn, queue, a, c.attempts, "a done")
+    after()
+    c = jobs.claim(conn, queue, 30_000)
+    assert c is not None and c.id == b
+    jobs.retry(conn, queue, b, c.attempts, "broken", max_attempts=1)
+    after()
+    end = snapshots.snapshot(conn, queue).state(parent)
+    return {"where a is after each step": where, ":dependencies after each step": deps,
+            "a's token when it completed": token, "the parent at the end": end}
 
 
 @setup_for("06.1")
-def _s061(conn: Connector, queue: str) -> tuple[Any, ...]:
-    held = jobs.enqueue(conn, queue, "a worker is on it")
-    lapsed = jobs.enqueue(conn, queue, "its worker crashed")
-    flow = flows.add(conn, queue, "the parent", ["the last child"])
-    # the oldest ids come out first: a live lease, then one that lapses; the child stays pending
-    assert jobs.claim(conn, queue, 60_000).id == held
-    assert jobs.claim(conn, queue, 20).id == lapsed
-    time.sleep(0.05)  # past the 20 ms lease: no sweep has run on this queue
-    _WAITING[queue] = {held: IDEAS[0], lapsed: IDEAS[1], flow.parent_id: IDEAS[2]}
-    return ()
+def _setup_trace_a_flow_child(conn: Connector, queue: str) -> tuple[Any, ...]:
+    flow = flows.add(conn, queue, "the parent", ["a", "b"], policy="ignore")
+    return (flow.parent_id, *flow.child_ids)

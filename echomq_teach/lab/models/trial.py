@@ -161,7 +161,10 @@ class _Proc(Child):
 
 
 class ModelRun:
-    """The model's workers under a nemesis (what ``Nemesis.run`` asks of a run), and its metronome."""
+    """The model's workers under a nemesis, and its metronome: a ``nemesis.Target``, as the lab's ``Run`` is."""
+
+    #: no Pump: the model's own sweep promotes, if it promotes at all
+    pump = False
 
     def __init__(self, case: str, node: Any, queue: str, workload: Workload, folder: Path,
                  timeout: float = 60.0) -> None:
@@ -190,11 +193,7 @@ class ModelRun:
                                job=job)
         for parent, children in w.flows:
             pid, kids = ids.mint(), [(ids.mint(), c) for c in children]
-            sent = [self.producer._open("enqueue", job=pid)]
-            sent += [self.producer._open("enqueue", job=k, parent=pid) for k, _ in kids]
-            self.model.enqueue_flow(self.r, (pid, parent), kids)
-            for n in sent:
-                self.producer._close(n, "answer", reply="ok")
+            self.producer.enqueue_flow(pid, [k for k, _ in kids], self.model.enqueue_flow, self.r, (pid, parent), kids)
 
     def spawn(self, slot: int) -> _Proc:
         g = self._gen[slot]
@@ -402,11 +401,12 @@ def _model_side(case: str, node: Any, queue: str, seed: int, w: Workload, folder
 
 
 class _Supervised:
-    """This queue's ``Run`` as the nemesis sees it, with faults and the supervisor taking turns."""
+    """This queue's ``Run`` as the nemesis sees it (a ``nemesis.Target``), with faults and the supervisor
+    taking turns."""
 
     def __init__(self, run: Run, lock: threading.Lock) -> None:
         self.run, self.lock = run, lock
-        self.size, self.nemesis = run.size, run.nemesis
+        self.size, self.nemesis, self.pump = run.size, run.nemesis, run.pump
 
     def apply(self, fault: Fault) -> None:
         with self.lock:
@@ -427,11 +427,8 @@ def _queue_side(case: str, node: Any, queue: str, seed: int, w: Workload, folder
             run.produce(len(w.payloads), payload=lambda i: w.payloads[i])
         for parent, children in w.flows:
             pid, kids = ids.mint(), [(ids.mint(), c) for c in children]
-            sent = [run.producer._open("enqueue", job=pid)]
-            sent += [run.producer._open("enqueue", job=k, parent=pid) for k, _ in kids]
-            flows.add(run.conn, queue, (pid, parent), kids, w.policy)
-            for n in sent:
-                run.producer._close(n, "answer", reply="ok")
+            run.producer.enqueue_flow(pid, [k for k, _ in kids], flows.add, run.conn, queue, (pid, parent), kids,
+                                      w.policy)
         run.start()
 
         def supervise() -> None:

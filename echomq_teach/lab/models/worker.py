@@ -20,8 +20,7 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-from ...connector import make_client
-from ...consumer import LINK_ERRORS
+from ...connector import LINK_ERRORS, make_client
 from ..history import Recorder, ServerClock
 from .base import Model, run_payload
 

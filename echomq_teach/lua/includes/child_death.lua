@@ -2,10 +2,12 @@
 -- row/cid: the child's row and id; deps/unsuccessful/prow/pid: the parent's :dependencies, :unsuccessful, row, id
 -- dead/pending: the queue's sets; reason: the child's last_error; now: server ms; stream: the completions
 -- stream when the caller records (a parent it fails ends there too, as child_failed), else false or nil
--- the policy is read only now, once: the callers run this inside their once-only branch
+-- the policy is read only now, once: the callers run this inside their once-only branch, and include
+-- same_flow before it
 local function child_death(row, cid, deps, unsuccessful, prow, pid, dead, pending, reason, now, stream)
-  -- a parent an operator removed has nothing to answer to: none of its keys is written, the link stays
-  if redis.call('EXISTS', prow) == 0 then return end
+  -- a parent an operator removed has nothing to answer to, nor has a later flow landed under its id
+  -- (same_flow, included before this piece): none of its keys is written, the link stays
+  if not same_flow(prow, redis.call('HGET', row, 'flow')) then return end
   local policy = redis.call('HGET', row, 'parent_policy') or 'fail'
   if policy == 'fail' then
     if redis.call('HGET', prow, 'state') == 'awaiting_children' then

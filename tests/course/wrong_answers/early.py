@@ -35,20 +35,52 @@ def token_is_not_checked():
             "the same completion again": jobs.STALE, "completed count": 2}
 
 
-# -- 03.1 · out of the morgue ----------------------------------------------------------------------------------
-def enqueued_again_same_id(conn, queue, job_id, old_token):
-    # remove it and enqueue it afresh under its old id: attempts starts at 0 again
+# -- 03.1 · who can still settle it? ------------------------------------------------------------------------------
+def every_active_row(conn, queue, late):
+    # "a worker holding an active job may finish it": the token left out of the fence
+    s = snapshots.snapshot(conn, queue)
+    return {i for i in late if s.rows[i].get("state") == "active"}
+
+
+def lapsed_leases_only(conn, queue, late):
+    # "a new life fences out the old one": true of a reprocess, not of a row deleted and made again
+    s = snapshots.snapshot(conn, queue)
+    return {i for i in late if i in s.active and s.relative("active", i) < 0}
+
+
+# -- 03.2 · recovered by hand -------------------------------------------------------------------------------------
+def claimed_on_the_spot(conn, queue, job_id, old_token):
+    # "claim it, so the token moves": the job is now held by nobody, until its new lease lapses
+    jobs.claim(conn, queue, 30_000)
+
+
+def enqueued_afresh(conn, queue, job_id, old_token):
+    # a new row under the same id: its attempts start again at 0, and its next claim hands out token 1 again
     payload = snapshots.snapshot(conn, queue).rows[job_id]["payload"]
     jobs.remove(conn, queue, job_id)
     jobs.enqueue(conn, queue, payload, job_id=job_id)
 
 
-def moved_by_hand(conn, queue, job_id, old_token):
-    # the id moved from dead to pending by hand: the row still says dead
-    conn.call("ZREM", keyspace.queue_key(queue, "dead"), job_id)
-    conn.call("ZADD", keyspace.queue_key(queue, "pending"), 0, job_id)
+# -- 03.4 · predict the counted sweep ---------------------------------------------------------------------------
+def sweep_buried_at_the_cap():
+    # buried when the count reaches max_stalled, not when it goes over
+    return {"where after each round": ["pending", "pending", "pending", "dead", "dead"], "stalled count at the end": 2}
 
 
-def a_new_job(conn, queue, job_id, old_token):
-    # the same work as a new job: the dead one stays where it is
-    jobs.enqueue(conn, queue, snapshots.snapshot(conn, queue).rows[job_id]["payload"])
+def sweep_never_buried():
+    # the retry taken to start the count again
+    return {"where after each round": ["pending"] * 5, "stalled count at the end": 2}
+
+
+# -- 03.5 · the metronome stopped --------------------------------------------------------------------------------
+def promote_only(conn, queue):
+    # the due retry comes back; the lapsed leases wait in active for a recovery leg that never runs
+    jobs.promote(conn, queue)
+
+
+def everything_back(conn, queue):
+    # every lapsed lease reaped and every parked retry moved, due or not
+    for job_id in snapshots.snapshot(conn, queue).schedule:
+        conn.call("ZADD", keyspace.queue_key(queue, "schedule"), 0, job_id)
+    jobs.promote(conn, queue)
+    jobs.reap(conn, queue)

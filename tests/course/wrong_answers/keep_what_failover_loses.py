@@ -1,21 +1,60 @@
-"""Wrong answers to 09.2 (keep what the failover would lose), each with the finding that must name why."""
+"""Wrong answers to 09.2 (a design for a short WAIT), each with the finding that must name why; and the copy
+attempts: what the kit does with no design (notebook 09 counts short WAITs and answers all the same), and
+notebook 09's "wait as long as it takes" (WAIT 1 0) made a design."""
 
 
-def no_wait():
-    # asynchronous replication as it comes: every write answered by the primary alone
-    return {"wait": None}
+def resends_everything():
+    # "send it again until it sticks", once, for every write: a claim sent again hands out a second job
+    def on_short_wait(short):
+        from echomq_teach.cluster_connector import Unconfirmed
+
+        if short.again().acked >= short.asked:
+            return short.reply
+        raise Unconfirmed(f"{short.command}: not confirmed")
+
+    return on_short_wait
 
 
-def short_wait():
-    # WAIT, but a timeout far inside the replica's lag: the WAIT gives up, the write is answered anyway
-    return {"wait": (1, 50)}
+def raises_its_own_error():
+    # the caller is not told "stored", but by an error no caller reads as an unknown outcome
+    def on_short_wait(short):
+        raise RuntimeError(f"{short.command} was not confirmed")
+
+    return on_short_wait
 
 
-def two_replicas():
-    # more replicas than a shard has: no write is ever confirmed in full
-    return {"wait": (2, 2000)}
-
-
-def as_in_the_notebook():
-    # the setting the notebook's failover used, copied: its timeout outlasts a 0.4 s lag, not the judge's 2.5 s
+def a_setting():
+    # the old answer: a WAIT setting, not a design
     return {"wait": (1, 2000)}
+
+
+# -- copy attempts ---------------------------------------------------------------------------------------------
+def as_the_kit_answers():
+    # what the kit does with no design, as notebook 09 shows it (conn.wait_short counts, the reply stands)
+    def on_short_wait(short):
+        return short.reply
+
+    return on_short_wait
+
+
+def wait_as_long_as_it_takes():
+    # notebook 09's WAIT with a timeout of 0, "wait as long as it takes", written as a design: send again until a
+    # replica confirms. A shard whose replica is away never does
+    def on_short_wait(short):
+        while short.acked < short.asked:
+            short = short.again()
+        return short.reply
+
+    return on_short_wait
+
+
+def trusts_the_settles():
+    # a settle is "only" bookkeeping, so its reply is trusted: a failover brings the job back, and it settles twice
+    def on_short_wait(short):
+        from echomq_teach.cluster_connector import Unconfirmed
+
+        if short.transition in ("complete", "retry"):
+            return short.reply
+        raise Unconfirmed(f"{short.command}: not confirmed")
+
+    return on_short_wait

@@ -3,18 +3,28 @@
 from echomq_teach import keyspace, snapshots
 
 
-# -- 04.2 · leases a former server granted ------------------------------------------------------------------
-def every_stamped_lease(s_conn, n_conn, queue):
-    # lease_epoch taken for "from before a restart": every native claim stamps one
+# -- 04.2 · what the native sweep will do ------------------------------------------------------------------
+def sweep_reads_no_epoch(s_conn, n_conn, queue):
+    # the exemption forgotten: every lapsed lease counted as in 03, whoever granted it
     s = snapshots.snapshot(n_conn, queue)
-    return sorted(i for i in s.active if "lease_epoch" in s.rows[i])
+    return {i: "left alone" if s.relative("active", i) >= 0
+            else "buried" if int(s.rows[i].get("stalled", 0)) + 1 > 1 else "put back counted" for i in s.active}
 
 
-def this_servers_leases(s_conn, n_conn, queue):
-    # the comparison turned round: the leases this very server granted
+def sweep_reads_no_clock(s_conn, n_conn, queue):
+    # every lease from before the restart taken for lapsed, its deadline unread
     run_id = n_conn.client.info("server")["run_id"]
     s = snapshots.snapshot(n_conn, queue)
-    return sorted(i for i in s.active if s.rows[i].get("lease_epoch") == run_id)
+    out = {}
+    for i in s.active:
+        row = s.rows[i]
+        if row.get("lease_epoch") != run_id:
+            out[i] = "put back uncounted"
+        elif s.relative("active", i) >= 0:
+            out[i] = "left alone"
+        else:
+            out[i] = "buried" if int(row.get("stalled", 0)) + 1 > 1 else "put back counted"
+    return out
 
 
 # -- 04.3 · which wire does each node take? ----------------------------------------------------------------
@@ -71,6 +81,16 @@ def part_ways_ghost_skipped():
     }
 
 
+def part_ways_command_errs_when_paused():
+    # the native command's pause read taken for a refusal: an error, as its brand check answers
+    return {
+        "a raw call on a paused queue": ("claimed", "error"),
+        "a ghost at the head, a real job behind it": ("empty", "empty"),
+        "a lease of 'soon'": ("error", "error"),
+        "after the lease of 'soon', where the job is": ("nowhere", "pending"),
+    }
+
+
 # -- 05.1 · what a refused land leaves -----------------------------------------------------------------------
 def refused_lands_half_written():
     # the land taken for a host-side loop: the children before the taken id were written
@@ -84,23 +104,41 @@ def refused_lands_duplicates_allowed():
             "a policy list one short": "BadInput", "jobs in the queue after the three": 3}
 
 
-# -- 05.3 · why does this parent never release? ---------------------------------------------------------------
-def blame_the_pending_child(conn, queue, parent_id):
-    # names a child, but releases nothing
-    s = snapshots.snapshot(conn, queue)
-    return next(i for i in s.dead if s.rows[i].get("parent") == parent_id)
-
-
-def force_the_parent(conn, queue, parent_id):
-    # the parent pushed to pending by hand: the counter and :processed still say a child is missing
+# -- 05.3 · why do these parents never release? -------------------------------------------------------------
+def take_every_child(conn, queue, parents):
+    # every child with a parent completed with the token its row shows: the running one taken from its worker
     from echomq_teach import jobs
 
     s = snapshots.snapshot(conn, queue)
-    holder = next(i for i in s.dead if s.rows[i].get("parent") == parent_id)
-    conn.call("ZADD", keyspace.queue_key(queue, "pending"), 0, parent_id)
-    conn.call("HSET", keyspace.job_key(queue, parent_id), "state", "pending")
-    assert jobs.row(conn, queue, parent_id)
-    return holder
+    held = {}
+    for child, row in s.rows.items():
+        if row.get("parent") in parents:
+            if child in s.dead:
+                jobs.reprocess(conn, queue, child)
+                c = jobs.claim(conn, queue, 30_000)
+                jobs.complete(conn, queue, c.id, c.attempts, "done")
+            elif child in s.schedule:
+                jobs.promote(conn, queue)
+                c = jobs.claim(conn, queue, 30_000)
+                jobs.complete(conn, queue, c.id, c.attempts, "done")
+            else:
+                jobs.complete(conn, queue, child, int(row["attempts"]), "done")
+            held[row["parent"]] = child
+    return held
+
+
+def force_the_parents(conn, queue, parents):
+    # each parent pushed to pending by hand: its counter and :processed still say a child is missing
+    from echomq_teach import flows
+
+    held = {}
+    s = snapshots.snapshot(conn, queue)
+    for parent in parents:
+        if flows.dependencies(conn, queue, parent):
+            conn.call("ZADD", keyspace.queue_key(queue, "pending"), 0, parent)
+            conn.call("HSET", keyspace.job_key(queue, parent), "state", "pending")
+            held[parent] = next(i for i, r in s.rows.items() if r.get("parent") == parent)
+    return held
 
 
 # -- 05.4 · predict the counter -------------------------------------------------------------------------------
@@ -114,18 +152,16 @@ def counter_death_fails_the_parent():
     return {"dependencies after each step": [2, 2, 2, 1, 1], "the parent's state at the end": "awaiting_children"}
 
 
-# -- 06.1 · what is each job waiting for? ---------------------------------------------------------------------
-def every_active_job_waits_for_a_sweep(conn, queue):
-    # active read as "stuck": the live lease too
-    s = snapshots.snapshot(conn, queue)
-    out = {j: "recover by timeout" for j in s.active}
-    out.update({j: "compose by counting" for j, r in s.rows.items() if r.get("state") == "awaiting_children"})
-    return out
+# -- 06.1 · trace a flow child --------------------------------------------------------------------------------
+def trace_token_given_back():
+    # the reap taken to give back the attempt the dead worker spent
+    return {"where a is after each step": ["schedule", "pending", "pending", "nowhere", "nowhere"],
+            ":dependencies after each step": [2, 2, 2, 1, 0], "a's token when it completed": 2,
+            "the parent at the end": "pending"}
 
 
-def every_job_named(conn, queue):
-    # the pending child named as well: it waits for nothing but a claim
-    s = snapshots.snapshot(conn, queue)
-    out = {j: "confirm atomically" if s.relative("active", j) > 0 else "recover by timeout" for j in s.active}
-    out.update({j: "compose by counting" for j in s.rows if j not in s.active})
-    return out
+def trace_death_counts_nothing():
+    # b's death taken to count for nothing, so the parent waits on
+    return {"where a is after each step": ["schedule", "pending", "pending", "nowhere", "nowhere"],
+            ":dependencies after each step": [2, 2, 2, 1, 1], "a's token when it completed": 3,
+            "the parent at the end": "awaiting_children"}

@@ -1,4 +1,6 @@
-"""Wrong answers to 07.2 (pass the nemesis), each with the finding that must name why."""
+"""Wrong answers to 07.2 (pass the nemesis), each with the finding that must name why; and the copy attempts: the
+team's settings as notebook 07 shows them, the one edit its printed handler invites (the job's id as the key), and
+the settings and handler of the notebook's own runs."""
 
 
 def never_raises(conn, queue):
@@ -7,7 +9,7 @@ def never_raises(conn, queue):
     def swallow(job, ctx):
         ctx.work()
         try:
-            ctx.charge(job, key=job.id)
+            ctx.charge(job, key=job.payload)
         except Exception:
             pass
         return f"charged {job.id}"
@@ -23,14 +25,47 @@ def not_idempotent(conn, queue):
         ctx.charge(job)
         return f"charged {job.id}"
 
-    return {"lease_ms": 1_000, "max_attempts": 3, "handler": charge}
+    return {"lease_ms": 1_000, "max_attempts": 5, "handler": charge}
 
 
 def one_attempt(conn, queue):
     # the right handler, the team's max_attempts: an order the provider timed out on has no second try
-    def charge_once(job, ctx):
+    def charge_once_per_order(job, ctx):
+        ctx.work()
+        ctx.charge(job, key=job.payload)
+        return f"charged {job.id}"
+
+    return {"lease_ms": 1_000, "max_attempts": 1, "handler": charge_once_per_order}
+
+
+def lease_under_the_work(conn, queue):
+    # the right handler and attempts, the team's 50 ms lease: every healthy handler (60 ms of work) outlives it
+    def charge_once_per_order(job, ctx):
+        ctx.work()
+        ctx.charge(job, key=job.payload)
+        return f"charged {job.id}"
+
+    return {"lease_ms": 50, "max_attempts": 10, "handler": charge_once_per_order}
+
+
+# -- copy attempts ---------------------------------------------------------------------------------------------
+def the_teams_settings(conn, queue):
+    # what the notebook says the team runs, as it is
+    return {"lease_ms": 50, "max_attempts": 1, "handler": "echomq_teach.lab.handlers:careless_charge"}
+
+
+def keyed_by_the_job(conn, queue):
+    # the printed handler with the one edit 07 taught for the zombie (key the effect by the job's id), and sound
+    # settings: the two jobs of an order sent twice have two ids, so that customer is charged twice
+    def careless_charge(job, ctx):
         ctx.work()
         ctx.charge(job, key=job.id)
         return f"charged {job.id}"
 
-    return {"lease_ms": 1_000, "max_attempts": 1, "handler": charge_once}
+    return {"lease_ms": 1_000, "max_attempts": 5, "handler": careless_charge}
+
+
+def the_notebooks_runs(conn, queue):
+    # the settings of 07's nemesis run (a 500 ms lease) and the idempotent handler it printed: charge_once keeps
+    # its own record, and never asks the provider at all
+    return {"lease_ms": 500, "max_attempts": 5, "handler": "echomq_teach.lab.handlers:charge_once"}

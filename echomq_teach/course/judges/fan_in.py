@@ -1,0 +1,320 @@
+"""05.2 · the learner's quorum fan-in, judged: flows drained by workers whose children complete by the learner's
+script, under kills and a zombie.
+
+The spec differs from the kit's fan-in (``@complete`` releases a parent when
+the last of its children completed): a parent is released when ``quorum`` of
+its children completed (the ``quorum`` field of its row), and the completions
+that come after count nothing — their children settle, the parent is not
+counted down, nor given a result, nor released again, nor written at all once it
+is gone. The dry run is deterministic: two flows whose answers are known, the
+queue's own state held to notebook 01's table after every call
+(``lab.queue_state``), and the gap the fence guards probed: a worker wakes
+after a sweep put its child back in pending (no claim since, so its token is
+still the row's attempts) and completes. Then, per seed, three worker
+processes drain two flows of five children, quorum three, while a seeded
+nemesis freezes a worker mid-child past its lease (a zombie) and kills others.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from ... import flows, ids, jobs, keyspace, snapshots, transitions
+from ...lab.checker import check
+from ...lab.history import History, Op
+from ...lab.nemesis import Nemesis
+from ...lab.run import Run
+from ..registry import Findings
+from .frame import (
+    AtWork,
+    FreezeFirst,
+    Watched,
+    call_script,
+    checker_valid,
+    end_run,
+    judge_script,
+    lua_error,
+    state_holds,
+    unchanged,
+    until,
+)
+
+
+class FANIN:
+    """The judged run of 05.2: flows drained by workers whose flow children complete by the learner's script,
+    while a seeded nemesis kills workers and freezes one past its lease (a zombie that completes late)."""
+
+    # a loaded machine stalls a worker well past 50 ms now and then: the lease outlasts the work by 350 ms
+    LEASE_MS = 600
+    WORK_MS = 250
+    WORKERS = 3
+    FLOWS = 2
+    CHILDREN = 5
+    QUORUM = 3
+    SEEDS = 3
+    DEADLINE_S = 8.0
+    #: after the queue drained: how long a thawed zombie may take to send its late completion
+    GRACE_S = 2.0
+
+    @staticmethod
+    def nemesis(seed: int) -> Nemesis:
+        # one freeze in every schedule, first (every worker holds a child then: the parents wait for ten; a
+        # kill's new worker takes a while to start) and longer than the lease: its child is reaped and
+        # completed by another worker before the zombie wakes and completes it too
+        return FreezeFirst(seed=seed, kinds=("freeze", "kill"), count=3, must=("freeze",), gap_s=(0.03, 0.15),
+                            freeze_s=(1.4, 1.6))
+
+
+def child_keys(queue: str, parent: str, child: str) -> list[str]:
+    """@complete's KEYS for a flow child: active, the child's row, the parent's :dependencies, :processed, row."""
+    return list(transitions.complete(queue, child, 0, "", parent).keys)
+
+
+def land(conn: Any, queue: str, parent: str | tuple[str, str], children: list[Any], quorum: int) -> flows.Flow:
+    """A flow landed (``flows.add``) whose parent's row says how many completions release it (``quorum``)."""
+    flow = flows.add(conn, queue, parent, children)
+    conn.call("HSET", keyspace.job_key(queue, flow.parent_id), "quorum", quorum)
+    return flow
+
+
+class _Dry:
+    """The dry run's calls of the learner's script, each judged as it comes."""
+
+    def __init__(self, conn: Any, sha: str, queue: str, f: Findings) -> None:
+        self.conn, self.sha, self.queue, self.f = conn, sha, queue, f
+
+    def complete(self, parent: str, c: jobs.Claimed, who: str, token: int | None = None) -> Any:
+        """The learner's script for ``who``; its reply, or None (with the finding) when it failed or was not 0/1."""
+        ok, reply = call_script(self.conn, self.sha, child_keys(self.queue, parent, c.id),
+                                [c.id, c.attempts if token is None else token, keyspace.base(self.queue), parent,
+                                 f"{c.payload} done"], self.f, f"when {who} completed")
+        if ok and not self.f.expect(reply in (0, 1), f"your script answered {reply!r} to {who}: answer 1 when this "
+                                    "call completed the child, 0 when the caller no longer held it."):
+            return None
+        return reply if ok else None
+
+    def claim(self, lease_ms: int = 30_000) -> jobs.Claimed:
+        c = jobs.claim(self.conn, self.queue, lease_ms)
+        assert c is not None
+        return c
+
+    def holds(self, said: str, settled: Iterable[str] = ()) -> bool:
+        return state_holds(self.conn, self.queue, self.f, said, settled=settled)
+
+    def processed(self, parent: str) -> list[str]:
+        return sorted(flows.children_values(self.conn, self.queue, parent).values())
+
+    def settled_child(self, c: jobs.Claimed, reply: Any, who: str) -> bool:
+        """The child's holder completed it: answered 1, its row gone, out of active."""
+        s = snapshots.snapshot(self.conn, self.queue)
+        return self.f.expect(reply == 1 and not s.where(c.id) and c.id not in s.rows,
+                             f"{who} holds its child {c.id}: your script should complete it (answer 1, its row "
+                             f"deleted, out of active); it answered {reply!r} and left it in "
+                             f"{'/'.join(s.where(c.id)) or 'no set'}{' with its row' if c.id in s.rows else ''}.")
+
+
+def _fan_in_dry_run(conn: Any, sha: str, f: Findings) -> bool:
+    """Flow one, three children and a quorum of 2: the first completion counts and holds the parent; a worker
+    woken after a sweep put its child back (no claim since) is refused, nothing written; the second completion
+    releases the parent; the parent is claimed, and the third child's completion settles the child and counts
+    nothing. Flow two, two children and a quorum of 1: released by its first, the parent run and completed (its
+    row gone), then the second child completes: nothing of the parent is written back. Last, a repeated
+    completion is refused."""
+    queue = "judge-dry-flow"
+    jobs.drop(conn, queue)
+    d = _Dry(conn, sha, queue, f)
+    one = land(conn, queue, "parent one", ["a", "b", "c"], 2).parent_id
+    a = d.claim()
+    reply = d.complete(one, a, "the first child's holder")
+    if reply is None or not (d.settled_child(a, reply, "the first child's holder")
+                             and d.holds("after the first of three children completed (quorum 2)", [a.id])):
+        return False
+    if not f.expect(d.processed(one) == ["a done"] and snapshots.snapshot(conn, queue).state(one) ==
+                    "awaiting_children", f"after 1 of its 3 children completed, parent {one} (quorum 2) must still "
+                    "wait (awaiting_children, in no set), its :processed holding that one result."):
+        return False
+    # the gap: the second child's lease lapses, a sweep puts it back, its worker wakes before any new claim
+    b = d.claim(20)
+    time.sleep(0.04)
+    if jobs.reap(conn, queue) != [b.id]:
+        raise RuntimeError("the dry run's lapsed lease was not reaped")
+    before = snapshots.snapshot(conn, queue)
+    who = (f"a worker that woke after a sweep put its child {b.id} back in pending (no claim since, so its token "
+           "is still the row's attempts)")
+    reply = d.complete(one, b, who)
+    if reply is None or not d.holds(f"after {who} completed", [a.id]):
+        return False
+    if not (f.expect(reply == 0, f"your script answered 1 to {who}: it no longer holds the child (its row says "
+                     "pending), so answer 0: the fence reads the row's state as well as its token.")
+            and unchanged(conn, queue, before, f, f"your script answered 0 to {who}")):
+        return False
+    b = d.claim()
+    reply = d.complete(one, b, "the second child's holder")
+    if reply is None or not (d.settled_child(b, reply, "the second child's holder")
+                             and d.holds("after the second of three children completed (quorum 2)", [a.id, b.id])):
+        return False
+    s = snapshots.snapshot(conn, queue)
+    if not f.expect(s.where(one) == ["pending"] and s.state(one) == "pending",
+                    f"after 2 of its 3 children completed, parent {one} has its quorum of 2: release it to pending "
+                    f"(its row's state pending); it is in {'/'.join(s.where(one)) or 'no set'}, its row says "
+                    f"{s.state(one)!r}."):
+        return False
+    ran = d.claim()
+    assert ran.id == one
+    c = d.claim()
+    reply = d.complete(one, c, "the third child's holder, its parent already released and running")
+    if reply is None or not (d.settled_child(c, reply, "the third child's holder")
+                             and d.holds("after the third child completed, its parent running", [a.id, b.id, c.id])):
+        return False
+    s = snapshots.snapshot(conn, queue)
+    if not f.expect(d.processed(one) == ["a done", "b done"] and s.counters.get(f"{one}:dependencies") == 1
+                    and s.where(one) == ["active"] and s.state(one) == "active",
+                    f"the third child completed after its parent's quorum: it counts nothing. Parent {one} should "
+                    f"stay as it was (running, in active, :dependencies 1, :processed 2 results); it is in "
+                    f"{'/'.join(s.where(one)) or 'no set'}, :dependencies {s.counters.get(f'{one}:dependencies')}, "
+                    f":processed {len(d.processed(one))} results."):
+        return False
+    # flow two: the parent released by its first child, run and completed, then its second child completes
+    two = land(conn, queue, "parent two", ["x", "y"], 1).parent_id
+    x = d.claim()
+    reply = d.complete(two, x, "a child's holder (quorum 1)")
+    if reply is None or not d.holds("after the first child of a quorum-1 flow completed", [a.id, b.id, c.id, x.id]):
+        return False
+    claimed = d.claim()
+    if not f.expect(claimed.id == two, f"after 1 of its 2 children completed, parent {two} (quorum 1) should be "
+                    f"released, and be the next job claimed; the claim handed out {claimed.id}."):
+        return False
+    jobs.complete(conn, queue, two, claimed.attempts, "assembled")
+    y = d.claim()
+    done = [a.id, b.id, c.id, x.id, two, y.id]
+    reply = d.complete(two, y, "the last child's holder, its parent completed and gone")
+    if reply is None or not (d.settled_child(y, reply, "the last child's holder")
+                             and d.holds("after a child completed whose parent had completed", done)):
+        return False
+    if not f.expect(snapshots.snapshot(conn, queue).where(two) == [], f"parent {two} completed before its last "
+                    "child did; that child's completion released it again."):
+        return False
+    before = snapshots.snapshot(conn, queue)
+    reply = d.complete(one, a, "a late, repeated completion of the first child")
+    if reply is None or not (f.expect(reply == 0, "your script answered 1 to a repeated completion of a child already "
+                                      "completed: its row is gone, so the caller holds nothing; answer 0.")
+                             and unchanged(conn, queue, before, f, "your script answered 0 to a repeated completion")):
+        return False
+    jobs.drop(conn, queue)
+    return True
+
+
+def _land_flows(run: Run, n: int, children: int) -> dict[str, list[str]]:
+    """``n`` flows landed, each recorded in the producer's lane: the parent's enqueue around its children's
+    (all sent before the one atomic land, all answered after it), each child's naming its parent. The queue is
+    paused meanwhile, so no child is claimed before its parent's row says its quorum."""
+    out: dict[str, list[str]] = {}
+    jobs.pause(run.conn, run.queue)
+    try:
+        for i in range(n):
+            pid, kids = ids.mint(), [(ids.mint(), f"flow {i} part {k}") for k in range(children)]
+
+            def nest(k: int, pid: str = pid, kids: list[tuple[str, str]] = kids, i: int = i) -> str:
+                if k == len(kids):
+                    return land(run.conn, run.queue, (pid, f"flow {i} assemble"), kids, FANIN.QUORUM).parent_id
+                run.producer.call("enqueue", lambda: nest(k + 1), job=kids[k][0], extra={"parent": pid})
+                return pid
+
+            run.producer.call("enqueue", lambda nest=nest: nest(0), job=pid)
+            out[pid] = [k for k, _ in kids]
+    finally:
+        jobs.resume(run.conn, run.queue)
+    return out
+
+
+def _parents_released_early(history: History, parents: dict[str, list[str]]) -> list[tuple[Op, int]]:
+    """Each parent claimed before ``QUORUM`` of its children could have completed, with how many could have (a
+    completion whose answer was lost counts from the moment it was sent: the earliest it could have run)."""
+    ended: dict[str, float] = {}
+    for o in history.calls("complete"):
+        if o.job and (o.reply == jobs.OK or o.indeterminate):
+            ended[o.job] = min(ended.get(o.job, o.sent), o.sent)
+    out = []
+    for pid, kids in parents.items():
+        first = min((c for c in history.calls("claim") if c.ok and c.job == pid), key=lambda c: c.sent, default=None)
+        if first is not None:
+            done = sum(1 for k in kids if ended.get(k, float("inf")) <= (first.answered or first.sent))
+            if done < FANIN.QUORUM:
+                out.append((first, done))
+    return out
+
+
+def _zombies_settled(history: History) -> bool:
+    """Every worker the nemesis froze and thawed has sent a call since (its late settle, or its next claim)."""
+    thaws = history.notes("thaw")
+    return all(any(o.worker == t.extra.get("worker") and o.sent > t.sent for o in history.calls("complete", "claim"))
+               for t in thaws)
+
+
+def _fan_in_seed(node: Any, sha: str, seed: int, f: Findings) -> bool:
+    """One judged run of the fan-in; False (with findings) when it does not pass."""
+    queue = f"judge-fanin-{seed}"
+    with Run(node, queue, workers=FANIN.WORKERS, lease_ms=FANIN.LEASE_MS, work_ms=FANIN.WORK_MS, max_attempts=10,
+             retry_delay_ms=20, tick_ms=25, idle_ms=20, record=False, timeout=FANIN.DEADLINE_S + 30) as run:
+        # every worker, the ones that replace the killed too, completes a flow child by the learner's script
+        run.options = dataclasses.replace(run.options, flow_complete=sha)
+        run.start()
+        # the flows land once every worker is asking for work (a loaded machine starts processes slowly):
+        # the first children then go to all of them at once, and the nemesis finds each inside a handler
+        until(lambda h: len({c.worker for c in h.calls("claim")}) >= FANIN.WORKERS, run, 10.0)
+        parents = _land_flows(run, FANIN.FLOWS, FANIN.CHILDREN)
+        watched = Watched(AtWork(run))
+        faults = FANIN.nemesis(seed).run(watched, deadline_s=FANIN.DEADLINE_S)  # type: ignore[arg-type]
+        drained = run.wait_drained(FANIN.DEADLINE_S)
+        until(_zombies_settled, run, FANIN.GRACE_S)
+        drained = run.wait_drained(0.5) and drained
+        e = end_run(run, seed, faults, lambda h: check(h, run.final_state(), recorded=False), watched)
+        final = run.final_state()
+        said, history, report = e.said, e.history, e.report
+        processed = {p: len(flows.children_values(run.conn, queue, p)) for p in parents}
+        jobs.drop(run.conn, queue)
+    refused = [o for o in history.calls("complete") if o.at == "refused"]
+    if refused:
+        f.expect(False, lua_error(f"{said}: your script failed inside a worker", Exception(refused[0].error)))
+        return False
+    odd = [o for o in history.calls("complete") if o.ok and o.reply not in (jobs.OK, jobs.STALE)]
+    if odd:
+        f.expect(False, f"{said}: your script answered {odd[0].reply!r}: answer 1 when it completed, 0 when not.")
+        return False
+    # a fence violation first, when there is one: it says why the other findings happened
+    if not checker_valid(said, report, f, first=(report.fence_violations or report.findings or [None])[0]):
+        return False
+    f.items.extend(e.state.items)
+    if e.state.items:
+        return False
+    early = _parents_released_early(history, parents)
+    if early:
+        claim, done = early[0]
+        f.expect(False, f"{said}: parent {claim.job} was released early: {claim.worker} claimed it when {done} of "
+                 f"its {FANIN.CHILDREN} children had completed, and its quorum is {FANIN.QUORUM}.")
+        return False
+    held = sorted(p for p in parents if final.rows.get(p, {}).get("state") == "awaiting_children")
+    if held:
+        f.expect(False, f"{said}: {len(held)} of {len(parents)} parents were never released, though every child "
+                 f"completed (e.g. {held[0]}, still awaiting_children): the completion that makes the quorum "
+                 "puts its parent in pending.")
+        return False
+    off = {p: n for p, n in processed.items() if n != FANIN.QUORUM}
+    if off:
+        p, n = next(iter(off.items()))
+        f.expect(False, f"{said}: parent {p}'s :processed holds {n} results; with a quorum of {FANIN.QUORUM} it "
+                 f"holds the {FANIN.QUORUM} that released it, once each: later completions count nothing.")
+        return False
+    if not drained or report.unfinished:
+        f.expect(False, f"{said}: {len(report.unfinished)} jobs were not done within {FANIN.DEADLINE_S:.0f} s.")
+        return False
+    return True
+
+
+def judge_fan_in(source: Any, f: Findings, seeds: Iterable[int] | None = None) -> None:
+    """Judge a quorum fan-in script (05.2) on a node of the judge's own: its dry run, then every seed it draws."""
+    judge_script(source, f, dry_run=_fan_in_dry_run, one_seed=_fan_in_seed, seeds=seeds, n_seeds=FANIN.SEEDS,
+                 join_s=FANIN.DEADLINE_S * 4 + 60)

@@ -1,0 +1,103 @@
+"""Copy attempts (issue 31, item 4): every exercise that is not a build refuses the nearest thing a learner can
+copy without its idea, with a finding that says why.
+
+For each exercise, the copy is the code of the cell printed just above it, fitted to the exercise's function
+(or the kit's own call as the notebook makes it), and for a prediction the values the nearest run above it
+showed (tests/course/wrong_answers/copies.py). Where that copy is already one of the exercise's wrong
+answers, run by the notebook's own test file, it is named here and not run twice. No exercise says it is
+about reuse, so none is exempt.
+"""
+
+from __future__ import annotations
+
+import pytest
+import test_early_exercises as early
+import test_exercises_mid as mid
+import test_late_exercises as late
+from wrong_answers import copies
+
+from echomq_teach.course import exercises, registry
+
+#: per exercise, its copy attempts: (what is copied, the answer, what its finding must say)
+COPIES = {
+    "01.1": [("the tour's table, by state", copies.tour_table_by_state,
+              ("not enqueue: it is in pending, and an enqueue leaves attempts at 0",))],
+    "01.2": [("the urgent one claimed out of the way", copies.claim_the_urgent_one,
+              ("is in active, held by no worker: when its lease lapses a reap puts it back",))],
+    "01.3": [("the custom id first, the rest as enqueued", copies.custom_id_first_then_as_enqueued,
+              ("you predicted ['custom id A-rush', 'reaped back", "why: ZPOPMIN with every score 0"))],
+    "01.4": [("ok, as the completion above", copies.every_completion_ok,
+              ("a token nobody was given: you predicted 'ok'; the run gave 'stale'.",
+               "completed count: you predicted 3; the run gave 1."))],
+    "03.1": [("each late worker tried", copies.try_each_late_worker,
+              ("your diagnosis changed what it was to read", "a call made to see what happens")),
+             ("the first life's late worker refused, for all", copies.every_late_worker_refused,
+              ("2 of the late workers the node let through are missing from your answer",))],
+    "03.2": [("the kit's reap", copies.the_kits_reap,
+              ("its row says 'active' while the job sits in ['pending']",
+               "the crashed worker woke and completed the job with its old token 1 ('ok')",
+               "the id it left in pending is now a ghost")),
+             ("reap, claim, complete", copies.reap_claim_complete,
+              ("has no row any more: bring the job back for its next worker",))],
+    "03.4": [("the sweep above, every lapse counted", copies.sweep_as_shown_above,
+              ("where after each round: you predicted ['pending', 'pending', 'pending', 'dead', 'dead']",
+               "why: only the counted sweep counts"))],
+    "03.5": [("the Pump's promote and a reap", copies.pump_and_reap,
+              ("its row's stalled count says '1': this queue's consumers recover with the counted sweep",
+               "had stalled twice already", "(a reap put it back, uncounted)")),
+             ("the sweep as called above, max_stalled=1", copies.sweep_with_a_cap_of_one,
+              ("had stalled once; with max_stalled=2 its second stall sends it back to pending, and you buried it",))],
+    "04.2": [("lease_epoch against run_id", copies.epoch_against_run_id,
+              ("not 'put back counted': its lease had lapsed when the sweep ran, this server process granted it, "
+               "and its row counted 1 stalls before (max_stalled=1); 2 more are not right either",))],
+    "05.1": [("every land lands", copies.every_land_lands,
+              ("two children share an id: you predicted 'landed'; the run gave 'BadInput'.",
+               "jobs in the queue after the three: you predicted 13; the run gave 1."))],
+    "05.3": [("the dead child reprocessed, as under wait above", copies.reprocess_the_dead_child,
+              ("is missing from your answer: nothing was completing its last child",
+               "is not released (:dependencies = 1): one of its children has not completed"))],
+    "05.4": [("the counter ticking down with each completion", copies.counter_ticks_down,
+              ("dependencies after each step: you predicted [2, 1, 0, 0, 0]; the run gave [2, 2, 2, 1, 0]",))],
+    "06.1": [("the stepper's walk and the composer's counter", copies.trace_as_the_stepper_showed,
+              ("a's token when it completed: you predicted 2; the run gave 3.",
+               "where a is after each step: you predicted"))],
+    "08.1": [("each commit trimmed at once, as the fold above", copies.each_commit_trimmed_at_once,
+              ("stream: you predicted 5; the run gave 15.",))],
+    "10.1": [("the deliveries counted twice", copies.delivered_twice,
+              ("2 of the ids that the restore put back (fetched again, or waiting on the list) are missing",)),
+             ("what the restore deleted from unacked", copies.gone_from_unacked,
+              ("1 of the ids that the restore put back (fetched again, or waiting on the list) are missing",))],
+    "10.2": [("the model's recovery, run", copies.run_the_recovery, ("your diagnosis changed what it was to read",))],
+    "10.3": [("every parent on the wait list", copies.parents_on_the_wait_list,
+              ("of the ids you named were released when their last child ended",))],
+}
+
+#: copies that are already wrong answers in the notebooks' own test files, run there: (table, entry)
+ELSEWHERE = {
+    "02.1": (early.MORE["02.1"]["the clock decides"][0], "the server's clock above, taken to judge the settle"),
+    "02.3": (early.MORE["02.3"]["resume only"][0], "the resume and claim of the cells above"),
+    "04.1": (mid.WRONG["04.1"][0][0], "the same reply and end state above, taken for no difference"),
+    "04.3": (mid.WRONG["04.3"][1][0], "the connectors of the cell above, tried on each node"),
+    "07.1": (late.WRONG_OTHERS["07.1 as charge"][1], "handlers.charge's table above, copied"),
+    "08.3": (late.WRONG_OTHERS["08.3 floor only"][1], "the floor's reads above, the stream left out"),
+    "09.1": (late.WRONG_FAILOVERS["synchronous"][0], "the bench's 24 kills that lost nothing, above"),
+}
+CASES = [(key, n) for key, answers in sorted(COPIES.items()) for n in range(len(answers))]
+
+
+def test_every_exercise_but_the_builds_has_a_copy_attempt():
+    not_builds = sorted(k for k, e in registry.REGISTRY.items() if e.kind != "build")
+    assert sorted([*COPIES, *ELSEWHERE]) == not_builds
+    assert not set(COPIES) & set(ELSEWHERE)
+
+
+@pytest.mark.parametrize(("key", "n"), CASES, ids=[f"{k}-{COPIES[k][n][0]}" for k, n in CASES])
+def test_a_copy_fails_with_the_finding_that_says_why(key, n, conn, native_conn):
+    what, answer, says = COPIES[key][n]
+    conns = (conn, native_conn) if key.startswith("04.") else (conn,)
+    verdict = exercises.check(key, answer, *conns)
+    text = str(verdict)
+    assert not verdict.ok, f"{key}: copying {what} passes:\n{text}"
+    for s in says:
+        assert s in text, (key, what, s, text)
+    assert registry.REGISTRY[key].hint not in text
