@@ -178,8 +178,9 @@ def enqueue(conn: Connector, queue: str, payload: str | bytes, job_id: str | Non
     deleted (completed, removed, trimmed) is free again, and its new row starts
     a new life at attempts 0: its first claim's token is 1 again, so a late
     worker still holding a token from the old life could settle the new one.
-    The fence (D-5 in docs/decisions.md) holds only while a row lives; ids minted by the kit are
-    never reused, so the limit concerns ids a caller chooses.
+    The fence (D-5 in docs/decisions.md) holds only while a row lives; ids minted by the kit do not
+    repeat within one process, and across processes only by a very unlikely coincidence (the ledger's
+    ``minted-ids-are-fresh``), so the limit concerns ids a caller chooses.
     """
     job_id, call = _enqueue_call(queue, payload, job_id)
     send(conn, call)

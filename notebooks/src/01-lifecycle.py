@@ -34,7 +34,7 @@ conn.clear_trace()  # the trace starts with the notebook's own calls
 # | `emq:{q}:pending` | sorted set | claimable ids, every score 0: the lowest id is claimed first |
 # | `emq:{q}:active` | sorted set | claimed ids; the score **is** the lease deadline (server ms) |
 # | `emq:{q}:schedule` | sorted set | ids parked until the score (run-at ms): the retry's visibility fence |
-# | `emq:{q}:dead` | sorted set | ids that ended without completing (attempts spent, buried by a sweep, or a flow parent failed by its child); the score is the time of death |
+# | `emq:{q}:dead` | sorted set | ids that ended without completing (states below); the score is the time of death |
 # | `emq:{q}:job:<id>` | hash | the row: `state`, `attempts`, `payload`, `last_error`, … |
 
 # %%
@@ -80,7 +80,7 @@ scratch.close()
 # ## The states
 #
 # A row's `state` field says where the job is, after every transition that ran to its end (notebook
-# 04 shows a script that fails half-way and leaves a row marked `active` in no set). Each state has
+# 04 shows what a script that stops half-way leaves behind). Each state has
 # one set — except `awaiting_children`, a flow's parent held out of every set until its children are
 # done (notebook 05).
 #

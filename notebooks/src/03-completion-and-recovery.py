@@ -504,8 +504,9 @@ print("all 30 settled; 10 of them after one retry; pending fell over many sample
 # ## A poison job under each recovery leg
 #
 # The cap on attempts (`max_attempts`, 3 by default) is read by one of the kit's scripts only:
-# `@retry` (and its native twin `EMQ.FAIL`), when a handler reports an error. `@reap` and `@claim2` never read it (the reap you wrote in
-# 03.3 does; the kit's does not), and a worker that dies never calls retry. So what stops a **poison**
+# `@retry` (and its native twin `EMQ.FAIL`), when a handler reports an error. `@reap` and `@claim2`
+# never read it (the reap you wrote in 03.3 does; the kit's does not), and a worker that dies never
+# calls retry. So what stops a **poison**
 # job in a kit consumer, one that takes down every worker that runs it (a payload that crashes a
 # parser, a task that runs the machine out of memory)? Here is one, tried as you would try it with the
 # kit's own `Consumer`: a 20 ms lease, a cap of 3, and a new worker each round, whose handler dies with

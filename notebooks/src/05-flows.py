@@ -290,7 +290,7 @@ print(exercises.check("05.2", fan_in))
 # | --- | --- |
 # | `fail` (default) | the parent goes to dead, its `last_error` naming the child |
 # | `ignore` | the failure is recorded in `:unsuccessful` and counts as done |
-# | `remove` | it counts as done, with no record |
+# | `remove` | it counts as done, with no entry in `:unsuccessful` |
 # | `wait` | nothing: the parent waits until the child is reprocessed and completes |
 #
 # Four flows of two children each; in every one, the first child dies and the second completes.

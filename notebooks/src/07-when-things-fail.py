@@ -517,9 +517,12 @@ durable.stop()
 
 # %% [markdown]
 # Grey bars are claims whose settle the worker never sent (it was killed) or never heard back from;
-# blue shading is a frozen worker, and an orange bar the claim it held, whose settle came after its
-# lease and was refused (stale); a red triangle is a dropped link; the red dashed line is the node's
-# restart; the carets on the metronome's lane are reaps that put jobs back.
+# blue shading is a frozen worker. The claim a frozen worker held is orange when a sweep took the job
+# back before the worker woke, so that its settle was refused (stale), and green when no sweep had
+# come between its lapse and its settle (the fence reads no clock, as in 02): the seed fixes the
+# faults, not what the workers were doing when they struck, so each run of this cell draws its own
+# picture. A red triangle is a dropped link; the red dashed line is the node's restart; the triangles
+# on the metronome's lane are reaps that put jobs back.
 
 # %% [markdown]
 # ### 07.2 · Capstone: pass the nemesis

@@ -147,11 +147,12 @@ assert indexes == ["settles_by_job", "settles_by_outcome"] and key == ["stream",
 # 4. **upload** — with a remote only: the slice as one object in the store;
 # 5. **trim** — `XTRIM <stream> MINID <first id not yet durable>`, inside `@floor_trim`.
 #
-# Before its first step the driver takes the stream's lease with `@floor_lease`: a lease like a job's,
-# on the server clock, whose token (1, then one more for each new holder) every later write of the
-# driver must present. `@floor_trim` trims only for the driver that holds that lease (one driver per
-# stream; more on that below), and refuses a stream whose ids run below the floor's cursor — one deleted and
-# made again, whose entries the floor has never seen:
+# Before it writes anything the driver takes the stream's lease with `@floor_lease` (it reads the
+# first slice just before, so that a slice of another shape is refused before the lease is written): a
+# lease like a job's, on the server clock, whose token (1, then one more for each new holder) every
+# later write of the driver must present. `@floor_trim` trims only for the driver that holds that
+# lease (one driver per stream; more on that below), and refuses a stream whose ids run below the
+# floor's cursor — one deleted and made again, whose entries the floor has never seen:
 
 # %%
 print(scripts.show("floor_trim"))
@@ -613,6 +614,6 @@ print(exercises.check("08.3", find_the_lost, conn))
 # ## When you are done
 #
 # The object store and the nodes the kit started for this notebook stop with its kernel (the store by
-# its PID: SIGTERM, a few seconds' grace, then SIGKILL), so there is nothing to stop by hand: the floor
+# its PID: SIGTERM, half a second's grace, then SIGKILL), so there is nothing to stop by hand: the floor
 # and the store stay open for your own questions until you leave. Then shut the kernel down
 # (**Kernel → Shut Down Kernel**).

@@ -335,12 +335,13 @@ with exercises.reveals("09.1"):  # its output waits until 09.1 is committed
 #
 # The judge starts a cluster of its own (three primaries, one replica each; yours is left alone). Every
 # process it runs sends `WAIT 1 200` after each write — not your choice this time. First it holds a
-# replica (it applies nothing, like a replica that is down) and sends an enqueue and a claim through your
-# design. Then, for each of two seeds it draws, it runs the failover above on a small queue: worker
-# processes draining 60 jobs, the replica held back 0.4 to 1.2 s, a burst of enqueues, the primary
-# killed, the replica promoted. It passes when nothing was told "done" that only the primary held, no
-# write waited for ever, no claim went twice, and on every seed the checker says *valid* and every job
-# is done. A try takes about half a minute. *Solution: `solutions/09_2_keep_what_failover_loses.py`.*
+# replica (it applies nothing, like a replica that is down) and sends an enqueue, a completion and a
+# claim through your design. Then, for each of two seeds it draws, it runs the failover above on a
+# small queue: worker processes draining 60 jobs, the replica held back 0.4 to 1.2 s, a burst of
+# enqueues, the primary killed, the replica promoted. It passes when nothing was told "done" that only
+# the primary held, no write waited for ever, no claim went twice, and on every seed the checker says
+# *valid* and every job is done. A try takes about half a minute.
+# *Solution: `solutions/09_2_keep_what_failover_loses.py`.*
 
 # %%
 def keep_what_failover_loses():
@@ -452,8 +453,8 @@ print(f"before the hold: without WAIT {plain.rate():.0f} jobs/s · with WAIT 1 2
 
 # %% [markdown]
 # With a 10 ms handler the extra round trips are a modest share of each job. With no handler work at
-# all, `bench/bench_failover.py` measured WAIT at a bit over half the jobs per second on the machine
-# the course was built on (docs/cluster.md). WAIT also has a second cost: while a shard has no
+# all, `bench/bench_failover.py` measured WAIT at a half to three quarters of the jobs per second on
+# the machine the course was built on (docs/cluster.md). WAIT also has a second cost: while a shard has no
 # replica (between a promotion and the old node's return), every WAIT waits its full timeout. Choose
 # the timeout with that in mind, and bring replicas back soon. A timeout of 0 is no timeout at all:
 # `WAIT 1 0` waits until a replica acknowledges, so while the shard has none, every writer of its
