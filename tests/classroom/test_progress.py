@@ -24,7 +24,7 @@ from pathlib import Path
 
 import live_view
 import pytest
-from browser_support import ARTIFACTS, chromium, require_chromium
+from browser_support import ARTIFACTS, chromium, expect, require_chromium
 from conftest import terminate
 
 from echomq_teach.course import exercises, progress_report
@@ -400,8 +400,8 @@ def test_the_page_through_hub_oauth_opens_for_the_instructor_only(hub):
         pg = _login(browser, hub, "instructor")
         pg.get_by_role("heading", name="Who is where").wait_for()
         _post(hub, "ada", _verdict("04.1", True, 1))
-        pg.wait_for_timeout(6000)  # the page reloads itself: the new row appears without a click
-        assert "04.1" in pg.inner_text("table")
+        # the page reloads itself: the new row appears without a click (a bound on the wait, not a nap)
+        expect(pg.locator("table")).to_contain_text("04.1", timeout=30_000)
         csv = pg.request.get(hub.url + SERVICE + "grid.csv")  # the page's own cookie, the CSV link
         assert csv.status == 200 and csv.text() == _get(hub, "instructor", "grid.csv").text
         student = _login(browser, hub, "eli")
