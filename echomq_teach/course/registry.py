@@ -61,12 +61,13 @@ class Verdict:
         return self.ok
 
     def _ipython_display_(self) -> None:
-        # a cell ending in the verdict shows its text, then what it draws (a run's timeline, with its faults)
-        from IPython.display import display
+        # a cell ending in the verdict shows its text, then what it draws (a run's timeline, with its faults),
+        # each figure with its words (lab.figures)
+        from ..lab import figures
 
         print(str(self))
         for draw in self.shown:
-            display(draw())
+            figures.show(draw())
 
 
 class Findings:
