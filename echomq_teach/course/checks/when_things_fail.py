@@ -8,7 +8,7 @@ from typing import Any
 
 from ... import jobs
 from ...connector import Connector
-from ...lab.crashes import CrashOutcome, settle_and_judge
+from ...lab.crashes import HEALTHY_LEASE_MS, CrashOutcome, settle_and_judge
 from ...lab.run import Run
 from .. import forms
 from ..judges.capstone import judge_capstone
@@ -54,13 +54,13 @@ def _run_predict_the_crashes(conn: Connector, queue: str) -> dict[str, Any]:
 
 def _crashes_in_turn(node: Any, queue: str, points: tuple[str, ...]) -> CrashOutcome:
     """One job; the first worker to take it dies at ``points[0]``, the next at ``points[1]``; then healthy ones."""
-    # a lease far past the 40 ms of work: a healthy worker paused by a loaded machine keeps its job (1 s of slack)
-    with Run(node, queue, workers=len(points), lease_ms=1_000, work_ms=40, handler=HANDLER_71, tick_ms=25,
-             timeout=60.0) as run:
+    # the healthy workers hold long leases, the crashed ones short: only a crashed worker's lease lapses
+    with Run(node, queue, workers=len(points), lease_ms=HEALTHY_LEASE_MS, work_ms=40, handler=HANDLER_71,
+             tick_ms=25, timeout=60.0) as run:
         jobs.drop(run.conn, queue)
         [job] = run.produce(1)
         for slot, point in enumerate(points):
-            doomed = run.spawn(slot, crash_at=point)
+            doomed = run.spawn(slot, crash_at=point, lease_ms=300)
             doomed.wait_ready()
             if slot == 0:
                 run.start_metronome()
