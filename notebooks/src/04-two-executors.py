@@ -101,11 +101,10 @@ assert {k: v for k, v in n_row.items() if k != "lease_epoch"} == s_row and extra
 # kit's `claim/3`, so no pause read and no lease check comes first. Each case starts from its own queue,
 # a real job waiting in pending (a *ghost* is an id in pending with no row, 02):
 #
-# 1. `"a paused queue, a ghost at its head: the raw claim answers"` `"claimed"`, `"empty"` or `"error"`;
-# 2. `"after that claim, the ghost is"` `"pending"`, `"active"` or `"nowhere"`;
-# 3. `"a lease of 'soon', a ghost at its head: the raw claim answers"` (not paused);
-# 4. `"a lease of 'soon' on a paused queue: its one job is then"` (no ghost) `"pending"`, `"active"` or
-#    `"nowhere"`.
+# 1. `"a paused queue, a ghost at its head: the raw claim answers"` — `"claimed"`, `"empty"` or `"error"`;
+# 2. `"after that claim, the ghost is"` — `"pending"`, `"active"` or `"nowhere"`;
+# 3. `"a lease of 'soon', a ghost at its head: the raw claim answers"` (not paused) — as in 1;
+# 4. `"a lease of 'soon' on a paused queue: its one job is then"` (no ghost) — as in 2.
 #
 # Answer each with a pair, `(scripted, native)`. Only once your answer is kept does the check build the
 # queues and run each case on both nodes. *Solution: `solutions/04_1_part_ways.py`.*
