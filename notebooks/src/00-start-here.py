@@ -42,7 +42,7 @@
 # | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 85 min |
 # | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | 30 min |
 # | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 80 min |
-# | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 85 min |
+# | `08-the-durable-floor` | what memory loses, and an archive of the settles its stream recorded | 85 min |
 # | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 70 min |
 # | `10-case-files` | six real failures of other queues, modelled and run beside this one under one nemesis | 65 min |
 #
