@@ -64,8 +64,8 @@ def _solution_lines(key: str) -> list[str]:
     lines = []
     for line in "\n".join(texts).splitlines():
         s = line.split("#")[0].split("--")[0].strip()
-        if len(s) < 8 or s.startswith(("def ", "from ", "import ", "]", "}", ")")):
-            continue
+        if len(s) < 8 or s.startswith(("def ", "from ", "import ", "]", "}", ")")) or s.endswith(("= {", "= [")):
+            continue  # a prediction's answer opens as its starter does: its lines inside are the answer
         lines.append(s)
     return lines
 
