@@ -611,34 +611,5 @@ def test_native_twin_is_namespaced_too(native_pair, monkeypatch):
     conn.close()
 
 
-# -- the course itself, as a student on the shared node ---------------------------------------------------------
-COURSE = sorted((ROOT / "notebooks").glob("0*.ipynb"))
-
-
-@pytest.mark.parametrize("path", COURSE, ids=lambda p: p.stem)
-def test_the_course_runs_as_a_student(native_pair, path):
-    # nina has a namespace on the scripted shared node and on the native one, as notebook 04 needs
-    student = native_pair[2]["nina"]
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    nb = nbformat.read(path, as_version=4)
-    saved = {k: os.environ.get(k) for k in student.env}
-    os.environ.update(student.env)  # the kernel inherits it, as a spawned one would
-    try:
-        client = nbclient.NotebookClient(
-            nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-        )
-        client.execute()
-        # a classroom node keeps what the first run left: a second run must pass as well
-        nbclient.NotebookClient(
-            nbformat.read(path, as_version=4),
-            timeout=60,
-            kernel_name="python3",
-            resources={"metadata": {"path": str(path.parent)}},
-        ).execute()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+# -- the course itself, as a student on the shared node: tests/course/test_course_browser.py runs 01 to 09 as a
+# student in JupyterLab (their one run beside nbval), and tests/classroom/test_hub.py runs 00 in a student's container
