@@ -224,3 +224,19 @@ def test_every_exercise_of_07_to_09_has_two_wrong_answers_and_each_notebook_a_bu
     assert all(tested.count(k) >= 2 for k in mine), {k: tested.count(k) for k in mine}
     for nb in ("07", "08", "09"):
         assert any(e.kind == "build" for k, e in registry.REGISTRY.items() if k.startswith(nb)), nb
+
+
+# -- the late builds' hints point at the rule and where to look, never at the code ------------------------------
+CODE_IN_A_HINT = {
+    # what the old hints dictated: the three settings and the key; the fold line by line; the one raise
+    "07.2": ("lease_ms", "max_attempts", "job.payload", "key=", "60 ms", "raise"),
+    "08.2": ("kit.cursor()", "kit.trim_below()", "kit.notified()", ".next()", "min(", "since"),
+    "09.2": ("Unconfirmed", "again()", "raise", "return short.reply"),
+}
+
+
+@pytest.mark.parametrize("key", sorted(CODE_IN_A_HINT))
+def test_a_late_builds_hint_names_no_code(key):
+    hint = registry.REGISTRY[key].hint
+    assert hint.startswith("Hint:")
+    assert [c for c in CODE_IN_A_HINT[key] if c in hint] == []
