@@ -185,6 +185,10 @@ WRONG_FOLDS = {
     "one big slice": (wrong_folds.one_big_slice_trimmed_first, ("kit.read asked for 1000 settles: a fold takes one "
                                                                 "slice of at most 10", "line 3 of your fold step")),
     "two slices in one commit": (wrong_folds.two_slices_in_one_commit, ("kit.commit was handed 20 settles",)),
+    # the last slice committed and never trimmed: the run with the notifier caught up finds what both still hold
+    "stops before the last trim": (wrong_folds.stops_before_the_last_trim, ("with no kill (the notifier having "
+                                                                            "read all of 25): 5 entries the floor "
+                                                                            "holds and the notifier has read",)),
     # wrong only in the last, partial fold: the kills land there too
     "trims first in the last fold": (wrong_folds.trims_first_in_the_last_fold, ("(trim of fold 3, the notifier "
                                                                                 "having read all of 25)",

@@ -109,3 +109,20 @@ def trims_first_in_the_last_fold():
         return len(settles)
 
     return fold_step
+
+
+def stops_before_the_last_trim():
+    # a state left half-written: the last, partial slice is committed and the fold answers 0 at once ("nothing
+    # more to read"), so its trim never comes: the stream keeps what both readers hold
+    def fold_step(kit):
+        cursor = kit.cursor()
+        settles = kit.read(cursor, 10)
+        if not settles:
+            return 0
+        kit.commit(cursor, settles)
+        if len(settles) < 10:
+            return 0
+        kit.trim(min(kit.trim_below(), kit.notified().next()))
+        return len(settles)
+
+    return fold_step
