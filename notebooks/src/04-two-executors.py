@@ -531,16 +531,14 @@ if lab is not native:
 # again and they move. The counts (trips, calls) move much less.
 
 # %% tags=["nbval-ignore-output"]
-import matplotlib.pyplot as plt
-
 from echomq_teach.lab import throughput
+from echomq_teach.lab.figures import show
 
 lab = native if native.owned else start_node(native=True, provider="local")
 lab_conn = lab.connector()
 drains = throughput.sweep(lab_conn, "where-time-goes", sizes=(1, 8), batches=(1, 4, 16, 64), n=2000)
 print(throughput.report(drains))
-throughput.plot(drains)
-plt.show()
+show(throughput.plot(drains))
 for d in drains:
     # a claim call per round trip at most, and every job settled by its own EMQ.COMPLETE
     claims = d.calls.get("emq.claim.many" if d.batch > 1 else "emq.claim", 0)

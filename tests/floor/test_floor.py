@@ -16,7 +16,7 @@ import pytest
 from conftest import wait_for
 from floor_support import exactly_once, floor_settles, settle, stream_settles
 
-from echomq_teach import floor, jobs
+from echomq_teach import floor, jobs, keyspace
 from echomq_teach.completions import StreamId
 from echomq_teach.floor import DriverBusy, Fenced, FloorError, reads
 from echomq_teach.floor.embedded import select_sql
@@ -144,9 +144,10 @@ def test_a_second_driver_is_refused_until_the_first_lets_go(conn, queue, f, tmp_
 LEASE_MS = 1_000
 
 
-def lapsed(conn, driver) -> None:
-    """Wait (bounded) until the driver's lease key has expired on the node: its lease lapsed, nobody renewed it."""
-    wait_for(lambda: not conn.client.exists(driver.lease.key), "the driver's lease lapses", timeout=10)
+def lapsed(conn, queue) -> None:
+    """Wait (bounded) until the queue's driver lease key has expired on the node: nobody renewed the lease."""
+    key = keyspace.queue_key(queue, "floor:driver")  # @floor_lease's KEYS[1]
+    wait_for(lambda: not conn.client.exists(key), "the driver's lease lapses", timeout=10)
 
 
 def test_a_driver_that_lost_its_lease_is_fenced_at_the_floor_and_at_the_trim(conn, queue, f):
@@ -155,7 +156,7 @@ def test_a_driver_that_lost_its_lease_is_fenced_at_the_floor_and_at_the_trim(con
     # a lease a loaded machine's fold cannot outlast; then the driver "pauses" until its lease key expires
     late = floor.Driver(conn, queue, f, slice_size=10, lease_ms=LEASE_MS)
     late.fold()
-    lapsed(conn, late)
+    lapsed(conn, queue)
     taker = floor.Driver(conn.fork(), queue, f, slice_size=10)
     taker.fold()
     # the late driver's next fold cannot renew: the lease is the taker's
@@ -181,7 +182,7 @@ def test_a_lapsed_lease_nobody_took_is_taken_again_with_a_newer_token(conn, queu
     driver = floor.Driver(conn, queue, f, slice_size=2, lease_ms=LEASE_MS)
     driver.fold()
     old = driver.token
-    lapsed(conn, driver)
+    lapsed(conn, queue)
     driver.fold()
     assert driver.token == old + 1 and f.token(floor.completions_stream(queue)) == driver.token
     driver.stop()
@@ -291,7 +292,7 @@ def test_a_fold_that_outlasts_its_lease_still_trims_when_nobody_took_the_stream(
     """A slow commit or upload: the lease lapses mid-fold; the driver takes it again (newer token) and trims."""
     settle(conn, queue, 10)
     d = floor.Driver(
-        conn, queue, f, lease_ms=LEASE_MS, on_step=lambda step, n: lapsed(conn, d) if step == "commit" else None
+        conn, queue, f, lease_ms=LEASE_MS, on_step=lambda step, n: lapsed(conn, queue) if step == "commit" else None
     )
     fold = d.fold()
     assert (fold.read, fold.trimmed, fold.stream_len) == (10, 10, 0)
