@@ -133,6 +133,7 @@ def lab_server(
     write_settings(tmp / "settings", notifications)
     extra = [f"--LabApp.app_settings_dir={app_settings_dir}"] if app_settings_dir is not None else []
     token, port = secrets.token_hex(16), free_port()
+    env["JUPYTER_TOKEN"] = token  # not on the command line, which ps shows to every user of the machine
     log_path = tmp / "jupyter.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
@@ -146,7 +147,6 @@ def lab_server(
                 "127.0.0.1",
                 "--port",
                 str(port),
-                f"--IdentityProvider.token={token}",
                 f"--ServerApp.root_dir={root_dir}",
                 "--LabApp.news_url=None",
                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
