@@ -55,6 +55,8 @@ def trusts_the_settles():
 
         if short.transition in ("complete", "retry"):
             return short.reply
+        if short.transition == "enqueue" and short.again().acked >= short.asked:
+            return short.reply
         raise Unconfirmed(f"{short.command}: not confirmed")
 
     return on_short_wait
@@ -73,11 +75,14 @@ def unconfirmed_for_all():
 
 
 def trusts_retry_sweep_promote():
-    # attack b's pass: the three writes the old probes made refused, the other three trusted: a retry that buried
-    # its job, told "dead", is an end a failover can take back
+    # attack b's pass: the three writes the old probes made, right (an enqueue and a completion sent again and
+    # read, a claim unknown), the other three trusted: a retry that buried its job, told "dead", is an end a
+    # failover can take back
     def on_short_wait(short):
         from echomq_teach.cluster_connector import Unconfirmed
 
+        if short.transition in ("enqueue", "complete") and short.again().acked >= short.asked:
+            return short.reply
         if short.transition in ("enqueue", "claim", "complete"):
             raise Unconfirmed("short")
         return short.reply
