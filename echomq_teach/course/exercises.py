@@ -11,13 +11,19 @@ finding. A check never prints its hint (a stored output would show the
 answer). By kind:
 
 * a **diagnose**, **repair** or **build** exercise hands the learner's function a
-  fresh queue on their own node, then reads the real node;
+  fresh queue on their own node, then reads the real node; a diagnosis is also
+  watched while it runs, and refused when it wrote (``checks/diagnosis.py``);
 * a **predict** exercise hands the function no connection: its first answer of a
   valid shape is committed (``predictions``, kept across kernel restarts), and
   only then does the check run the scenario and show what it gave, with why;
   every later try is graded on that first answer, shown beside the run;
 * a **build judged by the checker** (``02.2``) is handed nothing: it starts a node
   of its own and runs the learner's mechanism under a seeded nemesis.
+
+The check's own calls (its setup, its reads, the run of a prediction) go through
+connectors of its own, so the learner's trace holds the learner's calls only; when
+it is done, every key it made under its fresh queue's name is deleted (``cleaned``),
+whatever the verdict.
 
 Reference solutions live in ``notebooks/solutions/``, one file per exercise,
 named ``NN_M_*.py`` (``Exercise.solution``); the checks live in
@@ -31,13 +37,15 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from .. import ids
+from .. import ids, keyspace
 from . import predictions, progress_report
+from .checks import diagnosis
 from .registry import (
     HINTED,
     REGISTRY,
     SOLVED,
     TRIED,
+    Calls,
     Catalog,
     Exercise,
     Findings,
@@ -109,7 +117,44 @@ def _check(key: str, solution: Callable[..., Any], *conns: Any) -> Verdict:
         return Verdict(f"{key} {ex.title}", False, ["this check needs your node: hand it your connector "
                                                     f'(exercises.check("{key}", your_function, conn)).'])
     queue = fresh_queue(key)
-    conn = conns if len(conns) > 1 else conns[0]
+    # the check's own calls go through connectors of its own: the learner's trace holds the learner's calls only
+    # (a setup's moves, read off the trace, would tell a diagnosis what happened without a look at the queue)
+    own = tuple(c.fork() if hasattr(c, "fork") else c for c in conns)
+    try:
+        return _on_queue(ex, solution, conns, own, queue)
+    finally:
+        cleaned(own, queue)
+        for mine, theirs in zip(own, conns):
+            if mine is not theirs:
+                mine.close()
+
+
+def cleaned(conns: tuple[Any, ...], queue: str) -> None:
+    """Delete every key the check made under ``queue`` (its own queues are named after it) on each node it used.
+
+    A classroom's shared node would pile up the checks' queues otherwise; a node that went away is left be.
+    """
+    diagnosis.forget(queue)
+    pattern = "*{" + keyspace.namespaced(queue) + "*"  # a fresh name: letters, digits and '-', nothing a glob reads
+    seen: set[int] = set()
+    for conn in conns:
+        client = getattr(conn, "client", None)
+        if client is None or id(client.connection_pool) in seen:
+            continue
+        seen.add(id(client.connection_pool))
+        try:
+            keys = list(client.scan_iter(match=pattern, count=1000))
+            for n in range(0, len(keys), 500):
+                client.unlink(*keys[n:n + 500])
+        except Exception:  # noqa: BLE001 - the verdict stands; what could not be removed is the node's to keep
+            continue
+
+
+def _on_queue(ex: Exercise, solution: Callable[..., Any], conns: tuple[Any, ...], own: tuple[Any, ...],
+              queue: str) -> Verdict:
+    """Set up ``queue`` and check the learner's function on it: the learner's ``conns``, the check's ``own``."""
+    key = ex.key
+    conn = own if len(own) > 1 else own[0]
     try:
         args = ex.setup(conn, queue)
     except Exception as exc:  # noqa: BLE001 - e.g. a node that went away: said, not raised
@@ -119,7 +164,11 @@ def _check(key: str, solution: Callable[..., Any], *conns: Any) -> Verdict:
         return _predicted(ex, solution, conn, queue, args)
     f = Findings()
     try:
-        result = solution(*conns, queue, *args)
+        with diagnosis.reading(queue, conns):
+            if isinstance(args, Calls):  # one call per queue of the check's (each with its own arguments)
+                result: Any = [solution(*conns, q, *a) for q, a in args]
+            else:
+                result = solution(*conns, queue, *args)
     except NotImplementedError:
         return _starter(key, ex)
     except Exception as exc:  # noqa: BLE001 - the learner's bug is a finding, not a crash
@@ -225,5 +274,4 @@ def reveals(key: str) -> predictions.Withheld:
     return predictions.Withheld(key, HOLD.format(key=key))
 
 
-# the checks register themselves on import (registry holds them; nothing here is imported back)
-from . import checks  # noqa: E402, F401
+# the checks register themselves on import (``checks`` above: registry holds them; nothing here is imported back)

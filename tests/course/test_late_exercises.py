@@ -119,10 +119,11 @@ WRONG_OTHERS = {
                             "{'handler runs': 1, 'charges': 1}.",)),
     "08.1 rolled back": ("08.1", wrong_floor.crash_rolls_back, ("floor: you predicted 20; the run gave 30.",)),
     "08.1 folded twice": ("08.1", wrong_floor.folds_twice, ("floor_after: you predicted 45; the run gave 35.",)),
-    "08.3 stream only": ("08.3", wrong_floor.stream_only, ("10 of the ids you named were not lost",)),
-    "08.3 floor only": ("08.3", wrong_floor.floor_only, ("5 of the ids you named were not lost",)),
-    "08.3 the last five": ("08.3", wrong_floor.the_last_five, ("5 of the ids you named were not lost",
-                                                               "5 lost ids are missing from your answer")),
+    "08.3 stream only": ("08.3", wrong_floor.stream_only, ("of the ids you named were not lost: they are on the "
+                                                            "floor or in the stream",)),
+    "08.3 floor only": ("08.3", wrong_floor.floor_only, ("of the ids you named were not lost",)),
+    "08.3 the last five": ("08.3", wrong_floor.the_last_five, ("of the ids you named were not lost",
+                                                               "lost ids are missing from your answer")),
 }
 
 
