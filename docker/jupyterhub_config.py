@@ -1,8 +1,13 @@
 # JupyterHub for a classroom of The Queue (also what tests/classroom/test_hub.py runs, unchanged).
 #
-# The hub runs as root on the classroom's host. Everything listens on
-# 127.0.0.1: the hub's public port, its internal API, the proxy's API and every
-# student's server (serve the room through a TLS reverse proxy of your own).
+# The hub runs as root on the classroom's host. Its ports are all on the host's
+# 127.0.0.1: the proxy's public port (serve the room through a TLS reverse proxy
+# of your own) and API, the hub's API, the live view's page, and one port per
+# student's server that the hub holds for its whole life (echomq_teach/hub/relay.py).
+# Students' containers have no network at all (a loopback of their own): every
+# door between them and the rest is a Unix socket mounted into them, so no port
+# on the host is one a student could reach, or bind in a crashed process's
+# place (docs/classroom.md).
 #
 # - Who: echomq_teach.hub.authenticator.ClassroomAuthenticator (the native
 #   authenticator): each student signs up with a password of their own, only
@@ -11,24 +16,31 @@
 #   root-only password file (`classroom init` writes instructor.password).
 # - Where: echomq_teach.hub.spawner.ClassroomSpawner (DockerSpawner): one container
 #   per student from the offline course image, on the engine at DOCKER_HOST,
-#   with a memory and CPU cap and a named volume echomq-<name> for their work.
+#   with no network, a memory and CPU cap and a named volume echomq-<name> for
+#   their work; the server listens on a socket the proxy reaches
+#   (echomq_teach.hub.proxy.SocketProxy).
 # - Their node: with ECHOMQ_CLASSROOM_CREDENTIALS (root-only), each student's
 #   container gets ECHOMQ_URL / ECHOMQ_NAMESPACE (/ ECHOMQ_NATIVE_URL) of their
 #   own in its environment; without it, each kernel starts embedded nodes.
 #
 # Environment:
-#   ECHOMQ_HUB_DIR            state: database, cookie secret, pid files (default ./hub-state), made 0700
+#   ECHOMQ_HUB_DIR            state: database, cookie secret, pid files, sockets (default ./hub-state), made
+#                             0700; keep its path short (it names Unix sockets)
 #   ECHOMQ_HUB_PORT           public port (8000); ECHOMQ_HUB_API_PORT (8081); ECHOMQ_PROXY_API_PORT (8001)
 #   ECHOMQ_CLASSROOM_ROSTER   the roster file: only its students may sign up (required)
 #   ECHOMQ_HUB_ADMIN          the instructor's hub name (default "instructor")
 #   ECHOMQ_HUB_ADMIN_PASSWORD_FILE  the instructor's password, a root-only file (required)
 #   ECHOMQ_CLASSROOM_CREDENTIALS    the provisioned credentials file (set-up b)
-#   ECHOMQ_CLASSROOM_SOCKETS  the scripted node's socket folder (DIR/node/run), mounted read-only
+#   ECHOMQ_CLASSROOM_SOCKETS  the shared nodes' socket folder (DIR/node/run), mounted read-only
 #                             into each student's container at /run/echomq (set-up b)
+#   ECHOMQ_CLASSROOM_ADMIN_ENV  DIR/admin.env: the hub's echomq-scripts service keeps the kit's scripts
+#                             on the shared nodes through every restart (students may not load any; set-up b)
 #   ECHOMQ_COURSE_IMAGE       the course image (default echomq-course:local)
 #   ECHOMQ_HUB_MEM_LIMIT      each student's container memory cap (default 2G); ECHOMQ_HUB_CPU_LIMIT (1.0)
 #   ECHOMQ_CHP                configurable-http-proxy (default: PATH, then build/hub-proxy)
-#   ECHOMQ_PROGRESS           0 turns the instructor's live view off; ECHOMQ_PROGRESS_PORT its port (8002)
+#   ECHOMQ_PROGRESS           0 turns the instructor's live view off; ECHOMQ_PROGRESS_PORT its page's port (8002,
+#                             on the host's loopback: no student's container reaches it); the reports come in on a
+#                             socket; ECHOMQ_PROGRESS_UID the uid it runs as (65533)
 #   ECHOMQ_HUB_API_TOKEN      a token for the "echomq-admin" service (automation, the hub test)
 # `c` is the config object JupyterHub passes in
 # ruff: noqa: F821
@@ -54,14 +66,19 @@ state = Path(os.environ.get("ECHOMQ_HUB_DIR", "hub-state")).resolve()
 state.mkdir(parents=True, exist_ok=True)
 state.chmod(0o700)
 
+from echomq_teach.hub import progress, sockets  # noqa: E402 - after the path is set
+from echomq_teach.hub.spawner import COURSE_DIR  # noqa: E402
+
 port = int(os.environ.get("ECHOMQ_HUB_PORT", "8000"))
 hub_api_port = int(os.environ.get("ECHOMQ_HUB_API_PORT", "8081"))
 proxy_api_port = int(os.environ.get("ECHOMQ_PROXY_API_PORT", "8001"))
+run = state / "run"  # the hub API's socket (relayed to its port): mounted read-only into every student's container
+run.mkdir(mode=0o755, exist_ok=True)
+run.chmod(0o755)
+HUB_MOUNT = "/run/echomq-hub"
 
 c.JupyterHub.bind_url = f"http://127.0.0.1:{port}"
 c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{hub_api_port}"
-# the students' containers share the host's network: they reach the hub's API on loopback
-c.JupyterHub.hub_connect_url = f"http://127.0.0.1:{hub_api_port}"
 c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(state / "jupyterhub.pid")
@@ -90,13 +107,23 @@ c.NativeAuthenticator.allowed_failed_logins = 5
 c.NativeAuthenticator.seconds_before_next_try = 120
 
 # -- the instructor's live view (echomq_teach/hub/progress.py): on unless ECHOMQ_PROGRESS=0 -----------------
+reports = None
 if os.environ.get("ECHOMQ_PROGRESS", "1") != "0":
-    from echomq_teach.hub import progress
-
-    progress.configure(
+    reports = progress.configure(
         c, str(state), f"http://127.0.0.1:{port}", int(os.environ.get("ECHOMQ_PROGRESS_PORT", "8002")), [admin],
         roster=required("ECHOMQ_CLASSROOM_ROSTER"),  # its students have a row before they first sign in
+        mode="socket", uid=int(os.environ.get("ECHOMQ_PROGRESS_UID", str(progress.DEFAULT_UID))),
     )
+
+# -- the kit's scripts on the shared nodes (students call them by EVALSHA and may load none) ------------------
+if os.environ.get("ECHOMQ_CLASSROOM_ADMIN_ENV"):
+    c.JupyterHub.services.append({
+        "name": "echomq-scripts",
+        # a managed service: the hub starts it, and starts it again if it ends
+        "command": [sys.executable, "-m", "echomq_teach.classroom", "keep-scripts",
+                    "--admin-env", required("ECHOMQ_CLASSROOM_ADMIN_ENV")],
+        "environment": {"PYTHONPATH": str(repo)},
+    })
 
 if os.environ.get("ECHOMQ_HUB_API_TOKEN"):
     c.JupyterHub.services.append({"name": "echomq-admin", "api_token": os.environ["ECHOMQ_HUB_API_TOKEN"]})
@@ -113,20 +140,28 @@ c.JupyterHub.spawner_class = "echomq_teach.hub.spawner.ClassroomSpawner"
 c.ClassroomSpawner.credentials_file = os.environ.get("ECHOMQ_CLASSROOM_CREDENTIALS", "")
 c.DockerSpawner.image = os.environ.get("ECHOMQ_COURSE_IMAGE", "echomq-course:local")
 c.DockerSpawner.pull_policy = "never"  # the offline image is built here; nothing is pulled
-c.DockerSpawner.network_name = "host"
-c.DockerSpawner.use_internal_ip = True  # no port map (host networking has none): the spawner names the port
+# no network: a loopback of the container's own; what it needs comes in as sockets, mounted below
+c.DockerSpawner.network_name = "none"
+c.ClassroomSpawner.server_sockets = str(state / "servers")
+c.ClassroomSpawner.hub_socket = str(run / "hub.sock")
+c.DockerSpawner.hub_connect_url = sockets.unix_url(f"{HUB_MOUNT}/hub.sock")
 c.DockerSpawner.remove = True  # a stopped server's container goes; the student's volume stays
 c.DockerSpawner.name_template = "echomq-{username}"
-c.DockerSpawner.volumes = {"echomq-{username}": "/home/learner/the-queue"}
+c.DockerSpawner.volumes = {
+    "echomq-{username}": COURSE_DIR,
+    str(run): {"bind": HUB_MOUNT, "mode": "ro"},  # the hub's API
+}
+if reports is not None:  # the live view's reports, and nothing else of the service's
+    c.DockerSpawner.volumes[str(reports)] = {"bind": progress.REPORT_MOUNT, "mode": "ro"}
 if os.environ.get("ECHOMQ_CLASSROOM_SOCKETS"):
-    # the shared scripted node's only door: its socket folder, nothing else of the node's
+    # the shared nodes' only door: their socket folder, nothing else of the nodes'
     c.DockerSpawner.volumes[os.environ["ECHOMQ_CLASSROOM_SOCKETS"]] = {"bind": "/run/echomq", "mode": "ro"}
 c.DockerSpawner.mem_limit = os.environ.get("ECHOMQ_HUB_MEM_LIMIT", "2G")
 c.DockerSpawner.cpu_limit = float(os.environ.get("ECHOMQ_HUB_CPU_LIMIT", "1.0"))
 # the image's command is JupyterLab alone (Zero to JupyterHub replaces it too): run the hub's single-user server
 c.DockerSpawner.extra_create_kwargs = {"entrypoint": ["/usr/local/bin/jupyterhub-singleuser"]}
 c.DockerSpawner.cmd = [
-    "--ServerApp.root_dir=/home/learner/the-queue",
+    f"--ServerApp.root_dir={COURSE_DIR}",
     "--ServerApp.terminals_enabled=False",
     # kernel websockets with TCP_NODELAY: a widget's redraw is not held back (echomq_teach/hub/lab_server.py)
     "--ServerApp.kernel_websocket_connection_class=echomq_teach.hub.lab_server.NoDelayConnection",

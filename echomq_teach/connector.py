@@ -17,6 +17,7 @@ place, on either wire, and its forks keep the set.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -31,10 +32,12 @@ from redis.retry import Retry
 from redis.utils import HIREDIS_AVAILABLE
 
 from . import keyspace, scripts
-from .errors import BadInput, WireError
+from .errors import BadInput, NodeError, WireError
 from .transitions import KIT, Call, ScriptSet
 
 TRACE_LIMIT = 500
+#: how long a connector waits for a keeper to load a script this user may not load (a classroom's node)
+KEEPER_WAIT_S = 10.0
 _SHOWN_ARG = 40  # longer arguments (payloads) are cut in the trace text
 #: the reply parsers a client may use: redis-py's own (the default) or the hiredis C parser
 PARSERS = {"python": _RESP2Parser, "hiredis": _HiredisParser}
@@ -328,6 +331,9 @@ class NodeConnector(Connector):
     def _start(self) -> None:
         self._lane: Any = None  # the socket send_many holds (a redis-py Connection), opened on first use
         self._by_sha: dict[str, scripts.Script] = {}  # every script script_call made ready, by its SHA
+        # True once the node refused this user SCRIPT LOAD: a classroom's shared node, whose scripts the
+        # instructor's keeper loads (python -m echomq_teach.classroom keep-scripts); then this connector waits
+        self._kept = False
 
     # -- the brand -----------------------------------------------------------------
     def _check_brand(self) -> None:
@@ -369,11 +375,32 @@ class NodeConnector(Connector):
 
     def _load_once(self, sc: scripts.Script, where: Any) -> None:
         if sc.sha not in self.loaded:
-            self.client.script_load(sc.source)
+            if not self._kept:
+                try:
+                    self.client.script_load(sc.source)
+                except redis.exceptions.NoPermissionError:
+                    self._kept = True  # the EVALSHA finds the keeper's copy, or waits for it on NOSCRIPT
             self.loaded.add(sc.sha)
 
     def _reload(self, sc: scripts.Script, refused: TraceEntry) -> None:
-        self.call("SCRIPT", "LOAD", sc.source)
+        if not self._kept:
+            try:
+                self.call("SCRIPT", "LOAD", sc.source)
+                return
+            except redis.exceptions.NoPermissionError:
+                self._kept = True
+        self._await_keeper(sc)
+
+    def _await_keeper(self, sc: scripts.Script) -> None:
+        """Wait (bounded) for the node's keeper to load ``sc`` again: after a restart or a flush of its cache."""
+        deadline = time.monotonic() + KEEPER_WAIT_S
+        while not self.client.script_exists(sc.sha)[0]:
+            if time.monotonic() > deadline:
+                raise NodeError(
+                    f"the node has no {sc.name} and this user may not load scripts: on a classroom's shared node "
+                    "the instructor's side loads the kit's scripts (python -m echomq_teach.classroom keep-scripts)"
+                )
+            time.sleep(0.1)
 
     def _send_script(self, entry: TraceEntry, where: Any) -> Any:
         return self.traced(entry, lambda: self.client.execute_command(*entry.args))
@@ -466,8 +493,11 @@ class NodeConnector(Connector):
 
     def _send_again(self, refused: TraceEntry) -> Any:
         """An EVALSHA refused NOSCRIPT: load its script, then send it alone; the reply or the refusal."""
-        source = self._by_sha[refused.args[1]].source
-        self.send_many([self.command("SCRIPT", "LOAD", source)])
+        sc = self._by_sha[refused.args[1]]
+        if self._kept or isinstance(self.send_many([self.command("SCRIPT", "LOAD", sc.source)])[0],
+                                    redis.exceptions.NoPermissionError):
+            self._kept = True
+            self._await_keeper(sc)
         again = TraceEntry(list(refused.args), script=refused.script)
         return self.send_many([again])[0]
 

@@ -116,14 +116,16 @@ class Lab:
 
 @contextmanager
 def lab_server(
-    tmp: Path, root_dir: Path, *, notifications: bool = True, app_settings_dir: Path | None = None
+    tmp: Path, root_dir: Path, *, notifications: bool = True, app_settings_dir: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[Lab]:
     """Run ``jupyter lab`` on ``root_dir`` with its config under ``tmp``; stop it by PID on exit.
 
     ``notifications=False`` writes no news settings of the test's own; ``app_settings_dir`` is the
-    folder JupyterLab reads ``overrides.json`` from (the course ships one in ``tools/jupyterlab/``).
+    folder JupyterLab reads ``overrides.json`` from (the course ships one in ``tools/jupyterlab/``);
+    ``env`` is added to the server's environment, which its kernels inherit (a student's, say).
     """
-    env = dict(os.environ)
+    env = {**os.environ, **(env or {})}
     for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_DATA_DIR"):
         env[var] = str(tmp / var.lower())
     env["JUPYTERLAB_SETTINGS_DIR"] = str(tmp / "settings")
@@ -166,9 +168,10 @@ def lab_server(
 
 
 @contextmanager
-def lab_on_copies(tmp_path_factory, *paths: Path) -> Iterator[Lab]:
+def lab_on_copies(tmp_path_factory, *paths: Path, env: dict[str, str] | None = None) -> Iterator[Lab]:
     """A JupyterLab server of a test's own on copies of ``paths`` (notebooks, or folders such as
-    ``solutions/``): kernels outlive their pages, and autosave may rewrite what it opened."""
+    ``solutions/``): kernels outlive their pages, and autosave may rewrite what it opened. ``env`` is
+    added to the environment its kernels inherit."""
     require_chromium()
     tmp = tmp_path_factory.mktemp("lab")
     root_dir = tmp / "root"
@@ -178,7 +181,7 @@ def lab_on_copies(tmp_path_factory, *paths: Path) -> Iterator[Lab]:
             shutil.copytree(path, root_dir / path.name)
         else:
             shutil.copy(path, root_dir / path.name)
-    with lab_server(tmp, root_dir) as server:
+    with lab_server(tmp, root_dir, env=env) as server:
         yield server
 
 

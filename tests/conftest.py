@@ -186,6 +186,18 @@ def terminate(proc, timeout: float = 20) -> None:
         proc.wait()
 
 
+#: the marks whose tests run alone: in tools/test.sh's second session, one after another, beside nothing else (a
+#: browser, a Docker engine or a hub loads the machine, and a lease or bound beside them would pay for it)
+ALONE = ("browser", "container", "hub")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m "alone" / -m "not alone" selects
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(item.get_closest_marker(mark) for mark in ALONE):
+            item.add_marker(pytest.mark.alone)
+
+
 def pytest_sessionfinish(session, exitstatus):
     # kernels the notebook and browser tests shut down run no exit hooks: their servers died
     # with them, and this removes the folders they left, and the containers of any that died hard

@@ -4,11 +4,12 @@
 one worker, its own kernel, and hands the workers notebooks in collection
 order. Collected in name order, the longest notebook could start last and
 run alone at the end; this plugin sorts the notebooks by the run time their
-stored outputs record (``tools/nbbuild.py`` executes each one and nbclient
-keeps every cell's start and end), longest first, each keeping its cells in
-order. It also carries the skip check (``--strict-skips``) and, at the end,
-sweeps the node folders the session's kernels left (``tests/conftest.py``
-does both for the test session).
+last build recorded (``tools/nbbuild.py`` stores it in the notebook's metadata
+as ``echomq.run_seconds``), longest first, each keeping its cells in order; a
+notebook built before builds recorded it counts as 0 and goes last. It also
+carries the skip check (``--strict-skips``) and, at the end, sweeps the node
+folders the session's kernels left (``tests/conftest.py`` does both for the
+test session).
 
     PYTHONPATH=tests python -m pytest notebooks --nbval -p course_session -n 2 --dist loadfile
 """
@@ -18,7 +19,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -38,18 +38,13 @@ os.environ["ECHOMQ_PREDICTIONS"] = tempfile.mkdtemp(prefix="echomq-predictions-"
 
 
 def recorded_seconds(path: Path) -> float:
-    """From the first cell's start to the last cell's end, as the stored outputs record them; 0 if unknown."""
+    """How long the notebook's last build took to run it, as ``tools/nbbuild.py`` recorded; 0 if unknown."""
     try:
         nb = nbformat.read(path, as_version=4)
     except (OSError, ValueError):
         return 0.0
-    times = []
-    for cell in nb.cells:
-        for key in ("iopub.status.busy", "iopub.status.idle"):
-            stamp = cell.get("metadata", {}).get("execution", {}).get(key)
-            if stamp:
-                times.append(datetime.fromisoformat(stamp.replace("Z", "+00:00")))
-    return (max(times) - min(times)).total_seconds() if times else 0.0
+    seconds = nb.metadata.get("echomq", {}).get("run_seconds", 0.0)
+    return float(seconds) if isinstance(seconds, (int, float)) else 0.0
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -34,8 +34,9 @@ SRC = ROOT / "notebooks" / "src"
 OUT = ROOT / "notebooks"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 METADATA = {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}}
-#: notebook metadata a build adds beside METADATA: the widget state, so stored widgets render without a kernel
-BUILT_KEYS = {"widgets"}
+#: notebook metadata a build adds beside METADATA: the widget state, so stored widgets render without a kernel,
+#: and how long the build's run took (``echomq.run_seconds``: tools/nbtest.sh starts the longest notebooks first)
+BUILT_KEYS = {"widgets", "echomq"}
 
 
 def read_source(src: Path) -> nbformat.NotebookNode:
@@ -56,12 +57,15 @@ def build(src: Path, execute: bool = True) -> Path:
         client = NotebookClient(
             nb, timeout=300, kernel_name="python3", record_timing=False, resources={"metadata": {"path": str(OUT)}}
         )
+        t0 = time.monotonic()
         client.execute()
+        ran = round(time.monotonic() - t0, 1)
         # the widget state stays in the metadata, so the stored widgets render without a kernel
         # (nbviewer, JupyterLab before a run); nbval does not compare it
         nb.metadata.update(METADATA)
         for key in set(nb.metadata) - set(METADATA) - BUILT_KEYS:
             del nb.metadata[key]
+        nb.metadata["echomq"] = {"run_seconds": ran}
     out = OUT / (src.stem + ".ipynb")
     nbformat.write(nb, out)
     return out

@@ -7,6 +7,13 @@ hers and of nobody else. The brand ``{emq}:version`` is readable, never
 writable. Everything in ``@dangerous`` is denied, and so are ``SCRIPT KILL`` and
 ``FUNCTION KILL``: only the instructor (the node's ``default`` user) may end a
 busy script.
+
+A student runs only the kit's own scripts here, by ``EVALSHA``: ``EVAL``,
+``SCRIPT LOAD`` and ``FUNCTION`` are denied, and the instructor's side loads the
+kit's scripts (``kit_scripts``). A script of a student's own could hold the
+node's one Lua heap past the node's memory and make the node's next write,
+anyone's, abort it (docs/classroom.md); a student's own Lua runs on a node of
+their own kernel's instead (the builds' judge starts one).
 """
 
 from __future__ import annotations
@@ -51,12 +58,13 @@ def student_rules(name: str, password: str, native_commands: Sequence[str] = ())
         "+info|server",
         "+info|commandstats",
         "+time",  # the scripts read the server clock
-        "+eval",
+        # the kit's scripts, loaded by the instructor's side, by their SHA; never a script of one's own
         "+evalsha",
-        "+eval_ro",
         "+evalsha_ro",
-        "+script|load",
         "+script|exists",
+        "-eval",
+        "-eval_ro",
+        "-script|load",
         # denied explicitly as well, so the list reads as the course promises: a student never
         # ends another student's script, flushes, or reconfigures the node
         "-flushall",

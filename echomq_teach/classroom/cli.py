@@ -24,8 +24,9 @@ import redis
 from .. import keyspace
 from ..connector import address_from_url, make_client
 from ..errors import EchoMQError
+from . import kit_scripts
 from .compose import init_folder
-from .credentials import admin_urls, export_lines, read_credentials, write_credentials
+from .credentials import ADMIN_VARS, admin_urls, export_lines, read_credentials, write_credentials
 from .holders import holders
 from .provision import brand, flush_scripts, kill_script, provision, revoke
 
@@ -62,7 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     for name, text in (
         ("brand", "brand the node once (echomq:6.0.0 with trafikey loaded, else echomq:4.0.0)"),
         ("kill-script", "end a script that keeps the node busy (the instructor only)"),
-        ("flush-scripts", "empty the node's script cache (loaded scripts are never evicted; the kit reloads)"),
+        ("flush-scripts", "empty the node's script cache (loaded scripts are never evicted; keep-scripts reloads)"),
+        ("load-scripts", "load the kit's scripts on both nodes once (students may not load scripts)"),
+        ("keep-scripts", "keep the kit's scripts on both nodes through every restart and flush (runs until stopped)"),
     ):
         admin_env(sub.add_parser(name, help=text))
     sub.add_parser("holders", help="open sockets per student container, from the host (when the node is full)")
@@ -106,6 +109,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(kill_script(_admin(urls)))
         elif args.cmd == "flush-scripts":
             print(f"flushed the script cache ({flush_scripts(_admin(urls))} scripts)")
+        elif args.cmd == "load-scripts":
+            _admin(urls)  # the scripted node's URL is required: refused here, by name, when missing
+            for var in (v for v in ADMIN_VARS if v in urls):
+                print(f"{var}: loaded {kit_scripts.load(_admin(urls, var))} of the kit's scripts")
+        elif args.cmd == "keep-scripts":
+            _admin(urls)  # the scripted node's URL is required: refused here, by name, when missing
+            makers = [lambda v=v: _admin(urls, v) for v in ADMIN_VARS if v in urls]
+            print(f"keep-scripts: keeping the kit's scripts on {len(makers)} node(s)", flush=True)
+            try:
+                kit_scripts.keep(makers, say=lambda line: print(line, flush=True))
+            except KeyboardInterrupt:
+                return 0
         elif args.cmd == "holders":
             from ..nodes import container  # the Docker client: only this command needs it
 

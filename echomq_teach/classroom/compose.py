@@ -10,18 +10,21 @@
       node/            0700, owned by the user the node containers run as (nobody on a root host)
         node.conf, native.conf         the two nodes' configs (limits below)
         users.acl, native-users.acl    the admin user, by the SHA-256 of its password only
-        run/           0755  the scripted node's Unix socket, node.sock: its only way in
+        run/           0755  the nodes' Unix sockets, node.sock and native.sock: their only way in
 
 Students' credentials (``provision --out DIR/credentials.json``) join the
 0600 files of DIR. The nodes never see DIR itself, only ``node/``, so
 nothing a node runs as can read the admin password or the credentials.
 
-The scripted node runs in cluster mode, and a cluster node obeys anyone who
-reaches its bus port (no password: ``CLUSTER MEET``, then a takeover). So it runs
-in a network namespace of its own (compose: ``network_mode: none``), its TCP
-port and bus on a loopback nobody else shares, and listens for clients on a
-Unix socket in ``node/run``: the hub mounts that folder, alone and read-only,
-into each student's container at ``/run/echomq``.
+Both nodes run in a network namespace of their own (compose: ``network_mode:
+none``), their TCP ports on a loopback nobody else shares, and listen for
+clients on Unix sockets in ``node/run``: the hub mounts that folder, alone and
+read-only, into each student's container at ``/run/echomq``. The scripted node
+runs in cluster mode, and a cluster node obeys anyone who reaches its bus port
+(no password: ``CLUSTER MEET``, then a takeover): its bus is on that private
+loopback too. Nothing of either node is on a loopback a student shares, so a
+connection to them is a socket of the student's container, which the
+instructor's ``holders`` counts.
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ from ..errors import EchoMQError
 MOUNT = "/classroom"
 NODE_PORT, NATIVE_PORT, HUB_PORT = 6390, 6391, 8000
 NOBODY = 65534
-#: the scripted node's socket: in the node's folder, and where a student's container sees it
-SOCKET_DIR, SOCKET_NAME = "run", "node.sock"
+#: the nodes' sockets: in the node's folder, and where a student's container sees them
+SOCKET_DIR, SOCKET_NAME, NATIVE_SOCKET_NAME = "run", "node.sock", "native.sock"
 STUDENT_SOCKET_DIR = "/run/echomq"
 #: the node container's memory and its data-segment limit, past maxmemory: client buffers, the
 #: AOF rewrite's copies, and the Lua heap, which maxmemory does not count (docs/classroom.md)
@@ -84,7 +87,11 @@ def cluster_mode(config_file: str = "nodes.conf", bus_port: int | None = None) -
 
 
 def node_conf(port: int, acl: str, native: bool, limits: dict[str, str] | None = None) -> str:
-    """A shared node's valkey.conf, as the node container sees it (files under ``MOUNT``)."""
+    """A shared node's valkey.conf, as the node container sees it (files under ``MOUNT``).
+
+    Clients come in through its socket only (``node/run``): its TCP port stays in the node's own network
+    namespace (compose: ``network_mode: none``); the ACL, not the socket's mode, keeps students apart.
+    """
     lines = [
         "bind 127.0.0.1",
         f"port {port}",
@@ -103,9 +110,7 @@ def node_conf(port: int, acl: str, native: bool, limits: dict[str, str] | None =
         # not the native node: trafikey reads the brand {emq}:version, a key of another slot, from
         # inside its commands, and in cluster mode Valkey looks such a key up in the command's slot
         lines += [f"{k} {v}" for k, v in cluster_mode(f"nodes-{acl.removesuffix('.acl')}.conf").items()]
-        # clients come in through the socket only: the TCP port and the bus stay in the node's own
-        # network namespace (compose: network_mode none); the ACL, not the file mode, keeps students apart
-        lines += [f"unixsocket {MOUNT}/{SOCKET_DIR}/{SOCKET_NAME}", "unixsocketperm 666"]
+    lines += [f"unixsocket {MOUNT}/{SOCKET_DIR}/{NATIVE_SOCKET_NAME if native else SOCKET_NAME}", "unixsocketperm 666"]
     lines += [f"{k} {v}" for k, v in (limits or protection()).items()]
     if native:
         lines.append("loadmodule /usr/local/lib/valkey/trafikey.so")
@@ -162,7 +167,7 @@ def init_folder(path: str | os.PathLike[str], maxmemory: str = "512mb", maxclien
     limits = protection(maxmemory, maxclients)
     admin = {
         "ECHOMQ_ADMIN_URL": f"unix://:{admin_pw}@{node / SOCKET_DIR / SOCKET_NAME}",
-        "ECHOMQ_NATIVE_ADMIN_URL": f"redis://:{admin_pw}@127.0.0.1:{NATIVE_PORT}/0",
+        "ECHOMQ_NATIVE_ADMIN_URL": f"unix://:{admin_pw}@{node / SOCKET_DIR / NATIVE_SOCKET_NAME}",
     }
     node.mkdir(mode=0o700)
     (node / SOCKET_DIR).mkdir(mode=0o755)

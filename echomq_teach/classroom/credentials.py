@@ -37,6 +37,8 @@ class Student:
     native_port: int | None = None
     #: the scripted node's Unix socket as the student's container sees it (then host/port are unused)
     socket: str | None = None
+    #: the native node's, likewise (then native_host/native_port are unused)
+    native_socket: str | None = None
 
     @property
     def url(self) -> str:
@@ -46,6 +48,8 @@ class Student:
 
     @property
     def native_url(self) -> str | None:
+        if self.native_socket:
+            return f"unix://{self.name}:{self.password}@{self.native_socket}"
         if self.native_host is None:
             return None
         return f"redis://{self.name}:{self.password}@{self.native_host}:{self.native_port}/0"

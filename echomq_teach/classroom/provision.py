@@ -1,8 +1,9 @@
-"""Provisioning a shared node: brand it, and give each student an ACL user of their own.
+"""Provisioning a shared node: brand it, load the kit's scripts, and give each student an ACL user of their own.
 
 ``provision(admin, roster)`` creates (or resets) one ACL user per student with
 a fresh random password, on the scripted node and, when given, on its native
-twin; ``revoke`` deletes users (their keys stay). The rules are ``acl.student_rules``.
+twin; ``revoke`` deletes users (their keys stay). The rules are ``acl.student_rules``;
+students may not load scripts, so the kit's are loaded here (``kit_scripts``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import redis
 from .. import keyspace
 from ..errors import EchoMQError
 from ..nodes.slots import claim_slots
+from . import kit_scripts
 from .acl import native_commands, student_rules
 from .compose import STUDENT_SOCKET_DIR
 from .credentials import Student
@@ -36,7 +38,7 @@ def brand(admin: redis.Redis) -> str:
 def where(admin: redis.Redis) -> tuple[str, int, str | None]:
     """Where students reach the node: host and port, and for a node behind a Unix socket that socket.
 
-    The instructor reaches the scripted node at ``DIR/node/run/node.sock``; a
+    The instructor reaches the nodes at ``DIR/node/run/node.sock`` and ``native.sock``; a
     student's container has that folder at ``/run/echomq`` (``compose.STUDENT_SOCKET_DIR``).
     """
     kw = admin.connection_pool.connection_kwargs
@@ -56,15 +58,17 @@ def provision_names(
     host, port, sock = where(admin_client)
     nhost: str | None = None
     nport: int | None = None
+    nsock: str | None = None
     targets = [admin_client]
     if native_admin_client is not None:
         nhost, nport, nsock = where(native_admin_client)
-        if nsock:
-            raise EchoMQError("the native node listens on TCP (docker/compose.yaml); give its TCP admin URL")
+        if nsock and sock and nsock == sock:
+            raise EchoMQError(f"the scripted and the native admin URLs name the same socket ({sock})")
         targets.append(native_admin_client)
-    students = [Student(n, secrets.token_urlsafe(18), host, port, nhost, nport, sock) for n in names]
+    students = [Student(n, secrets.token_urlsafe(18), host, port, nhost, nport, sock, nsock) for n in names]
     for admin in targets:
         brand(admin)
+        kit_scripts.load(admin)  # students may not load scripts: the kit's are there before they connect
         native = native_commands(admin)
         for s in students:
             admin.execute_command("ACL", "SETUSER", s.name, *student_rules(s.name, s.password, native))

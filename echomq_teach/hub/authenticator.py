@@ -12,19 +12,29 @@ What this class adds for a classroom:
 - the instructor's own account is created when the hub starts, from a
   root-only password file, so nobody can sign up as the instructor first.
 
-Repeated failed logins lock a name out for a while (``allowed_failed_logins``).
+Wrong passwords are slowed, never a name locked: every login comes from the same
+address (the proxy, 127.0.0.1), so the native authenticator's lock-out of a
+name after ``allowed_failed_logins`` failures let any student lock any other
+out. Here a correct password always opens the account at once, whatever others
+tried before; past ``allowed_failed_logins`` wrong ones for a name (within
+``seconds_before_next_try`` of each other) every further wrong answer waits
+1, 2, 4 … up to ``max_wrong_delay_s`` seconds before it is given. The password
+check (bcrypt, about a quarter of a second) runs off the hub's event loop.
 Imported only by ``docker/jupyterhub_config.py``: the kit never needs JupyterHub.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
+from typing import Any
 
 import bcrypt
 from nativeauthenticator import NativeAuthenticator
 from nativeauthenticator.handlers import LoginHandler
 from nativeauthenticator.orm import UserInfo
-from traitlets import Set, Unicode
+from traitlets import Float, Set, Unicode
 
 from ..classroom.roster import read_roster
 
@@ -58,6 +68,7 @@ class ClassroomAuthenticator(NativeAuthenticator):
         "", config=True, help="A root-only file holding the instructor's password; the account is made from it"
     )
     roster = Set()
+    max_wrong_delay_s = Float(30.0, config=True, help="The longest a wrong password's answer waits")
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
@@ -78,6 +89,34 @@ class ClassroomAuthenticator(NativeAuthenticator):
         # authorized sign-ups and the admins: never the roster by itself (see the module docstring)
         authed = {info.username for info in UserInfo.all_users(self.db) if info.is_authorized}
         return authed | set(self.admin_users)
+
+    async def authenticate(self, handler: Any, data: dict[str, str]) -> str | None:
+        """The name, for an authorized user's correct password (at once); None, slowed, for a wrong one."""
+        name = self.normalize_username(data.get("username", ""))
+        info = self.get_user(name)
+        if not info:
+            return None
+        hashed, password = info.password, data.get("password", "")
+        right = await asyncio.to_thread(bcrypt.checkpw, password.encode(), hashed)
+        if info.has_2fa:
+            right = right and info.is_valid_token(data.get("2fa"))
+        if right and info.is_authorized:
+            # the name's count of wrong ones stays: a login by its owner does not hand a guesser fresh tries
+            return name
+        if not right:
+            await asyncio.sleep(self.wrong_delay(name))
+        return None
+
+    def wrong_delay(self, name: str, now: float | None = None) -> float:
+        """Count one wrong password for ``name``; answers how long its answer waits (0 for the first few)."""
+        now = time.time() if now is None else now
+        seen = self.login_attempts.get(name)
+        if seen is None or now - seen["at"] > self.seconds_before_next_try:
+            seen = self.login_attempts[name] = {"count": 0, "at": now}
+        seen["count"] += 1
+        seen["at"] = now
+        over = seen["count"] - self.allowed_failed_logins
+        return 0.0 if over <= 0 else min(2.0 ** (over - 1), self.max_wrong_delay_s)
 
     def add_user(self, user: object) -> None:
         """The hub's start calls this for every admin: the instructor's account, made from the password file."""

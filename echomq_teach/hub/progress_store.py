@@ -1,18 +1,20 @@
 """The instructor's live view's store: one SQLite file of exercise verdicts, in the hub's state folder.
 
 One row per verdict a student's kernel reported: who (the name the hub gave
-for the student's token, never one from the request), which exercise, solved
-or not, the kernel's count of tries, whether a hint was asked, the findings'
-first line and when. The file is created 0600 (the hub runs as root: root's
-alone) and lives beside the hub's own database, never in a student's
-container. Nothing here needs JupyterHub: ``progress.py`` (the service) and
-the tests use it directly.
+for the student's token, never one from the request), which exercise (one the
+kit's registry holds), solved or not, the kernel's count of tries, whether a
+hint was asked, the findings' first line, and when the service received it
+(its own clock: a kernel's time is never trusted). The file is created 0600,
+the service's user's alone, in a folder of its own in the hub's state folder,
+never in a student's container. Nothing here needs JupyterHub: ``progress.py``
+(the service) and the tests use it directly.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 import sqlite3
 import time
@@ -37,6 +39,9 @@ STUCK_TRIES = 3
 STUCK_WINDOW_S = 600.0
 MAX_FINDING = 300
 MAX_EXERCISE = 40
+MAX_TRIES = 10_000
+#: a cell a spreadsheet would run as a formula starts with one of these (OWASP's list)
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 class BadVerdict(ValueError):
@@ -59,8 +64,12 @@ class Cell:
         return f"tried {self.tries}" + (" · hint" if self.hint else "")
 
 
-def validate(body: object) -> dict[str, object]:
-    """The verdict's fields, checked; a :class:`BadVerdict` naming the first bad one."""
+def validate(body: object, exercises: Iterable[str] | None = None) -> dict[str, object]:
+    """The verdict's fields, checked; a :class:`BadVerdict` naming the first bad one.
+
+    ``exercises``: the names a report may carry (the kit's registry); ``None`` takes any
+    short name (the store's own tests).
+    """
     if not isinstance(body, dict):
         raise BadVerdict("the body must be a JSON object")
     allowed = {"exercise", "solved", "tries", "hint", "finding", "at"}
@@ -71,31 +80,45 @@ def validate(body: object) -> dict[str, object]:
     ex = body.get("exercise")
     if not isinstance(ex, str) or not ex or len(ex) > MAX_EXERCISE:
         raise BadVerdict("exercise must be a non-empty string of at most 40 characters")
+    if exercises is not None and ex not in exercises:
+        # a name the course does not hold would be a new column in the instructor's grid
+        raise BadVerdict(f"exercise {ex[:MAX_EXERCISE]!r} is not one of the course's exercises")
     if not isinstance(body.get("solved"), bool):
         raise BadVerdict("solved must be true or false")
     tries = body.get("tries")
-    if not isinstance(tries, int) or isinstance(tries, bool) or not 0 <= tries < 100_000:
-        raise BadVerdict("tries must be a whole number from 0")
+    if not isinstance(tries, int) or isinstance(tries, bool) or not 0 <= tries <= MAX_TRIES:
+        raise BadVerdict(f"tries must be a whole number from 0 to {MAX_TRIES}")
     if not isinstance(body.get("hint", False), bool):
         raise BadVerdict("hint must be true or false")
     finding = body.get("finding", "")
     if not isinstance(finding, str):
         raise BadVerdict("finding must be a string")
-    at = body.get("at", time.time())
-    if not isinstance(at, (int, float)) or isinstance(at, bool):
-        raise BadVerdict("at must be a time in seconds")
+    at = body.get("at", 0.0)
+    if not isinstance(at, (int, float)) or isinstance(at, bool) or not math.isfinite(at):
+        # the kernel's clock is only checked, never kept: the row's time is the service's
+        raise BadVerdict("at must be a finite time in seconds")
     return {
         "exercise": ex,
         "solved": body["solved"],
         "tries": tries,
         "hint": body.get("hint", False),
         "finding": finding.splitlines()[0][:MAX_FINDING] if finding else "",
-        "at": float(at),
     }
 
 
+def sheet_cell(text: str) -> str:
+    """``text`` as a spreadsheet shows it and never runs it: a leading ``'`` before a formula's first character."""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
 class ProgressStore:
-    """The verdicts' SQLite file; every call opens its own connection (the service is single-threaded)."""
+    """The verdicts' SQLite file, through one connection kept open (the service is single-threaded).
+
+    The connection is opened when the store is made: the service makes it as
+    root, inside the hub's root-only state folder, and then becomes a user that
+    could not open the file again (WAL mode: the journal's files stay open too).
+    Other processes (the instructor's shell, the tests) read the file meanwhile.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -104,19 +127,29 @@ class ProgressStore:
             fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
             os.close(fd)
         self.path.chmod(0o600)
-        with self._conn() as db:
-            db.execute(SCHEMA)
+        self._db = sqlite3.connect(self.path)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        with self._db:
+            self._db.execute(SCHEMA)
 
     def _conn(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path)
+        return self._db
 
-    def record(self, student: str, body: object) -> None:
-        """Store one verdict for ``student`` (the token's owner); a bad body raises and writes nothing."""
-        v = validate(body)
+    def close(self) -> None:
+        self._db.close()
+
+    def record(self, student: str, body: object, exercises: Iterable[str] | None = None,
+               now: float | None = None) -> None:
+        """Store one verdict for ``student`` (the token's owner), stamped ``now`` (the service's clock).
+
+        A bad body (``validate``) raises and writes nothing.
+        """
+        v = validate(body, exercises)
+        at = time.time() if now is None else now
         with self._conn() as db:
             db.execute(
                 "INSERT INTO verdicts (student, exercise, solved, tries, hint, finding, at) VALUES (?,?,?,?,?,?,?)",
-                (student, v["exercise"], int(v["solved"]), v["tries"], int(v["hint"]), v["finding"], v["at"]),
+                (student, v["exercise"], int(v["solved"]), v["tries"], int(v["hint"]), v["finding"], at),
             )
 
     def rows(self) -> list[tuple]:
@@ -125,10 +158,12 @@ class ProgressStore:
                 "SELECT student, exercise, solved, tries, hint, finding, at FROM verdicts ORDER BY id"
             ).fetchall()
 
-    def clear(self) -> int:
-        """Delete every verdict (a new term); answers how many went."""
+    def clear(self, student: str | None = None) -> int:
+        """Delete one student's verdicts, or every verdict (a new term) when ``student`` is None; answers how many."""
         with self._conn() as db:
-            return db.execute("DELETE FROM verdicts").rowcount
+            if student is None:
+                return db.execute("DELETE FROM verdicts").rowcount
+            return db.execute("DELETE FROM verdicts WHERE student = ?", (student,)).rowcount
 
     def grid(self, roster: Iterable[str] = ()) -> tuple[list[str], list[str], dict[tuple[str, str], Cell]]:
         """Students, exercises (both sorted) and each reported (student, exercise)'s cell.
@@ -178,11 +213,16 @@ class ProgressStore:
         return sorted(out, key=lambda r: (-r[2], r[0], r[1]))
 
     def csv(self, roster: Iterable[str] = ()) -> str:
-        """The grid as CSV: a row per student (``roster``'s too), a column per exercise, each cell's label."""
+        """The grid as CSV: a row per student (``roster``'s too), a column per exercise, each cell's label.
+
+        Every cell goes through ``sheet_cell``: a name the service would refuse today may
+        still be in an older file, and a spreadsheet must show it, not run it.
+        """
         students, exercises, cells = self.grid(roster)
         buf = io.StringIO()
         w = csv.writer(buf)
-        w.writerow(["student", *exercises])
+        w.writerow([sheet_cell(x) for x in ("student", *exercises)])
         for s in students:
-            w.writerow([s, *(cells[(s, e)].label() if (s, e) in cells else "not started" for e in exercises)])
+            labels = (cells[(s, e)].label() if (s, e) in cells else "not started" for e in exercises)
+            w.writerow([sheet_cell(x) for x in (s, *labels)])
         return buf.getvalue()

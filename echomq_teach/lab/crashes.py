@@ -2,8 +2,8 @@
 
 ``crash_point(node, queue, point)`` runs one scenario: worker ``w0`` dies by
 SIGKILL at ``point`` (``worker.CRASH_POINTS``) on the one job, a healthy
-worker takes over after the lease, and the outcome says how often the
-handler ran, how many side effects it made, and whose settle counted.
+worker takes over after the crashed one's lease, and the outcome says how often
+the handler ran, how many side effects it made, and whose settle counted.
 ``crash_points`` runs each point side by side, one queue each.
 """
 
@@ -40,22 +40,28 @@ class CrashOutcome:
         return (self.point, self.runs, self.charges, self.token, self.settled_by, self.recovered)
 
 
+#: the healthy workers' lease: far longer than their one job takes even on a loaded machine, so that only the
+#: crashed worker's lease lapses (a healthy one's lapse would add a run, a charge and a stale settle)
+HEALTHY_LEASE_MS = 10_000
+
+
 def crash_point(node: Any, queue: str, point: str, *,
                 handler: str | Callable[..., Any] = "echomq_teach.lab.handlers:charge", lease_ms: int = 300,
                 work_ms: int = 40, timeout: float = 60.0) -> CrashOutcome:
     """One job; worker ``w0`` kills itself at ``point`` on it; a healthy worker takes over; the run judged.
 
-    The queue is dropped first, so the outcome is this scenario's alone.
+    ``lease_ms`` is the crashed worker's lease: how long its job waits for the reap. The queue is
+    dropped first, so the outcome is this scenario's alone.
     """
     from . import handlers
 
     if point not in CRASH_POINTS:
         raise BadInput(f"point must be one of {CRASH_POINTS}, got {point!r}")
-    with Run(node, queue, workers=2, lease_ms=lease_ms, work_ms=work_ms, handler=handler, tick_ms=25,
+    with Run(node, queue, workers=2, lease_ms=HEALTHY_LEASE_MS, work_ms=work_ms, handler=handler, tick_ms=25,
              timeout=timeout) as run:
         jobs.drop(run.conn, queue)
         [job] = run.produce(1)
-        doomed = run.spawn(0, crash_at=point)
+        doomed = run.spawn(0, crash_at=point, lease_ms=lease_ms)
         doomed.wait_ready()
         run.start_metronome()
         doomed.wait(timeout=timeout)

@@ -80,7 +80,7 @@ scratch.close()
 # ## The states
 #
 # A row's `state` field says where the job is, after every transition that ran to its end (notebook
-# 04 shows a script that fails half-way and leaves a row marked `active` in no set). Each state has
+# 04 shows what a script that stops half-way leaves behind). Each state has
 # one set — except `awaiting_children`, a flow's parent held out of every set until its children are
 # done (notebook 05).
 #

@@ -190,8 +190,9 @@ assert atomic.valid and atomic.settled == 200 and set(atomic.handler_runs.values
 # A worker makes its round trips one after another: claim, then (after the handler) settle. It can
 # die between any two. `crashes.crash_point` starts a real worker process (`python -m
 # echomq_teach.lab.worker`) that kills itself with SIGKILL on its first job at one of four points, then a
-# healthy worker; a metronome reaps every 25 ms, the lease is 300 ms, and the handler is
-# `handlers.charge` — it works, then charges the customer (a side effect: an `RPUSH` of the job's id):
+# healthy worker; a metronome reaps every 25 ms, the crashed worker's lease is 300 ms (the healthy one's is
+# 10 s, longer than its job could take), and the handler is `handlers.charge` — it works, then charges the
+# customer (a side effect: an `RPUSH` of the job's id):
 
 # %%
 print(source.getsource(handlers.charge))
@@ -265,15 +266,16 @@ print(exercises.check("07.1", predict_the_crashes, conn))
 
 # %%
 def frozen_run(queue, handler):
-    """One job; w0 frozen mid-handler past its 300 ms lease; w1 takes over; w0 thawed. Answers the run's facts."""
+    """One job; w0 frozen mid-handler past its 1 s lease; w1 takes over; w0 thawed. Answers the run's facts."""
     jobs.drop(conn, queue)  # the queue starts empty, so the cell can be run again
-    with Run(node, queue, workers=2, lease_ms=300, work_ms=120, handler=handler, tick_ms=20) as run:
+    # half a second of work: w0 is frozen while inside the handler, however busy the machine
+    with Run(node, queue, workers=2, lease_ms=1_000, work_ms=500, handler=handler, tick_ms=20) as run:
         [job] = run.produce(1)
         run.spawn(0).wait_ready()
         run.start_metronome()
         until(lambda: run.history().notes("run"))  # w0 is inside the handler
         run.freeze(0)
-        run.spawn(1).wait_ready()
+        run.spawn(1, lease_ms=10_000).wait_ready()  # w1's lease outlasts its work: only w0's lapses
         until(lambda: [o.reply for o in run.history().calls("complete") if o.worker == "w1"] == ["ok"])
         run.thaw(0)
         until(lambda: any(o.worker == "w0" and o.ok for o in run.history().calls("complete")))

@@ -397,7 +397,8 @@ show(model, ours)
 # - **Released early** (BullMQ flows): one branch skipped the counter. Here the counter moves in the
 #   child's ending, and only zero releases the parent.
 # - **Evicted locks** (BullMQ): a lock kept as a key with a TTL can be evicted. Here a lease is a
-#   score, and the node runs `noeviction`.
+#   score, with no TTL to evict (the case ran this queue on the same `volatile-lru` node), and the
+#   kit's own nodes run `noeviction`.
 #
 # This is the last notebook of the course.
 

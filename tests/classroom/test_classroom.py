@@ -124,13 +124,13 @@ def test_a_gets_noperm_on_bs_keys(shared, students, monkeypatch):
     ):
         with pytest.raises(redis.exceptions.NoPermissionError):
             a.execute_command(*cmd)
-    # the scripts check every key they touch, declared or built inside
+    # the kit's scripts (loaded by provision) check every key they touch, declared or built inside
     claim2 = scripts.load("claim2")
-    with pytest.raises(redis.exceptions.NoPermissionError):
-        a.evalsha(a.script_load(claim2.source), 3, bkeys[0], "emq:{bob.orders}:active", "emq:{bob.orders}:", 1000)
+    with pytest.raises(redis.exceptions.NoPermissionError, match="access a key"):
+        a.evalsha(claim2.sha, 3, bkeys[0], "emq:{bob.orders}:active", "emq:{bob.orders}:", 1000)
     snap = scripts.load("snapshot")
-    with pytest.raises(redis.exceptions.NoPermissionError):
-        a.evalsha(a.script_load(snap.source), 1, "emq:{bob.orders}:")
+    with pytest.raises(redis.exceptions.NoPermissionError, match="access a key"):
+        a.evalsha(snap.sha, 1, "emq:{bob.orders}:")
     # through the kit, "bob.orders" is just a queue of alice's own
     as_student(monkeypatch, alice)
     assert keyspace.base("bob.orders") == "emq:{alice.bob.orders}:"
@@ -146,7 +146,7 @@ def test_a_reads_but_cannot_write_the_brand(shared, students):
         ("SET", keyspace.VERSION_KEY, keyspace.BRAND_WIRE6),
         ("SET", keyspace.VERSION_KEY, keyspace.BRAND_WIRE4, "NX"),
         ("DEL", keyspace.VERSION_KEY),
-        ("EVAL", "return redis.call('SET', KEYS[1], 'x')", 1, keyspace.VERSION_KEY),
+        ("EVAL", "return redis.call('SET', KEYS[1], 'x')", 1, keyspace.VERSION_KEY),  # no script of her own
     ):
         with pytest.raises(redis.exceptions.NoPermissionError):
             a.execute_command(*cmd)
@@ -160,6 +160,11 @@ def test_a_reads_but_cannot_write_the_brand(shared, students):
         ("FLUSHALL",),
         ("FLUSHDB",),
         ("SCRIPT", "FLUSH"),
+        ("SCRIPT", "LOAD", "return 1"),
+        ("EVAL", "return 1", "0"),
+        ("EVAL_RO", "return 1", "0"),
+        ("FUNCTION", "LOAD", "#!lua name=mine\nserver.register_function('f', function() return 1 end)"),
+        ("FCALL", "f", "0"),
         ("FUNCTION", "FLUSH"),
         ("FUNCTION", "LIST"),
         ("CONFIG", "GET", "requirepass"),
@@ -197,21 +202,28 @@ def test_the_shared_node_runs_the_pinned_release(shared):
 
 
 def test_the_three_inputs_that_broke_8_0_1_are_refused(shared, students):
-    """CVE-2025-46817, -32023 and -46818 sent by alice, as she would: each refused, bob's data whole."""
+    """CVE-2025-46817, -32023 and -46818 sent by alice, as she would: each refused, bob's data whole.
+
+    The two that need a script of her own never run (EVAL is denied to students); the
+    release itself refuses them too, as the instructor's own scripts show.
+    """
     _, admin = shared
     a, b = raw(students["alice"]), raw(students["bob"])
     row, mark = "emq:{bob.cve}:job:1", "emq:{bob.cve}:mark"
     b.hset(row, "payload", "bob's payload")
     run_id = admin.info("server")["run_id"]
     try:
-        assert "too many results to unpack" in attacks.unpack_overflow(a)["error"]
+        no_eval = "no permissions to run the 'eval' command"
+        assert no_eval in attacks.unpack_overflow(a)["error"]
+        assert "too many results to unpack" in attacks.unpack_overflow(admin)["error"]
         hll = attacks.hll_overflow(a, "emq:{alice.cve}:hll1", "emq:{alice.cve}:hll2")
         assert all(str(v).startswith("error: INVALIDOBJ") for v in hll.values()), hll
-        assert "readonly table" in attacks.metatable_plant(a, row, mark)["error"]
-        # bob's own script calls a string method: nothing of alice's runs inside it
-        assert b.eval(attacks.VICTIM_SCRIPT, 1, row) == "BOB'S PAYLOAD"
-        assert attacks.metatable_loot(a) == {"loot": []}
-        assert admin.exists(mark) == 0 and admin.hget(row, "payload") == "bob's payload"
+        assert no_eval in attacks.metatable_plant(a, row, mark)["error"]
+        assert "readonly table" in attacks.metatable_plant(admin, row, mark)["error"]
+        # bob runs the kit's scripts: nothing of alice's runs inside them, and his row is whole
+        rows = b.evalsha(scripts.load("snapshot").sha, 1, "emq:{bob.cve}:")[6]
+        assert rows == [row, ["payload", "bob's payload"]]
+        assert no_eval in attacks.metatable_loot(a)["error"] and admin.exists(mark) == 0
         assert admin.info("server")["run_id"] == run_id, "the node is the same process: it never went down"
     finally:
         admin.delete(row, mark)
@@ -292,6 +304,43 @@ def test_a_kernel_with_as_environment(shared, students):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["emq:{alice.k}:active", "1"]
+
+
+def test_a_student_runs_only_the_kits_scripts_and_the_keeper_brings_them_back(shared, students, monkeypatch):
+    """After a flush (or a restart) the student's connector waits for the keeper, never loads a script itself."""
+    from echomq_teach import connector
+    from echomq_teach.classroom import kit_scripts
+
+    _, admin = shared
+    as_student(monkeypatch, students["alice"])
+    conn = start_node().connector()
+    q = f"kept{os.getpid()}"
+    jobs.enqueue(conn, q, "before the flush")
+    provision.flush_scripts(admin)
+    assert len(kit_scripts.missing(admin)) == len(scripts.names())
+    # no keeper: the connector says what is missing and who loads it, after a bounded wait
+    monkeypatch.setattr(connector, "KEEPER_WAIT_S", 0.5)
+    with pytest.raises(EchoMQError, match="keep-scripts"):
+        jobs.enqueue(conn, q, "nobody keeps the scripts")
+    stop = threading.Event()
+    said: list[str] = []
+    keeper = threading.Thread(target=kit_scripts.keep, args=([lambda: make_client(shared[0].address)],),
+                              kwargs={"interval_s": 0.05, "stop": stop, "say": said.append})
+    provision.flush_scripts(admin)
+    monkeypatch.setattr(connector, "KEEPER_WAIT_S", 30.0)  # a bound on waiting, not a speed
+    keeper.start()
+    try:
+        jid = jobs.enqueue(conn, q, "after the flush")  # NOSCRIPT, then the keeper's copy
+        assert jobs.row(conn, q, jid)["payload"] == "after the flush"
+        sent = conn.last(3)
+        assert "No matching script" in sent[0].reply_text and sent[1].reply == 1, conn.show_trace(3)
+        # the connector learned at its first script that this user may not load one: it never sends SCRIPT LOAD
+        assert not [e for e in conn.trace if e.args[:2] == ["SCRIPT", "LOAD"]]
+        assert kit_scripts.missing(admin) == [] and said and "loaded" in said[0]
+    finally:
+        stop.set()
+        keeper.join(10)
+        conn.close()
 
 
 # -- the instructor's side ---------------------------------------------------------------------------------
@@ -460,14 +509,16 @@ def test_a_refresh_visits_only_its_queues_slot(shared, students, monkeypatch):
 
 # -- the shared node's limits: one student cannot starve the rest -------------------------------------------
 def test_a_busy_script_is_killed_by_the_instructor_only(shared, students):
-    _, admin = shared
+    """A script past the busy bound (only the kit's or the instructor's run here) is ended by the instructor alone."""
+    node, admin = shared
     alice, bob = raw(students["alice"]), raw(students["bob"])
     alice2 = raw(students["alice"])
+    busy_client = make_client(node.address)
     result: dict = {}
 
     def loop() -> None:
         try:
-            alice.eval("while true do end", 0)
+            busy_client.eval("while true do end", 0)
         except redis.exceptions.ResponseError as exc:
             result["error"] = str(exc)
 
@@ -485,7 +536,7 @@ def test_a_busy_script_is_killed_by_the_instructor_only(shared, students):
             except redis.exceptions.ResponseError as exc:
                 busy = str(exc)
         assert busy and "BUSY" in busy, "past the bound, the node answers BUSY to everyone"
-        for who in (alice2, bob):  # neither the script's owner nor anyone else may end it
+        for who in (alice2, bob):  # no student may end it
             for cmd in (("SCRIPT", "KILL"), ("FUNCTION", "KILL")):
                 with pytest.raises(redis.exceptions.NoPermissionError):
                     who.execute_command(*cmd)
@@ -497,7 +548,7 @@ def test_a_busy_script_is_killed_by_the_instructor_only(shared, students):
         if t.is_alive():
             admin.execute_command("SCRIPT", "KILL")
             t.join(10)
-        for c in (alice, alice2, bob):
+        for c in (alice, alice2, bob, busy_client):
             c.close()
 
 
@@ -611,34 +662,5 @@ def test_native_twin_is_namespaced_too(native_pair, monkeypatch):
     conn.close()
 
 
-# -- the course itself, as a student on the shared node ---------------------------------------------------------
-COURSE = sorted((ROOT / "notebooks").glob("0*.ipynb"))
-
-
-@pytest.mark.parametrize("path", COURSE, ids=lambda p: p.stem)
-def test_the_course_runs_as_a_student(native_pair, path):
-    # nina has a namespace on the scripted shared node and on the native one, as notebook 04 needs
-    student = native_pair[2]["nina"]
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    nb = nbformat.read(path, as_version=4)
-    saved = {k: os.environ.get(k) for k in student.env}
-    os.environ.update(student.env)  # the kernel inherits it, as a spawned one would
-    try:
-        client = nbclient.NotebookClient(
-            nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-        )
-        client.execute()
-        # a classroom node keeps what the first run left: a second run must pass as well
-        nbclient.NotebookClient(
-            nbformat.read(path, as_version=4),
-            timeout=60,
-            kernel_name="python3",
-            resources={"metadata": {"path": str(path.parent)}},
-        ).execute()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+# -- the course itself, as a student on the shared node: tests/course/test_course_browser.py runs 01 to 09 as a
+# student in JupyterLab (their one run beside nbval), and tests/classroom/test_hub.py runs 00 in a student's container

@@ -84,6 +84,7 @@ def _hub_config() -> Config:
     """The live view as the Docker classroom's hub config adds it."""
     c = Config()
     c.JupyterHub.services, c.JupyterHub.load_roles, c.JupyterHub.custom_scopes = [], [], {}
+    c.JupyterHub.extra_user_scopes = set()
     c.Spawner.environment = {}
     progress.configure(c, "/srv/jupyterhub", "http://hub:8002", 8002, ["instructor"])
     return c
@@ -134,6 +135,10 @@ def test_the_values_name_the_live_views_service_scope_and_roles_as_the_hub_confi
     roles = {r["name"]: {k: v for k, v in r.items() if k != "name"} for r in c.JupyterHub.load_roles}
     assert hub["loadRoles"] == roles
     assert hub["config"]["JupyterHub"]["custom_scopes"] == dict(c.JupyterHub.custom_scopes)
+    # the report token: every user may hold its scope, and the hub's pre-spawn hook makes it
+    assert set(hub["config"]["JupyterHub"]["extra_user_scopes"]) == {progress.REPORT_SCOPE}
+    assert c.Spawner.pre_spawn_hook is progress.give_report_token
+    assert "c.Spawner.pre_spawn_hook = progress.give_report_token" in hub["extraConfig"]["echomq-progress"]
     # where each student's kernel reports: the service's own path, on the port the hub's Service opens
     port = int(got["url"].rsplit(":", 1)[1])
     assert {p["port"] for p in hub["service"]["extraPorts"]} == {port}

@@ -50,6 +50,7 @@ def test_check_compares_types_metadata_and_runs(tmp_path):
     src.write_text(SOURCE)
     good = _ran(nbbuild.read_source(src))
     good.metadata["widgets"] = {"state": {}}  # what a build adds
+    good.metadata["echomq"] = {"run_seconds": 1.5}
     assert nbbuild.differences(src, good) == []
 
     typed = copy.deepcopy(good)
@@ -77,3 +78,19 @@ def test_every_stored_notebook_matches_its_source():
     for src in sorted((ROOT / "notebooks" / "src").glob("*.py")):
         stored = nbformat.read(ROOT / "notebooks" / (src.stem + ".ipynb"), as_version=4)
         assert nbbuild.differences(src, stored) == [], f"run tools/nbbuild.py {src.stem[:2]}"
+
+
+def test_the_notebook_session_starts_the_longest_recorded_run_first(tmp_path):
+    from types import SimpleNamespace
+
+    import course_session
+
+    for name, seconds in (("a", 3.0), ("b", None), ("c", 40.5)):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])
+        if seconds is not None:  # b was built before builds recorded their run time
+            nb.metadata["echomq"] = {"run_seconds": seconds}
+        nbformat.write(nb, tmp_path / f"{name}.ipynb")
+    # two cells of each notebook, collected in name order; the order within a notebook is kept
+    items = [SimpleNamespace(path=tmp_path / f"{n}.ipynb", cell=i) for n in "abc" for i in (1, 2)]
+    course_session.pytest_collection_modifyitems(None, None, items)
+    assert [(i.path.stem, i.cell) for i in items] == [("c", 1), ("c", 2), ("a", 1), ("a", 2), ("b", 1), ("b", 2)]

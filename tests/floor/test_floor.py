@@ -13,9 +13,10 @@ import json
 import time
 
 import pytest
+from conftest import wait_for
 from floor_support import exactly_once, floor_settles, settle, stream_settles
 
-from echomq_teach import floor, jobs
+from echomq_teach import floor, jobs, keyspace
 from echomq_teach.completions import StreamId
 from echomq_teach.floor import DriverBusy, Fenced, FloorError, reads
 from echomq_teach.floor.embedded import select_sql
@@ -138,12 +139,24 @@ def test_a_second_driver_is_refused_until_the_first_lets_go(conn, queue, f, tmp_
     second.stop()
 
 
+#: the drivers' lease in the tests where it lapses: longer than a fold takes on a loaded machine, so it lapses only
+#: where a test waits for it to (``lapsed``), never in the middle of a fold
+LEASE_MS = 1_000
+
+
+def lapsed(conn, queue) -> None:
+    """Wait (bounded) until the queue's driver lease key has expired on the node: nobody renewed the lease."""
+    key = keyspace.queue_key(queue, "floor:driver")  # @floor_lease's KEYS[1]
+    wait_for(lambda: not conn.client.exists(key), "the driver's lease lapses", timeout=10)
+
+
 def test_a_driver_that_lost_its_lease_is_fenced_at_the_floor_and_at_the_trim(conn, queue, f):
     recorded = settle(conn, queue, 30)
     stream = floor.completions_stream(queue)
-    late = floor.Driver(conn, queue, f, slice_size=10, lease_ms=200)
+    # a lease a loaded machine's fold cannot outlast; then the driver "pauses" until its lease key expires
+    late = floor.Driver(conn, queue, f, slice_size=10, lease_ms=LEASE_MS)
     late.fold()
-    time.sleep(0.3)  # it "paused" past its lease
+    lapsed(conn, queue)
     taker = floor.Driver(conn.fork(), queue, f, slice_size=10)
     taker.fold()
     # the late driver's next fold cannot renew: the lease is the taker's
@@ -166,10 +179,10 @@ def test_a_driver_that_lost_its_lease_is_fenced_at_the_floor_and_at_the_trim(con
 
 def test_a_lapsed_lease_nobody_took_is_taken_again_with_a_newer_token(conn, queue, f):
     settle(conn, queue, 4)
-    driver = floor.Driver(conn, queue, f, slice_size=2, lease_ms=100)
+    driver = floor.Driver(conn, queue, f, slice_size=2, lease_ms=LEASE_MS)
     driver.fold()
     old = driver.token
-    time.sleep(0.2)
+    lapsed(conn, queue)
     driver.fold()
     assert driver.token == old + 1 and f.token(floor.completions_stream(queue)) == driver.token
     driver.stop()
@@ -279,7 +292,7 @@ def test_a_fold_that_outlasts_its_lease_still_trims_when_nobody_took_the_stream(
     """A slow commit or upload: the lease lapses mid-fold; the driver takes it again (newer token) and trims."""
     settle(conn, queue, 10)
     d = floor.Driver(
-        conn, queue, f, lease_ms=100, on_step=lambda step, n: time.sleep(0.25) if step == "commit" else None
+        conn, queue, f, lease_ms=LEASE_MS, on_step=lambda step, n: lapsed(conn, queue) if step == "commit" else None
     )
     fold = d.fold()
     assert (fold.read, fold.trimmed, fold.stream_len) == (10, 10, 0)

@@ -12,14 +12,16 @@ from echomq_teach.lab.run import Run
 
 @pytest.mark.parametrize("record", [True, False], ids=["recorded", "unrecorded"])
 def test_a_job_buried_under_faults_is_recorded_once_and_counted(either, queue, record):
-    with Run(either.node, queue, workers=1, lease_ms=150, work_ms=2, tick_ms=25, recovery="stalled",
+    # the doomed workers hold a 150 ms lease, so the job stalls twice quickly; the healthy ones hold 5 s, which
+    # no pause of a loaded machine outlasts (a healthy lease that lapsed would be a stall of its own, and a burial)
+    with Run(either.node, queue, workers=1, lease_ms=5_000, work_ms=2, tick_ms=25, recovery="stalled",
              record=record, timeout=60) as run:
         try:
             jobs.drop(run.conn, queue)
             [doomed_job] = run.produce(1)
             run.start_metronome()  # promote and the stall sweep (max_stalled 1), recording as the run does
             for _ in range(2):  # two workers die holding it: two counted stalls, one over the cap
-                doomed = run.spawn(0, crash_at="claimed")
+                doomed = run.spawn(0, crash_at="claimed", lease_ms=150)
                 doomed.wait_ready()
                 doomed.wait(timeout=30)
             wait_for(lambda: run.sizes()["dead"] == 1, "the sweep buries the job")

@@ -49,7 +49,8 @@ def whole(cluster):
 # -- the failure kit on a cluster ------------------------------------------------------------------
 def test_worker_processes_on_a_cluster_are_recorded_judged_and_their_links_found(cluster, request):
     q = cluster.queue_on(2, f"kit{request.node.name[-4:]}")
-    with Run(cluster, q, workers=2, lease_ms=500, work_ms=1, recovery="stalled", tick_ms=25) as run:
+    # a lease no loaded machine outlives: a healthy worker's lapse would be a counted stall (and, twice, a burial)
+    with Run(cluster, q, workers=2, lease_ms=3_000, work_ms=1, recovery="stalled", tick_ms=25) as run:
         jobs.drop(run.conn, q)
         ids = run.produce(120, batch=50)  # enqueue_many on the cluster connector: three pipelines
         assert len(ids) == 120 and run.sizes() == {"pending": 120, "active": 0, "schedule": 0, "dead": 0}

@@ -185,6 +185,11 @@ def report_settles(run: Run) -> list[tuple[str, str, str]]:
 
 
 # -- the zombie, dropped links, a flushed script cache ---------------------------------------------------
+#: w1's lease in ``zombie``: far longer than its work takes even on a loaded machine, so that only the frozen
+#: w0's leases lapse (a lapse of w1's would make a second stale settle and a third run)
+HEALTHY_LEASE_MS = 10_000
+
+
 def zombie(run: Run, jobs_: list[str], when: Callable[[], bool], what: str) -> tuple[Report, list[Op]]:
     """w0 works until ``when``, is frozen while w1 completes every job, then thawed: the checker's report
     and w0's completions, once each is answered."""
@@ -193,7 +198,7 @@ def zombie(run: Run, jobs_: list[str], when: Callable[[], bool], what: str) -> t
         run.start_metronome()
         wait_for(when, what)
         run.freeze(0)
-        run.spawn(1).wait_ready()
+        run.spawn(1, lease_ms=HEALTHY_LEASE_MS).wait_ready()
         wait_for(lambda: sorted(o.job for o in run.history().calls("complete") if o.worker == "w1" and o.reply == "ok")
                  == sorted(jobs_), "w1 completes every job")
         run.thaw(0)
@@ -207,8 +212,9 @@ def zombie(run: Run, jobs_: list[str], when: Callable[[], bool], what: str) -> t
 
 @pytest.mark.parametrize("handler", ["charge", "charge_once"])
 def test_a_frozen_worker_wakes_after_its_lease_and_its_settle_is_refused(node, queue, handler):
-    # the lease (300 ms) is longer than the work (120 ms): only a freeze makes a worker outlive it
-    with Run(node, queue, workers=2, lease_ms=300, work_ms=120, handler=f"echomq_teach.lab.handlers:{handler}",
+    # the lease (1.5 s) is longer than the work (600 ms): only a freeze makes a worker outlive it; the work is long
+    # enough that the freeze lands while w0 still runs the job, even on a loaded machine
+    with Run(node, queue, workers=2, lease_ms=1_500, work_ms=600, handler=f"echomq_teach.lab.handlers:{handler}",
              tick_ms=20, timeout=60) as run:
         [job] = run.produce(1)
         report, late = zombie(run, [job], lambda: any(o.worker == "w0" for o in run.history().notes("run")),

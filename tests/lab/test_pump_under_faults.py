@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from conftest import gone
+from conftest import gone, server_ms, wait_for, wait_until_due
 
 from echomq_teach import jobs, keyspace
 from echomq_teach.errors import BadInput
@@ -83,8 +83,13 @@ def test_the_pump_s_cut_link_is_its_own_and_without_the_pump_a_retry_stays_sched
         # the control: this run's metronome does not promote, so with the Pump stopped nothing comes back
         pump.stop()
         run.produce(1, payload=lambda i: "fails once too!")
-        assert not run.wait_drained(1.0)
-        assert run.sizes()["schedule"] == 1
+        wait_for(lambda: run.sizes()["schedule"] == 1, "its failed first try is scheduled")
+        wait_until_due(run.conn, queue, "schedule")
+        due = server_ms(run.conn)
+        # two beats of the run's metronome after the retry came due: either could have promoted it; neither did
+        wait_for(lambda: len([o for o in run.history().calls() if o.worker == "metronome" and o.sent > due]) >= 2,
+                 "two metronome beats after the retry came due")
+        assert run.sizes()["schedule"] == 1 and run.sizes()["pending"] == 0
         run.stop()
 
 

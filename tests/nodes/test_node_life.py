@@ -17,7 +17,7 @@ import threading
 import time
 
 import pytest
-from conftest import alive, wait_gone
+from conftest import alive, wait_for, wait_gone
 
 from echomq_teach.nodes import container
 from echomq_teach.nodes.local import LocalNode
@@ -25,16 +25,23 @@ from echomq_teach.nodes.local import LocalNode
 
 def test_a_node_started_from_a_worker_thread_outlives_the_thread() -> None:
     box: dict = {}
-    t = threading.Thread(target=lambda: box.setdefault("node", LocalNode()))
+
+    def start() -> None:
+        box["tid"] = threading.get_native_id()
+        box["node"] = LocalNode()
+
+    t = threading.Thread(target=start)
     t.start()
     t.join()
     n = box["node"]
     try:
-        time.sleep(0.3)  # the death signal, if it were bound to that thread, has been delivered by now
-        assert alive(n.pid), "the server died with the thread that started it"
+        # a death signal bound to the thread is sent as the thread's task exits, before the task leaves
+        # /proc; a server sent SIGKILL never answers again, so the PING below is the event, not a nap
+        wait_for(lambda: not os.path.exists(f"/proc/self/task/{box['tid']}"), "the thread's task is gone")
         c = n.client()
-        assert c.ping()
+        assert c.ping(), "the server died with the thread that started it"
         c.close()
+        assert alive(n.pid)
     finally:
         n.stop()
 
@@ -203,6 +210,7 @@ def test_a_killed_kernel_takes_its_container_node_with_it() -> None:
         client.close()
 
 
+@pytest.mark.container
 def test_sweep_removes_a_dead_owners_container_and_spares_a_live_one() -> None:
     reason = _engine_reason()
     if reason:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
 
 from echomq_teach.errors import NodeError
 from echomq_teach.nodes import process
@@ -55,6 +56,8 @@ def test_ready_wait_returns_once_the_predicate_holds_and_the_log_holds_what_it_p
 def test_a_timeout_names_the_log_tail_and_leaves_no_process(tmp_path):
     code = "import time\nfor i in range(40): print('line', i)\ntime.sleep(60)"
     child = python(code, tmp_path / "c.log", what="the sleeper")
+    # its forty lines are written first (a loaded machine may take longer than the bound below to start it)
+    wait_for(lambda: "line 39" in (tmp_path / "c.log").read_text(), "the sleeper's forty lines", timeout=30)
     with pytest.raises(ChildError) as err:
         child.wait_ready(lambda: False, timeout=0.5)
     text = str(err.value)
