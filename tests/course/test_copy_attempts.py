@@ -87,14 +87,20 @@ def test_every_exercise_but_the_builds_has_a_copy_attempt():
 
 @pytest.mark.parametrize(("key", "n"), CASES, ids=[f"{k}-{COPIES[k][n][0]}" for k, n in CASES])
 def test_a_copy_fails_with_the_finding_that_says_why(key, n, conn, native_conn):
-    what, answer, says = COPIES[key][n]
+    _refused(key, *COPIES[key][n], conn, native_conn)
+
+
+def _refused(key, what, answer, says, conn, native_conn):
+    """``answer`` fails ``key``'s check with each of ``says``, never the hint, and leaves the nodes' keys be."""
     conns = (conn, native_conn) if key.startswith("04.") else (conn,)
+    before = [set(c.client.keys("*")) for c in conns]
     verdict = exercises.check(key, answer, *conns)
     text = str(verdict)
-    assert not verdict.ok, f"{key}: copying {what} passes:\n{text}"
+    assert not verdict.ok, f"{key}: {what} passes:\n{text}"
     for s in says:
         assert s in text, (key, what, s, text)
     assert registry.REGISTRY[key].hint not in text
+    assert [set(c.client.keys("*")) for c in conns] == before  # the check left nothing behind, refused or not
 
 
 # -- the lazy routes of attack reports A and B, and ours: each now refused (tests/course/wrong_answers/lazy.py) ------
@@ -145,16 +151,7 @@ def dealt_one_way(monkeypatch):
 
 @pytest.mark.parametrize(("key", "n"), LAZY_CASES, ids=[f"{k}-{LAZY[k][n][0]}" for k, n in LAZY_CASES])
 def test_a_lazy_route_fails_with_the_finding_that_says_why(key, n, conn, native_conn, dealt_one_way):
-    what, answer, says = LAZY[key][n]
-    conns = (conn, native_conn) if key.startswith("04.") else (conn,)
-    before = [set(c.client.keys("*")) for c in conns]
-    verdict = exercises.check(key, answer, *conns)
-    text = str(verdict)
-    assert not verdict.ok, f"{key}: the lazy route {what} passes:\n{text}"
-    for s in says:
-        assert s in text, (key, what, s, text)
-    assert registry.REGISTRY[key].hint not in text
-    assert [set(c.client.keys("*")) for c in conns] == before  # the check left nothing behind, refused or not
+    _refused(key, *LAZY[key][n], conn, native_conn)
 
 
 def test_a_copy_tried_on_a_node_started_before_the_check_is_refused(conn):
