@@ -90,10 +90,11 @@ def start_server(name: str, work: Path) -> Student:
     env["JUPYTERLAB_SETTINGS_DIR"] = str(home / "settings")
     env["JUPYTERLAB_WORKSPACES_DIR"] = str(home / "workspaces")
     token, port = secrets.token_hex(16), free_port()
+    env["JUPYTER_TOKEN"] = token  # not on the command line, which ps shows to every user of the machine
     log = open(home / "jupyter.log", "wb")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser", "--ip", "127.0.0.1",
-         "--port", str(port), f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+         "--port", str(port), f"--ServerApp.root_dir={root}",
          "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
         env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
     )

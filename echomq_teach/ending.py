@@ -16,6 +16,12 @@ connection: in IPython the sixteen-frame ``ConnectionError`` is replaced by one
 line that says which node was stopped and the call that brings one back.
 Any other error shows its traceback as usual.
 
+**A one line that lets the run go on.** A room may register a kind of error
+whose one line is the cell's whole answer (``one_line(..., goes_on=True)``: a
+native node on a machine that cannot have one). Such a cell still shows its
+red line, but its reply to Jupyter is "ok", so Run All (which stops at the
+first cell whose reply is an error) goes on to the next cell.
+
 The core imports nothing of the rooms: the nodes and the lab register here.
 """
 
@@ -114,22 +120,25 @@ def stopped_hint(exc: BaseException) -> str | None:
     return None
 
 
-#: the rooms' own one-line errors (``one_line``): (types, the line for such an error or None, its label)
-_one_liners: list[tuple[tuple[type[BaseException], ...], Callable[[BaseException], str | None], str]] = []
+#: the rooms' own one-line errors (``one_line``): (types, the line for such an error or None, its label, goes on)
+_one_liners: list[tuple[tuple[type[BaseException], ...], Callable[[BaseException], str | None], str, bool]] = []
 #: the exception types this process last gave IPython (so it can widen them; a learner's own stay)
 _hooked: tuple[type[BaseException], ...] = ()
+#: the error of the running cell that was shown as a line that lets the run go on (``_after_cell`` clears it)
+_went_on: list[BaseException] = []
 
 
 def one_line(types: tuple[type[BaseException], ...], describe: Callable[[BaseException], str | None],
-             label: str) -> None:
+             label: str, goes_on: bool = False) -> None:
     """In IPython, show an error of ``types`` that ``describe`` has a line for as that one red line.
 
     ``label: <line>`` replaces the frames; an error ``describe`` answers None for keeps its
-    traceback. The rooms register theirs here (the core imports none of them).
+    traceback. With ``goes_on``, a cell that ends in such a line answers Jupyter "ok", so Run All
+    goes on past it. The rooms register theirs here (the core imports none of them).
     """
     with _lock:
-        if (types, describe, label) not in _one_liners:
-            _one_liners.append((types, describe, label))
+        if (types, describe, label, goes_on) not in _one_liners:
+            _one_liners.append((types, describe, label, goes_on))
     install()
     shell = _ipython()
     if shell is not None:
@@ -141,14 +150,28 @@ def _on_error(
 ) -> None:
     import redis
 
-    found = [(stopped_hint(value), "NodeStopped")] if isinstance(value, redis.exceptions.ConnectionError) else []
-    found += [(describe(value), label) for types, describe, label in list(_one_liners) if isinstance(value, types)]
-    for line, label in found:
+    found = [(stopped_hint(value), "NodeStopped", False)] if isinstance(value, redis.exceptions.ConnectionError) else []
+    found += [(describe(value), label, goes_on)
+              for types, describe, label, goes_on in list(_one_liners) if isinstance(value, types)]
+    for line, label, goes_on in found:
         if line:
             # ipykernel sends this as the cell's error: one red line instead of the frames
             shell._showtraceback(etype, value, [f"\x1b[0;31m{label}\x1b[0m: {line}"])
+            if goes_on:
+                _went_on[:] = [value]
             return
     shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+
+
+def _after_cell(result: Any) -> None:
+    """IPython's ``post_run_cell``: a cell whose error was a line that goes on answers Jupyter "ok".
+
+    ipykernel reads ``result.success`` after this event to choose the reply's status, and aborts the
+    cells queued behind an "error" reply (Run All's ``stop_on_error``); the red line stays the cell's output.
+    """
+    went_on, _went_on[:] = list(_went_on), []
+    if result is not None and went_on and result.error_in_exec is went_on[0]:
+        result.error_in_exec = None
 
 
 def cell_names(source: str) -> set[str]:
@@ -218,9 +241,11 @@ def _hook_errors(shell: Any) -> None:
     # a learner's own handler stays: ours goes in only where none is set, or where ours is
     if getattr(shell, "custom_exceptions", ()) not in ((), None, _hooked):
         return
-    types = (redis.exceptions.ConnectionError, *(t for types, _, _ in _one_liners for t in types))
+    types = (redis.exceptions.ConnectionError, *(t for types, _, _, _ in _one_liners for t in types))
     _hooked = tuple(dict.fromkeys(types))
     shell.set_custom_exc(_hooked, _on_error)
+    if _after_cell not in shell.events.callbacks["post_run_cell"]:
+        shell.events.register("post_run_cell", _after_cell)
 
 
 def _hook_sigterm() -> None:

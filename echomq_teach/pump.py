@@ -7,14 +7,17 @@ suits a deployment whose workers do not sweep (a pool's consumers, or workers
 in another language) and where promotion should go on when no pool runs.
 
 ``Pump(conn, queues)`` runs on a thread (``start``/``stop``); ``python -m
-echomq_teach.pump --url redis://… QUEUE…`` runs it as a process of its own, which
-stops cleanly on SIGTERM or SIGINT and prints what it promoted. Recovery of
+echomq_teach.pump QUEUE…`` runs it as a process of its own, on the node named by
+``$ECHOMQ_URL`` (as the floor's driver is: a URL on the command line carries the
+node's password, and ``ps`` shows every argument to every user of the machine),
+which stops cleanly on SIGTERM or SIGINT and prints what it promoted. Recovery of
 lapsed leases is not its job: a reap or a stall sweep still needs a caller.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -82,14 +85,23 @@ def main(argv: list[str] | None = None, out: Any = None) -> int:
     out = out or sys.stdout
     p = argparse.ArgumentParser(prog="python -m echomq_teach.pump", description=__doc__.splitlines()[0])
     p.add_argument("queues", nargs="+", metavar="QUEUE", help="the queues whose due jobs it promotes")
-    p.add_argument("--url", required=True, help="the node, as redis://[user:password@]host:port or unix://path")
     p.add_argument("--interval-ms", type=int, default=100, help="the beat (default 100 ms)")
     p.add_argument("--wire", type=int, choices=(4, 6), default=4, help="4: the scripts; 6: the native commands")
+    p.add_argument("--url", help=argparse.SUPPRESS)  # refused below, with where the URL goes instead
+    p.epilog = "The node: $ECHOMQ_URL, as redis://[user:password@]host:port/0 or unix://[user:password@]/path."
     args = p.parse_args(argv)
+    if args.url is not None:
+        print("pump: the node's URL goes in $ECHOMQ_URL, not on the command line (ps shows every argument to "
+              "every user of the machine, password and all)", file=sys.stderr)
+        return 2
+    url = os.environ.get("ECHOMQ_URL")
+    if not url:
+        print("pump: set ECHOMQ_URL to the node, e.g. redis://:password@127.0.0.1:6390/0", file=sys.stderr)
+        return 2
     try:
-        conn = connect(address_from_url(args.url), wire=args.wire)
+        conn = connect(address_from_url(url), wire=args.wire)
         pump = Pump(conn, args.queues, interval_ms=args.interval_ms, lost_link="retry")
-    except BadInput as exc:
+    except (BadInput, ValueError) as exc:  # ValueError: a URL redis-py cannot read
         print(f"pump: {exc}", file=sys.stderr)
         return 2
 

@@ -133,6 +133,7 @@ def lab_server(
     write_settings(tmp / "settings", notifications)
     extra = [f"--LabApp.app_settings_dir={app_settings_dir}"] if app_settings_dir is not None else []
     token, port = secrets.token_hex(16), free_port()
+    env["JUPYTER_TOKEN"] = token  # not on the command line, which ps shows to every user of the machine
     log_path = tmp / "jupyter.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
@@ -146,7 +147,6 @@ def lab_server(
                 "127.0.0.1",
                 "--port",
                 str(port),
-                f"--IdentityProvider.token={token}",
                 f"--ServerApp.root_dir={root_dir}",
                 "--LabApp.news_url=None",
                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
@@ -272,6 +272,12 @@ def shot(pg, path: Path, locator=None) -> Path:
 
 def shot_whole_notebook(pg, panel, path: Path, width: int = 1280) -> Path:
     """Grow the window until the notebook needs no scrolling, then take a full-page PNG from its top."""
+    fit_notebook(pg, panel, width)
+    return shot(pg, path)
+
+
+def fit_notebook(pg, panel, width: int = 1280) -> None:
+    """Grow the window until the notebook needs no scrolling, its top in view: every cell on screen at once."""
     scroller = panel.locator(".jp-WindowedPanel-outer").first
     for _ in range(4):  # a taller window re-lays the notebook out; settle in a few rounds
         client, need = scroller.evaluate("e => [e.clientHeight, e.scrollHeight - e.clientHeight]")
@@ -283,7 +289,6 @@ def shot_whole_notebook(pg, panel, path: Path, width: int = 1280) -> Path:
             "([e, h]) => e.clientHeight >= h", arg=[scroller.element_handle(), client + need], timeout=UI_MS
         )
     scroller.evaluate("e => { e.scrollTop = 0; }")
-    return shot(pg, path)
 
 
 # Clicks ``button`` and answers the milliseconds, on the page's own clock, until the widget output it

@@ -10,6 +10,7 @@ import tempfile
 import time
 
 import pytest
+from a11y_support import pytest_terminal_summary  # noqa: F401 - the accessibility audit's figures
 from skip_check import pytest_addoption, pytest_configure  # noqa: F401 - the unexpected-skip check
 
 from echomq_teach import snapshots, start_node

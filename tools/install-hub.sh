@@ -2,7 +2,8 @@
 # What a classroom's JupyterHub needs (and the hub test, pytest -m hub): jupyterhub, the
 # native authenticator and DockerSpawner in the venv (the project's 'hub' extra), and
 # npm's configurable-http-proxy in a project-local folder (build/hub-proxy, ignored by
-# git). Where npm is missing, Debian's nodejs and npm are installed first (as root).
+# git). Where npm is missing, Debian's nodejs and npm are installed first (as root,
+# tools/setup-system.sh --npm).
 # Idempotent; prints the proxy's path.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -14,16 +15,7 @@ if ! "$python" -c 'import jupyterhub, nativeauthenticator, dockerspawner' 2>/dev
 fi
 chp=$prefix/node_modules/.bin/configurable-http-proxy
 if [ ! -x "$chp" ]; then
-  if ! command -v npm >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && grep -qs '^ID=debian' /etc/os-release; then
-      export DEBIAN_FRONTEND=noninteractive
-      apt-get update -qq
-      apt-get install -y -qq nodejs npm >/dev/null
-    else
-      echo "install-hub: npm is missing (Debian, as root: apt-get install -y nodejs npm)" >&2
-      exit 1
-    fi
-  fi
+  command -v npm >/dev/null 2>&1 || bash "$root/tools/setup-system.sh" --npm
   # a version whose declared engines the installed node meets: 5.3.0 wants node 20 (what a
   # node-20 machine gets), 5.1.0 is the newest that declares node 18 (Debian 12's nodejs); npm
   # itself only warns on an unmet engine. Both ran tests/classroom/test_hub.py, 5.1.0 on Debian's node 18.

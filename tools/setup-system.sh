@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system parts the kit needs on Debian 12 (as root): python3 with
-# venv, a C compiler, and (with --browser) Debian's chromium, (with --docker) docker.io.
+# venv, a C compiler, and (with --browser) Debian's chromium, (with --docker) docker.io, (with
+# --npm) nodejs and npm (the hub's proxy and the browser tests' axe-core come from npm).
 # valkey-server is not among them: Debian 12 offers Valkey 8.0.1, which a script can
 # crash (docs/classroom.md); tools/bootstrap.sh installs the pinned Valkey 9.1.2 into
 # the venv instead (tools/install-valkey.sh). Should a part ever need <codename>-backports,
@@ -10,10 +11,12 @@ set -euo pipefail
 
 want_browser=0
 want_docker=0
+want_npm=0
 for a in "$@"; do
   case "$a" in
     --browser) want_browser=1 ;;
     --docker) want_docker=1 ;;
+    --npm) want_npm=1 ;;
     *) echo "setup-system: unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -25,6 +28,7 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev make)
 [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null 2>&1 && need+=(chromium)
 [ "$want_docker" = 1 ] && ! command -v dockerd >/dev/null 2>&1 && need+=(docker.io)
+[ "$want_npm" = 1 ] && ! command -v npm >/dev/null 2>&1 && need+=(nodejs npm)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 if [ ! -r /etc/os-release ] || ! grep -q '^ID=debian' /etc/os-release; then

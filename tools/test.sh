@@ -2,7 +2,8 @@
 # Runs the whole test suite in three sessions: the tests on parallel workers (pytest-xdist,
 # two per core; ECHOMQ_TEST_WORKERS=1 runs them one after another), then the tests that must
 # run alone (marked browser, container, hub or alone: tests/conftest.py) one after another,
-# then every notebook under pytest --nbval (tools/nbtest.sh: several kernels at a time). As
+# then every notebook under pytest --nbval (tools/nbtest.sh: several kernels at a time). It
+# installs axe-core for the browser tests' accessibility audit (tools/install-axe.sh). As
 # root on Debian it also installs Chromium and docker.io, starts a private Docker engine (no
 # bridge, loopback only), builds the offline node and course images into it for the container
 # tests and stops it by PID at the end; elsewhere those tests skip and say why. At the end it
@@ -24,6 +25,8 @@ fi
 # the classroom hub test needs jupyterhub, its authenticator and spawner, and npm's
 # configurable-http-proxy (nodejs and npm from Debian where npm is missing)
 bash tools/install-hub.sh >/dev/null
+# the browser tests' accessibility audit injects axe-core (npm, pinned by tools/axe.lock) into their pages
+bash tools/install-axe.sh >/dev/null
 
 engine=""
 images=""  # the PID of the image builds, which run beside the parallel session

@@ -65,11 +65,12 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from echomq_teach.lab.figures import description
 from echomq_teach.lab.timeline import draw as draw_timeline
 
 from .chaos_model import EVENT_COLOURS, LIFETIME_S, WATCH_LIMIT_S, ChaosRun, RoundVerdict, SlotState, Watch
-from .plots import draw_sizes, new_figure, png
-from .render import badge, esc, stylesheet, wrap
+from .plots import Picture, draw_sizes, new_figure
+from .render import badge, button, esc, stylesheet, wrap
 
 TITLE = "Chaos · worker processes drain one queue while you kill, freeze and restart"
 _EVENTS_SHOWN = 8
@@ -133,13 +134,13 @@ class ChaosView(widgets.VBox):
         auto = widgets.Layout(width="auto")
         self.batch_input = widgets.IntText(value=batch, description="jobs", style={"description_width": "initial"},
                                            layout=widgets.Layout(width="120px"))
-        self.enqueue_button = widgets.Button(description="enqueue", button_style="primary", layout=auto,
+        self.enqueue_button = button(description="enqueue", button_style="primary", layout=auto,
                                              tooltip="enqueue this many jobs (the producer's lane)")
-        self.restart_button = widgets.Button(description="restart node", button_style="danger", layout=auto,
+        self.restart_button = button(description="restart node", button_style="danger", layout=auto,
                                              tooltip="SIGKILL the node and start it on its append-only file")
-        self.flush_button = widgets.Button(description="SCRIPT FLUSH", layout=auto,
+        self.flush_button = button(description="SCRIPT FLUSH", layout=auto,
                                            tooltip="the node forgets every script: NOSCRIPT, then a reload")
-        self.refresh_button = widgets.Button(description="refresh", layout=auto,
+        self.refresh_button = button(description="refresh", layout=auto,
                                              tooltip="read the sizes now and watch again")
         self.status = widgets.HTML()
         self.slot_html: list[widgets.HTML] = []
@@ -150,11 +151,11 @@ class ChaosView(widgets.VBox):
         rows = []
         for i in range(self.model.size):
             label = widgets.HTML(layout=widgets.Layout(width="430px"))
-            kill = widgets.Button(description="kill", button_style="danger", layout=auto,
+            kill = button(description="kill", button_style="danger", layout=auto,
                                   tooltip="SIGKILL by PID; a new worker takes the slot")
-            freeze = widgets.Button(description="freeze", button_style="info", layout=auto, tooltip="SIGSTOP")
-            thaw = widgets.Button(description="thaw", layout=auto, tooltip="SIGCONT")
-            drop = widgets.Button(description="drop link", button_style="warning", layout=auto,
+            freeze = button(description="freeze", button_style="info", layout=auto, tooltip="SIGSTOP")
+            thaw = button(description="thaw", layout=auto, tooltip="SIGCONT")
+            drop = button(description="drop link", button_style="warning", layout=auto,
                                   tooltip="CLIENT KILL the worker's link")
             kill.on_click(lambda _b, i=i: self._guard(lambda: self.model.kill(i)))
             freeze.on_click(lambda _b, i=i: self._guard(lambda: self.model.freeze(i)))
@@ -174,10 +175,10 @@ class ChaosView(widgets.VBox):
         self.refresh_button.on_click(lambda _b: self._guard(lambda: None))
 
         self.figure = new_figure(6.4, 2.7)
-        self.plot = widgets.Image(format="png", layout=widgets.Layout(max_width="704px"))
+        self.plot = Picture(704)
         self.events_html = widgets.HTML(layout=widgets.Layout(flex="1 1 280px", min_width="260px"))
         self.verdict_html = widgets.HTML()
-        self.timeline_image = widgets.Image(format="png", layout=widgets.Layout(max_width="1056px", display="none"))
+        self.timeline_image = Picture(1056, layout=widgets.Layout(display="none"))
         self.timeline_figure: Any = None
         self._timeline_round: tuple[int, float] | None = None
 
@@ -354,9 +355,10 @@ class ChaosView(widgets.VBox):
                          for e in m.round_events()]
                 lo = m.seconds(m.round_start_ms)
                 hi = max([lo + 1.0, *xs[-1:]])
-                draw_sizes(self.figure, xs, sizes, xlabel="seconds since the first worker's first call (node clock)",
-                           title=f"set sizes · round {m.round}", marks=marks, xlim=(max(0.0, lo - 0.2), hi + 0.2))
-                self.plot.value = png(self.figure)
+                alt = draw_sizes(self.figure, xs, sizes, title=f"set sizes · round {m.round}", marks=marks,
+                                 xlabel="seconds since the first worker's first call (node clock)",
+                                 xlim=(max(0.0, lo - 0.2), hi + 0.2))
+                self.plot.show(self.figure, alt)
                 self._drawn_at = time.monotonic()
 
     def _status_text(self) -> str:
@@ -394,7 +396,8 @@ class ChaosView(widgets.VBox):
         else:
             body = "".join(f'<div class="emq-event emq-ev-{esc(e.kind)}"><code>+{m.seconds(e.at_ms):.1f} s</code> '
                            f"{esc(e.text)}</div>" for e in evs)
-        self.events_html.value = wrap(f'<div class="emq-events"><h4>what you did (round {m.round})</h4>{body}</div>')
+        self.events_html.value = wrap(f'<div class="emq-events"><div class="emq-events-head">what you did '
+                                      f"(round {m.round})</div>{body}</div>")
 
     def _draw_verdict(self) -> None:
         m = self.model
@@ -410,7 +413,7 @@ class ChaosView(widgets.VBox):
         fig = new_figure(9.6, 0.42 * lanes + 1.9, layout=None)
         draw_timeline(v.history, v.report, ax=fig.add_subplot(), title=f"the run after round {v.round}")
         self.timeline_figure = fig
-        self.timeline_image.value = png(fig)
+        self.timeline_image.show(fig, description(fig))
         self.timeline_image.layout.display = ""
         self._timeline_round = (v.round, v.at_ms)
 

@@ -14,8 +14,8 @@ from echomq_teach.snapshots import Snapshot
 
 from .flow_model import MAX_CHILDREN, FlowEvent, FlowRun
 from .model import as_connector
-from .plots import draw_counter, new_figure, png
-from .render import badge, caption_html, esc, fallback, stylesheet, trace_html, wrap
+from .plots import Picture, draw_counter, new_figure
+from .render import badge, button, caption_html, esc, fallback, stylesheet, trace_html, wrap
 from .setview import SetView
 
 TITLE = "The flow composer · the :dependencies counter ticks to zero"
@@ -44,13 +44,15 @@ class FlowComposer(widgets.VBox):
         self._listeners: list[Callable[[FlowEvent | None], None]] = []
 
         self.title_html = widgets.HTML(wrap(f'<div class="emq-title">{esc(title)}</div>') if title else "")
-        self.children_input = widgets.IntSlider(
+        # a number box, not a slider: ipywidgets' slider handle has no accessible name for a screen reader,
+        # and the box takes the arrow keys as well as typing
+        self.children_input = widgets.BoundedIntText(
             value=children,
             min=1,
             max=MAX_CHILDREN,
             description="children (N)",
             style={"description_width": "initial"},
-            layout=widgets.Layout(width="260px"),
+            layout=widgets.Layout(width="170px"),
         )
         self.policy_input = widgets.Dropdown(
             options=list(POLICIES),
@@ -60,14 +62,14 @@ class FlowComposer(widgets.VBox):
             layout=widgets.Layout(width="200px"),
         )
         auto = widgets.Layout(width="auto")  # the labels change; never cut them off
-        self.land_button = widgets.Button(description="land the flow", button_style="primary", layout=auto)
-        self.complete_button = widgets.Button(
+        self.land_button = button(description="land the flow", button_style="primary", layout=auto)
+        self.complete_button = button(
             description="complete next child", button_style="success", layout=widgets.Layout(width="auto")
         )
-        self.fail_button = widgets.Button(
+        self.fail_button = button(
             description="fail next child", button_style="danger", layout=widgets.Layout(width="auto")
         )
-        self.reprocess_button = widgets.Button(
+        self.reprocess_button = button(
             description="reprocess dead child", tooltip="jobs.reprocess", layout=widgets.Layout(width="auto")
         )
         self.status = widgets.HTML()
@@ -76,7 +78,7 @@ class FlowComposer(widgets.VBox):
         self.trace_html = widgets.HTML()
         self.reads_html = widgets.HTML()
         self.figure = new_figure(4.4, 2.3)
-        self.plot = widgets.Image(format="png", layout=widgets.Layout(max_width="490px"))
+        self.plot = Picture(490)
         self.set_view = SetView(self.conn, self.model.queue, reader=self.model.reader, rows="table", autorefresh=False)
 
         self.land_button.on_click(lambda _b: self._guard(self.land))
@@ -220,14 +222,14 @@ class FlowComposer(widgets.VBox):
             self.set_view.queue = m.queue
             self.set_view.show(ev.call.after, ev.call.before, ev.call.changes)
         self._draw_state(snap)
-        draw_counter(
+        alt = draw_counter(
             self.figure,
             self.counter,
             [e.label for e in m.events],
             m.n or self.children_input.value,
             title=":dependencies" + (f" of {m.parent_id}" if m.parent_id else ""),
         )
-        self.plot.value = png(self.figure)
+        self.plot.show(self.figure, alt)
         self._buttons(snap)
         for fn in list(self._listeners):
             fn(ev)

@@ -16,7 +16,7 @@ from echomq_teach.nodes.node import Node
 from echomq_teach.snapshots import Snapshot
 
 from .model import as_connector, reader_for
-from .plots import draw_sizes, new_figure, png
+from .plots import Picture, draw_sizes, new_figure
 from .render import fallback
 
 if TYPE_CHECKING:
@@ -94,7 +94,8 @@ class CounterPlot(widgets.VBox):
         self.series = SizeSeries(tuple(sets))
         self.figure = new_figure(width, height)
         self.redraw_every = redraw_every
-        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width=f"{int(width * 110)}px"))
+        # the figure as an <img> with its text alternative (``image.png`` the bytes, ``image.alt`` the words)
+        self.image = Picture(int(width * 110))
         self._drawn_at = 0.0
         super().__init__([self.image])
         self.draw()
@@ -189,10 +190,10 @@ class CounterPlot(widgets.VBox):
     def draw(self) -> None:
         s = self.series
         if self.x == "time":
-            draw_sizes(self.figure, s.seconds(), s.sizes, xlabel="server seconds", title=self.title)
+            alt = draw_sizes(self.figure, s.seconds(), s.sizes, xlabel="server seconds", title=self.title)
         else:
-            draw_sizes(self.figure, list(range(len(s))), s.sizes, labels=s.labels, title=self.title)
-        self.image.value = png(self.figure)
+            alt = draw_sizes(self.figure, list(range(len(s))), s.sizes, labels=s.labels, title=self.title)
+        self.image.show(self.figure, alt)
         self._drawn_at = time.monotonic()
 
     def _maybe_draw(self) -> None:

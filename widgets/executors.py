@@ -13,7 +13,7 @@ from echomq_teach.snapshots import Snapshot
 
 from .compare import SCENARIOS, Comparison, Difference, ExecutorRun, Side
 from .model import as_connector, when
-from .render import esc, fallback, ordered_fields, short, stylesheet, trace_html, wrap
+from .render import button, esc, fallback, ordered_fields, short, stylesheet, trace_html, wrap
 
 TITLE = "One transition, two executors"
 
@@ -31,16 +31,18 @@ def _end_state(snap: Snapshot, job_id: str) -> str:
 
 
 def _field_row(name: str, value: str) -> str:
-    # lease_epoch is the one field only the native executor writes: mark it
-    cls = ' class="emq-doc"' if name == "lease_epoch" else ""
-    return f'<tr><td>{esc(name)}</td><td{cls} title="{esc(value)}">{esc(short(value, 20))}</td></tr>'
+    # lease_epoch is the one field only the native executor writes: mark it, in words as well as colour
+    if name == "lease_epoch":
+        return (f'<tr><td>{esc(name)}</td><td class="emq-doc" title="{esc(value)}">{esc(short(value, 20))}'
+                '<span class="emq-tag">native only</span></td></tr>')
+    return f'<tr><td>{esc(name)}</td><td title="{esc(value)}">{esc(short(value, 20))}</td></tr>'
 
 
 def _side_html(side: Side, job_id: str, heading: str) -> str:
     c = side.call
     reply = f"(error) {c.error}" if c.error is not None else repr(c.reply)
     return (
-        f'<div class="emq-col"><h4>{esc(heading)}</h4>'
+        f'<div class="emq-col"><div class="emq-col-head">{esc(heading)}</div>'
         f"{trace_html(c.entries)}"
         f"<div>reply <code>{esc(reply)}</code></div>"
         f'<div style="margin-top:6px">end state of <code>{esc(job_id)}</code></div>'
@@ -87,7 +89,7 @@ class ExecutorView(widgets.VBox):
             description="step",
             layout=widgets.Layout(width="420px"),
         )
-        self.run_button = widgets.Button(description="run on both", button_style="primary")
+        self.run_button = button(description="run on both", button_style="primary")
         self.status = widgets.HTML()
         self.cols_html = widgets.HTML()
         self.diff_html = widgets.HTML()

@@ -1,20 +1,26 @@
-"""Matplotlib figures drawn off-screen (Agg) and handed to an ipywidgets Image as PNG.
+"""Matplotlib figures drawn off-screen (Agg) and shown in a widget as an ``<img>`` with its text alternative.
 
 A ``Figure`` made here never touches pyplot, so the inline backend never shows
-a stray copy at the end of a cell and nbval sees no extra output.
+a stray copy at the end of a cell and nbval sees no extra output. Each drawer
+answers the figure in words, and ``Picture`` shows both: an ipywidgets
+``Image`` has no ``alt``, so a screen reader would meet a picture with no name.
+Each set keeps its colour, marker and line style from ``echomq_teach.lab.styles``.
 """
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 
+import ipywidgets as widgets
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-SET_COLOURS = {"pending": "#1f6feb", "active": "#1a7f37", "schedule": "#9a6700", "dead": "#cf222e"}
+from echomq_teach.lab import figures
+from echomq_teach.lab.styles import SETS
+
 DPI = 110
+_MARKED = 14  # at most this many markers on one line: the shapes stay apart on a long run
 
 
 def new_figure(width: float = 6.4, height: float = 2.6, *, layout: str | None = "constrained") -> Figure:
@@ -25,9 +31,22 @@ def new_figure(width: float = 6.4, height: float = 2.6, *, layout: str | None = 
 
 
 def png(fig: Figure) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
-    return buf.getvalue()
+    """The whole figure at its own size (a widget's picture keeps its place as it redraws)."""
+    return figures.png(fig, crop=False)
+
+
+class Picture(widgets.HTML):
+    """A figure as an ``<img>`` with its text alternative; ``.png`` holds the bytes, ``.alt`` the words."""
+
+    def __init__(self, max_width: int, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.max_width = max_width
+        self.png = b""
+        self.alt = ""
+
+    def show(self, fig: Figure, alt: str) -> None:
+        self.png, self.alt = png(fig), alt
+        self.value = figures.img_html(self.png, alt, max_width=self.max_width)
 
 
 def _style(ax) -> None:  # noqa: ANN001 - a matplotlib Axes
@@ -48,18 +67,23 @@ def draw_sizes(
     title: str = "set sizes",
     marks: Sequence[tuple[float, str, str]] = (),
     xlim: tuple[float, float] | None = None,
-) -> None:
-    """One step line per set; ``labels`` name the x positions (per-step mode).
+) -> str:
+    """One step line per set, each in its colour, marker and line style; answers the plot in words.
 
-    ``marks`` are moments drawn across the plot as (x, label, colour): a fault, say.
+    ``labels`` name the x positions (per-step mode). ``marks`` are moments drawn across the plot as
+    (x, label, colour): a fault, say, each with its label written beside its line.
     """
     fig.clear()
     ax = fig.add_subplot()
     _style(ax)
+    every = max(1, len(xs) // _MARKED)
     for name, ys in series.items():
         if ys:
-            ax.step(xs, ys, where="post", label=name, color=SET_COLOURS.get(name), linewidth=1.8)
-            ax.plot(xs, ys, "o", color=SET_COLOURS.get(name), markersize=3 if len(xs) > 40 else 4)
+            st = SETS[name]
+            ax.step(xs, ys, where="post", color=st.colour, linewidth=1.8, linestyle=st.linestyle)
+            ax.plot(xs, ys, st.marker, color=st.colour, markersize=4.5 if every > 1 else 5.5, markevery=every)
+            # the legend's key shows the line and its marker together
+            ax.plot([], [], color=st.colour, linestyle=st.linestyle, marker=st.marker, label=name)
     if labels is not None and len(labels) == len(xs) and len(xs) <= 16:
         ax.set_xticks(
             list(xs), list(labels), rotation=30 if len(xs) > 6 else 0, ha="right" if len(xs) > 6 else "center"
@@ -78,27 +102,56 @@ def draw_sizes(
     if any(series.values()):
         # the marks' labels stand at the top of the plot: the legend then goes above it
         where = {"loc": "lower right", "bbox_to_anchor": (1.0, 1.0)} if marks else {"loc": "upper right"}
-        ax.legend(fontsize=8, frameon=False, ncols=4, **where)
+        ax.legend(fontsize=8, frameon=False, ncols=4, handlelength=3, **where)
+    return sizes_text(title, xs, series, xlabel=xlabel, labels=labels, marks=marks)
+
+
+def sizes_text(
+    title: str,
+    xs: Sequence[float],
+    series: dict[str, Sequence[int]],
+    *,
+    xlabel: str = "step",
+    labels: Sequence[str] | None = None,
+    marks: Sequence[tuple[float, str, str]] = (),
+) -> str:
+    """What ``draw_sizes`` draws, in words: each set's first, largest and last size, and the marks."""
+    if not xs or not any(series.values()):
+        return f"Plot: {title}. No points yet."
+    if labels is not None and len(labels) == len(xs) and len(xs) <= 16:
+        span = f"{len(xs)} points ({' → '.join(labels)})"
+    else:
+        span = f"{len(xs)} points, {xlabel} {xs[0]:.3g} to {xs[-1]:.3g}"
+    sets = "; ".join(f"{name} {ys[0]} → {ys[-1]} (at most {max(ys)})" for name, ys in series.items() if ys)
+    out = f"Plot: {title}, {span}. Set sizes: {sets}."
+    if marks:
+        out += " Marked: " + ", ".join(f"{label} at {x:.1f}" for x, label, _ in marks) + "."
+    return out
 
 
 def draw_counter(
     fig: Figure, values: Sequence[int], labels: Sequence[str], n: int, *, title: str = ":dependencies"
-) -> None:
-    """The parent's outstanding-child counter, one point per action, ticking toward zero."""
+) -> str:
+    """The parent's outstanding-child counter, one point per action, ticking toward zero; answers it in words."""
     fig.clear()
     ax = fig.add_subplot()
     _style(ax)
     xs = list(range(len(values)))
+    line, dead = SETS["pending"], SETS["dead"]
     if values:
-        ax.step(xs, values, where="post", color="#1f6feb", linewidth=2)
+        ax.step(xs, values, where="post", color=line.colour, linewidth=2)
         for x, v, lab in zip(xs, values, labels):
-            # a child's death is marked red: under ignore/remove it still ticks the counter
-            colour = "#cf222e" if lab.startswith("✗") else "#1f6feb"
-            ax.plot([x], [v], "o", color=colour, markersize=6, zorder=3)
+            # a child's death is marked by the dead set's colour and shape: under ignore/remove it still ticks
+            st = dead if lab.startswith("✗") else line
+            ax.plot([x], [v], st.marker, color=st.colour, markersize=7 if st is dead else 6, zorder=3)
             ax.annotate(str(v), (x, v), textcoords="offset points", xytext=(5, 5), ha="left", fontsize=8.5)
         ax.set_xticks(xs, list(labels))
-    ax.axhline(0, color="#1a7f37", linewidth=1, linestyle="--")
+    ax.axhline(0, color=SETS["active"].ink, linewidth=1, linestyle="--")
     ax.set_ylim(-0.3, max(n, 1) + 0.9)
     ax.set_xlim(-0.5, max(len(values) - 0.5, n + 1.5))
     ax.set_ylabel("outstanding", fontsize=9)
     ax.set_title(title, fontsize=10, loc="left")
+    if not values:
+        return f"Plot: {title}. No flow landed yet: the counter starts at {n}."
+    steps = ", ".join(f"{v} after {lab}" for v, lab in zip(values, labels))
+    return f"Plot: {title}, the children still outstanding after each action: {steps}."

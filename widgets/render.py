@@ -12,6 +12,7 @@ from typing import Any
 
 from echomq_teach.connector import TraceEntry
 from echomq_teach.keyspace import SETS, base
+from echomq_teach.lab.styles import SETS as SET_STYLES
 from echomq_teach.snapshots import Change, Snapshot
 
 from .model import when
@@ -31,6 +32,11 @@ ROW_ORDER = (
 )
 _SHORT = 28
 
+# The sheet's last rules reach past the kit's own elements. Links in the text of a notebook that shows
+# the kit's widgets are underlined: JupyterLab draws them plain, in a blue that tells them from the words
+# around them by colour alone (WCAG 1.4.1), and a style sheet in a widget is the one the kit carries to
+# every JupyterLab a learner opens the course in. The kit's buttons (class emq-btn, render.button) take
+# darker greens, teals and oranges than JupyterLab's, on which their white labels fell below 4.5:1.
 CSS = """
 <style>
 .emq{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.4;
@@ -43,23 +49,23 @@ CSS = """
 .emq-sets{display:grid;grid-template-columns:repeat(4,minmax(124px,1fr));gap:8px;flex:3 1 530px}
 .emq-set{border:1px solid var(--jp-border-color2,#d1d9e0);border-top:3px solid var(--c);border-radius:6px;
   padding:5px 7px 6px;background:var(--jp-layout-color1,#fff);min-height:70px}
-.emq-set h4{margin:0 0 4px;font-size:12px;font-weight:600;display:flex;justify-content:space-between;
-  color:var(--c)}
-.emq-set h4 small{color:var(--jp-ui-font-color2,#59636e);font-weight:400}
-.emq-pending{--c:#1f6feb}.emq-active{--c:#1a7f37}.emq-schedule{--c:#9a6700}.emq-dead{--c:#cf222e}
+.emq-set-head{margin:0 0 4px;font-size:12px;font-weight:600;display:flex;justify-content:space-between;
+  color:var(--t)}
+.emq-set-head small{color:var(--jp-ui-font-color2,#59636e);font-weight:400}
+.emq-glyph{margin-right:4px}
 .emq-entry{padding:2px 5px;border-radius:4px;margin:2px 0;white-space:nowrap}
 .emq-entry .emq-score{display:block;color:var(--jp-ui-font-color2,#59636e);font-size:11.5px;
   white-space:normal;text-wrap:balance}
 .emq-tag{font-size:10.5px;padding:0 5px;border-radius:8px;background:#eef1f4;color:#59636e;margin-left:3px;
   font-family:var(--jp-ui-font-family,system-ui,sans-serif);text-decoration:none}
-.emq-none{color:var(--jp-ui-font-color3,#8c959f);font-style:italic;font-size:12px}
+.emq-none{color:var(--jp-ui-font-color2,#59636e);font-style:italic;font-size:12px}
 .emq-chg{background:#fff8c5;box-shadow:inset 0 0 0 1px #d4a72c;color:#1f2328}
 .emq-chg .emq-score{color:#59636e}
-.emq-gone{opacity:.6;text-decoration:line-through}
+.emq-gone{text-decoration:line-through}
 .emq-rows{flex:1 1 230px;min-width:220px;max-width:440px}
 .emq-card{border:1px solid var(--jp-border-color2,#d1d9e0);border-radius:6px;padding:5px 8px;margin:0 0 6px;
   background:var(--jp-layout-color1,#fff)}
-.emq-card h4{margin:0 0 3px;font-size:12px;font-weight:600}
+.emq-card-head{margin:0 0 3px;font-size:12px;font-weight:600}
 .emq-card table{border-collapse:collapse}
 .emq-table{border-collapse:collapse;width:100%}
 .emq-card td{padding:1px 4px;vertical-align:top;white-space:nowrap;font-size:12px}
@@ -76,7 +82,7 @@ CSS = """
 .emq-cap{border-left:3px solid #1f6feb;padding:4px 10px;margin:4px 0 6px;background:var(--jp-layout-color2,#f6f8fa)}
 .emq-cap .emq-h{font-weight:600;font-family:var(--jp-code-font-family,ui-monospace,monospace);font-size:12.5px}
 .emq-cap .emq-c{margin-top:2px}
-.emq-cap .emq-d{margin-top:3px;color:var(--jp-ui-font-color2,#59636e);font-size:12px}
+.emq-cap .emq-d{margin-top:3px;color:var(--jp-ui-font-color1,#1f2328);font-size:12px}
 .emq-trace{background:#0d1117;color:#e6edf3;border-radius:6px;padding:6px 10px;margin:4px 0 8px;
   font-family:var(--jp-code-font-family,ui-monospace,monospace);font-size:12px;overflow-x:auto}
 .emq-trace div{white-space:pre-wrap;overflow-wrap:anywhere;padding-left:2.2em;text-indent:-2.2em}
@@ -86,31 +92,41 @@ CSS = """
 .emq-trace .emq-reply::before{content:"← ";color:#7d8590}
 .emq-trace .emq-err{color:#ff7b72}
 .emq-trace .emq-note{color:#7d8590;font-style:italic}
-.emq-steps{display:flex;gap:4px;flex-wrap:wrap;margin:2px 0 6px}
+.emq-steps{display:flex;gap:4px;flex-wrap:wrap;margin:2px 0 6px;padding:0;list-style:none}
 .emq-dot{font-size:11.5px;padding:1px 8px;border-radius:10px;border:1px solid var(--jp-border-color2,#d1d9e0);
   color:var(--jp-ui-font-color2,#59636e)}
 .emq-dot.emq-done{background:#ddf4ff;border-color:#54aeff;color:#0a3069}
-.emq-dot.emq-now{background:#1f6feb;border-color:#1f6feb;color:#fff}
+.emq-dot.emq-now{background:#0b3d91;border-color:#0b3d91;color:#fff;font-weight:600}
 .emq-badge{display:inline-block;padding:0 7px;border-radius:10px;font-size:12px;background:#eef1f4;color:#1f2328}
 .emq-b-awaiting_children{background:#fff8c5}.emq-b-pending{background:#ddf4ff}.emq-b-active{background:#dafbe1}
 .emq-b-dead{background:#ffebe9}.emq-b-done{background:#eef1f4}
 .emq-diff{margin:4px 0}
 .emq-diff li{margin:1px 0}
-.emq-doc{background:#ddf4ff;color:#0a3069}.emq-same{color:#1a7f37}
+.emq-doc{background:#ddf4ff;color:#0a3069}.emq-same{color:#116329}
 .emq-undoc{background:#ffebe9;color:#82071e;font-weight:600}
 .emq-cols{display:grid;grid-template-columns:1fr 1fr;gap:10px}
 .emq-col{border:1px solid var(--jp-border-color2,#d1d9e0);border-radius:6px;padding:6px 8px;min-width:0}
-.emq-col h4{margin:0 0 4px;font-size:13px}
+.emq-col-head{margin:0 0 4px;font-size:13px;font-weight:600}
 .emq-error{color:#cf222e;font-weight:600}
 .emq-b-running{background:#dafbe1}.emq-b-frozen{background:#ddf4ff;color:#0a3069}.emq-b-ended{background:#ffebe9}
 .emq-slotline{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
-.emq-events h4{margin:0 0 4px;font-size:12px;font-weight:600}
+.emq-events-head{margin:0 0 4px;font-size:12px;font-weight:600}
 .emq-event{font-size:12px;margin:2px 0;padding-left:3.6em;text-indent:-3.6em}
 .emq-verdict{border-left:4px solid #1a7f37;padding:4px 10px;margin:6px 0;background:var(--jp-layout-color2,#f6f8fa)}
 .emq-verdict.emq-invalid{border-left-color:#cf222e}
 .emq-verdict pre{margin:4px 0 0;font-size:12px;white-space:pre-wrap;word-break:normal;overflow-wrap:break-word}
+.jp-Notebook:has(.emq) .jp-RenderedMarkdown a:link,.jp-Notebook:has(.emq) .jp-RenderedMarkdown a:visited{
+  text-decoration:underline}
+.emq-btn.mod-success,.emq-btn.mod-success:active,.emq-btn.mod-success.mod-active{background-color:#2e7d32}
+.emq-btn.mod-info,.emq-btn.mod-info:active,.emq-btn.mod-info.mod-active{background-color:#00737e}
+.emq-btn.mod-warning,.emq-btn.mod-warning:active,.emq-btn.mod-warning.mod-active{background-color:#b35c00}
 </style>
 """
+# each set's colour (the card's top border) and its ink (text: 4.5:1 on white), from the kit's one palette
+CSS = CSS.replace(
+    "</style>",
+    "".join(f".emq-{name}{{--c:{st.colour};--t:{st.ink}}}" for name, st in SET_STYLES.items()) + "\n</style>",
+)
 
 
 def esc(value: object) -> str:
@@ -129,6 +145,19 @@ def wrap(inner: str, style: bool = False) -> str:
     restyle the whole page at every click.
     """
     return (CSS if style else "") + f'<div class="emq">{inner}</div>'
+
+
+def button(**kwargs: Any) -> Any:
+    """An ``ipywidgets.Button`` in the kit's look: its white label at least 4.5:1 on its colour.
+
+    JupyterLab's own success, info and warning colours carry white text at 4.1, 3.5 and 2.7 to 1;
+    the kit's stylesheet darkens them for its buttons (class ``emq-btn``), and for no one else's.
+    """
+    import ipywidgets
+
+    b = ipywidgets.Button(**kwargs)
+    b.add_class("emq-btn")
+    return b
 
 
 def stylesheet() -> Any:
@@ -194,8 +223,11 @@ def _set_card(
         )
     if not members and not gone:
         entries.append('<div class="emq-none">empty</div>')
+    # the set's shape beside its name, as on the plots (its colour is never all that tells it apart)
+    glyph = f'<span class="emq-glyph" aria-hidden="true">{SET_STYLES[name].glyph}</span>'
     return (
-        f'<div class="emq-set emq-{name}" data-set="{name}"><h4>{name}<small>{len(members)}</small></h4>'
+        f'<div class="emq-set emq-{name}" data-set="{name}" role="group" aria-label="{name}: {len(members)}">'
+        f'<div class="emq-set-head"><span>{glyph}{name}</span><small>{len(members)}</small></div>'
         + "".join(entries)
         + "</div>"
     )
@@ -219,23 +251,24 @@ def _row_cards(after: Snapshot, before: Snapshot | None, marks: Marks) -> str:
     out = []
     for job_id in sorted(after.rows):
         row = after.rows[job_id]
-        head_cls = ' class="emq-chg"' if job_id in marks.rows_added else ""
+        head_cls = " emq-chg" if job_id in marks.rows_added else ""
         lines = "".join(
             f"<tr><td>{esc(f)}</td>{_cell(job_id, f, row.get(f), marks)}</tr>" for f in ordered_fields([row])
         )
         gone = [f for f in (before.rows.get(job_id, {}) if before else {}) if f not in row]
         lines += "".join(f'<tr class="emq-gone"><td>{esc(f)}</td><td class="emq-chg">deleted</td></tr>' for f in gone)
         out.append(
-            f'<div class="emq-card" data-row="{esc(job_id)}"><h4{head_cls}>row <code>job:{esc(job_id)}</code></h4>'
-            f"<table>{lines}</table></div>"
+            f'<div class="emq-card" data-row="{esc(job_id)}"><div class="emq-card-head{head_cls}">row '
+            f"<code>job:{esc(job_id)}</code></div><table>{lines}</table></div>"
         )
     for job_id in sorted(marks.rows_removed):
         out.append(
-            f'<div class="emq-card emq-gone" data-row="{esc(job_id)}"><h4>row <code>job:{esc(job_id)}</code></h4>'
-            '<span class="emq-chg">row deleted</span></div>'
+            f'<div class="emq-card emq-gone" data-row="{esc(job_id)}"><div class="emq-card-head">row '
+            f'<code>job:{esc(job_id)}</code></div><span class="emq-chg">row deleted</span></div>'
         )
     if not out:
-        out.append('<div class="emq-card"><h4>rows</h4><span class="emq-none">no rows</span></div>')
+        out.append('<div class="emq-card"><div class="emq-card-head">rows</div>'
+                   '<span class="emq-none">no rows</span></div>')
     return '<div class="emq-rows">' + "".join(out) + "</div>"
 
 
@@ -361,12 +394,17 @@ def trace_html(entries: Sequence[TraceEntry], empty: str = "nothing sent") -> st
 
 
 def steps_html(names: Sequence[str], done: int) -> str:
-    """The path as a row of dots: done, the one just run, and the ones to come."""
+    """The path as a row of dots: done (✓), the one just run (▸, and ``aria-current``), and the ones to come."""
     out = []
     for i, name in enumerate(names):
-        cls = "emq-dot emq-now" if i == done - 1 else ("emq-dot emq-done" if i < done else "emq-dot")
-        out.append(f'<span class="{cls}">{i + 1} · {esc(name)}</span>')
-    return '<div class="emq-steps">' + "".join(out) + "</div>"
+        if i == done - 1:
+            cls, mark, now = "emq-dot emq-now", "▸ ", ' aria-current="step"'
+        elif i < done:
+            cls, mark, now = "emq-dot emq-done", "✓ ", ""
+        else:
+            cls, mark, now = "emq-dot", "", ""
+        out.append(f'<li class="{cls}"{now}>{mark}{i + 1} · {esc(name)}</li>')
+    return f'<ol class="emq-steps" aria-label="the path, {done} of {len(names)} steps run">' + "".join(out) + "</ol>"
 
 
 def badge(state: str) -> str:

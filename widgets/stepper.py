@@ -12,7 +12,7 @@ from echomq_teach.nodes.node import Node
 from echomq_teach.snapshots import Snapshot
 
 from .model import as_connector
-from .render import caption_html, esc, fallback, sizes_text, steps_html, stylesheet, trace_html, wrap
+from .render import button, caption_html, esc, fallback, sizes_text, steps_html, stylesheet, trace_html, wrap
 from .setview import SetView
 from .steps import PATHS, Lifecycle, Outcome, Settings
 
@@ -53,9 +53,9 @@ class LifecycleStepper(widgets.VBox):
             style={"button_width": "90px"},
         )
         self.path_buttons.layout.display = "" if show_paths else "none"
-        self.back_button = widgets.Button(description="◂ Back", tooltip="reset, then replay all but the last step")
-        self.step_button = widgets.Button(button_style="primary", layout=widgets.Layout(width="200px"))
-        self.reset_button = widgets.Button(description="Reset", tooltip="start again on a fresh queue")
+        self.back_button = button(description="◂ Back", tooltip="reset, then replay all but the last step")
+        self.step_button = button(button_style="primary", layout=widgets.Layout(width="200px"))
+        self.reset_button = button(description="Reset", tooltip="start again on a fresh queue")
         self.status = widgets.HTML()
         self.progress_html = widgets.HTML()
         self.caption_html = widgets.HTML()

@@ -7,8 +7,10 @@ kernel solved, tried and asked hints for.
 
 A check never crashes the notebook: an exception inside the learner's code, or
 one the check's own reads meet in what that code left, is reported as a
-finding. A check never prints its hint (a stored output would show the
-answer). By kind:
+finding. One exception is no finding: a check that needs a native node on a
+machine that cannot have one (``NativeBuildError``) raises it, and a kernel
+shows it as its one ``NoWire6`` line and goes on (``nodes.trafikey``). A
+check never prints its hint (a stored output would show the answer). By kind:
 
 * a **diagnose**, **repair** or **build** exercise hands the learner's function a
   fresh queue on their own node, then reads the real node; a diagnosis is also
@@ -38,6 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import ids, keyspace
+from ..nodes.trafikey import NativeBuildError
 from . import predictions, progress_report
 from .checks import diagnosis
 from .registry import (
@@ -159,6 +162,8 @@ def _on_queue(ex: Exercise, solution: Callable[..., Any], conns: tuple[Any, ...]
     conn = own if len(own) > 1 else own[0]
     try:
         args = ex.setup(conn, queue)
+    except NativeBuildError:
+        raise  # the machine's, not the learner's: one line in a kernel, and no try counted
     except Exception as exc:  # noqa: BLE001 - e.g. a node that went away: said, not raised
         return Verdict(f"{key} {ex.title}", False,
                        [f"the check could not prepare its queue: {type(exc).__name__}: {exc}."])
@@ -209,6 +214,8 @@ def _predicted(ex: Exercise, solution: Callable[..., Any], conn: Any, queue: str
         kept = predictions.commit(ex.key, answer)
     try:
         seen = predictions.plain(ex.run(conn, queue, args))
+    except NativeBuildError:
+        raise
     except Exception as exc:  # noqa: BLE001 - a node that went away mid-run: said, not raised
         return Verdict(f"{ex.key} {ex.title}", False,
                        [f"your prediction is kept, but the run failed: {type(exc).__name__}: {exc}; check again."])
@@ -243,6 +250,8 @@ def _judged(ex: Exercise, solution: Callable[..., Any]) -> Verdict:
     try:
         assert ex.judge is not None
         ex.judge(answer, f)
+    except NativeBuildError:
+        raise
     except Exception as exc:  # noqa: BLE001 - a judge that could not run is said, not raised
         f.items.append(f"the judge could not finish its run ({type(exc).__name__}: {exc}).")
     return _failed(ex, f.items) if f.items else _passed(ex, [])

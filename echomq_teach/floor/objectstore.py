@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..errors import NodeError
 from ..nodes.host import free_port, sweep_stale_dirs
-from ..nodes.process import Child, ChildError
+from ..nodes.process import Child, ChildError, keep_secret
 from .remote import Remote
 
 READY_TIMEOUT_S = 60.0
@@ -60,6 +60,7 @@ class ObjectStore:
         self.bucket = bucket
         self.access_key = "emq" + secrets.token_hex(8)
         self.secret_key = secrets.token_urlsafe(24)
+        keep_secret(self.secret_key)
         self.dir = Path(tempfile.mkdtemp(prefix=_DIR_PREFIX))
         self.dir.chmod(0o700)
         (self.dir / "owner.pid").write_text(str(os.getpid()))

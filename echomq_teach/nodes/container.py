@@ -38,7 +38,7 @@ from .. import keyspace
 from ..errors import NodeError
 from .host import free_port
 from .node import Node
-from .process import Child, pid_alive
+from .process import Child, keep_secret, pid_alive
 from .server import server_config
 
 #: the image tag both build routes produce; ``$ECHOMQ_NODE_IMAGE`` or ``image=`` choose another
@@ -243,6 +243,7 @@ class ContainerNode(Node):
         self.durable = durable
         self.image = image or os.environ.get("ECHOMQ_NODE_IMAGE") or DEFAULT_IMAGE
         self.password = secrets.token_urlsafe(24)
+        keep_secret(self.password)
         self.port = 0
         self.run_ids: list[str] = []
         self._tc: Any = None

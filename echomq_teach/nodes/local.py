@@ -29,7 +29,7 @@ from ..errors import NodeError
 from . import trafikey
 from .host import free_port, node_folder, note_server
 from .node import Node
-from .process import Child, ChildError, read_tail
+from .process import Child, ChildError, keep_secret, read_tail
 from .server import INSTALL_HINT, server_binary, server_config
 from .slots import claim_slots
 
@@ -83,6 +83,7 @@ class LocalNode(Node):
         # built before the folder exists: a missing compiler then leaves nothing behind
         self.module_path = native and native_module_path()
         self.password = password or secrets.token_urlsafe(24)
+        keep_secret(self.password)  # no child of this process carries it on its command line
         self.dir = node_folder()
         self.port = 0 if unix_socket else (port or free_port())
         self.socket_path = str(self.dir / "valkey.sock") if unix_socket else None

@@ -11,6 +11,14 @@ tail), and stops it by its PID: SIGCONT (a frozen process cannot act on
 SIGTERM), SIGTERM, a grace period, SIGKILL, and the exit status reaped, so no
 zombie and no live PID is left behind.
 
+No child gets a secret on its command line: ``ps`` (``/proc/PID/cmdline``) shows
+every argument to every user of the machine, while a process's environment is
+readable by its own user only. The kit hands a node's URL or address to its
+children in their environment (``ECHOMQ_URL``, ``ECHOMQ_ADDRESS``) and a server
+its password in a 0600 config file; ``keep_secret`` names each password and key
+this process makes or is given, and ``Child`` and ``run_tool`` refuse an argv
+that holds one, before anything is forked.
+
 A child is *tied* to this process by default: it is forked from one launcher
 thread that lives as long as the process (Linux binds the death signal to the
 *thread* that forked, so a child started from a worker thread would otherwise
@@ -33,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import quote
 
 from .. import ending
 from ..errors import NodeError
@@ -46,6 +55,28 @@ _launched = 0
 
 class ChildError(NodeError, RuntimeError):
     """A child process that would not start, or did not become ready in time (its log's tail included)."""
+
+
+#: the passwords and keys this process made or was given (``keep_secret``), as given and URL-quoted
+_secrets: set[str] = set()
+#: a shorter secret could match an ordinary argument by chance (every one the kit makes is 24 bytes or more)
+SECRET_MIN = 8
+
+
+def keep_secret(secret: str | None) -> None:
+    """From now on, refuse to start a child whose command line holds ``secret`` (a node's password, a store's key)."""
+    if secret and len(secret) >= SECRET_MIN:
+        _secrets.update({secret, quote(secret, safe="")})
+
+
+def check_argv(argv: Sequence[str], what: str) -> None:
+    """A ``ChildError`` when ``argv`` holds a kept secret; the error names the argument, never the secret."""
+    for i, arg in enumerate(argv):
+        if any(secret in arg for secret in list(_secrets)):
+            raise ChildError(
+                f"{what}: argument {i} of its command line holds a password or a key, which ps shows to every "
+                "user of the machine; hand it over in the child's environment (ECHOMQ_URL, ECHOMQ_ADDRESS) instead"
+            )
 
 
 def _death_signal(parent: int) -> Callable[[], None]:
@@ -171,6 +202,7 @@ def run_tool(argv: Sequence[str], timeout_s: float = 300.0,
     (the launcher's wrapper would otherwise turn it into an exit code).
     """
     argv = [str(a) for a in argv]
+    check_argv(argv, Path(argv[0]).name)
     found = shutil.which(argv[0])
     if found is None:
         raise FileNotFoundError(f"{argv[0]!r} is not an executable file")
@@ -238,6 +270,7 @@ class Child:
         if not self.argv:
             raise ValueError("a child process needs a command: argv is empty")
         self.what = what or Path(self.argv[0]).name
+        check_argv(self.argv, self.what)
         # checked here: behind setpriv and sh, a missing program would only be an exit code 127
         if shutil.which(self.argv[0], path=(env or os.environ).get("PATH")) is None:
             raise ChildError(f"could not run {self.argv[0]!r}: no executable file by that name")

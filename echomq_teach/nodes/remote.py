@@ -6,6 +6,7 @@ from typing import Any
 
 from ..connector import address_from_url
 from .node import Node
+from .process import keep_secret
 
 
 class RemoteNode(Node):
@@ -15,6 +16,7 @@ class RemoteNode(Node):
         self.url = url
         self.native = native
         self._address = address_from_url(url)
+        keep_secret(self._address.get("password"))
 
     @property
     def address(self) -> dict[str, Any]:

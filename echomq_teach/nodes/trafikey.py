@@ -78,15 +78,20 @@ _unavailable: dict[str, object] = {"why": "", "unbound": set()}
 
 
 def _wire6_line(exc: BaseException) -> str | None:
-    """In a kernel, the one line for a native node that cannot be had, and for a name its cell never bound."""
+    """In a kernel, the one line for a native node that cannot be had, and for a name its cells never bound.
+
+    A cell that ends so never bound its own names either, so they join the unbound ones: a cell
+    further on that reads what such a cell would have made says so in one line too.
+    """
     unbound = _unavailable["unbound"]
     assert isinstance(unbound, set)
     if isinstance(exc, NativeBuildError):
         _unavailable["why"] = str(exc).splitlines()[0]
         unbound.update(ending.cell_names(ending.running_cell()))
-        return (f"wire 6 is not available on this machine ({_unavailable['why']}). The scripted (wire 4) "
-                "cells run; each cell that needs a native node stops with this line.")
+        return (f"wire 6 is not available on this machine ({_unavailable['why']}). Each cell that needs a "
+                "native node says so in one line like this one, and the run goes on: the scripted cells run.")
     if isinstance(exc, NameError) and getattr(exc, "name", None) in unbound:
+        unbound.update(ending.cell_names(ending.running_cell()))
         return (f"`{exc.name}` was never made: the cell that makes it needs wire 6, which this machine "
                 f"does not have ({_unavailable['why']}).")
     return None
@@ -95,12 +100,13 @@ def _wire6_line(exc: BaseException) -> str | None:
 def build(force: bool = False) -> Path:
     """The path of a built ``trafikey.so`` for the current sources: the wheel's, the cache's, or compiled now.
 
-    Where neither is possible, ``NativeBuildError``; in a kernel it shows as one line (``_wire6_line``).
+    Where neither is possible, ``NativeBuildError``; in a kernel it shows as one line (``_wire6_line``)
+    that lets Run All go on (``docs/decisions.md``, "no wire 6").
     """
     try:
         return _build(force)
     except NativeBuildError:
-        ending.one_line((NativeBuildError, NameError), _wire6_line, "NoWire6")
+        ending.one_line((NativeBuildError, NameError), _wire6_line, "NoWire6", goes_on=True)
         raise
 
 

@@ -617,8 +617,10 @@ pool.close()
 # The **Pump** (`echomq_teach.pump`, EchoMQ.Pump) calls promote and nothing else, for the queues it
 # is given, on a beat. It serves workers that do not sweep and a deployment that wants promotion to go
 # on while no pool runs; it can run on a thread, as here, or as a process of its own
-# (`python -m echomq_teach.pump --url … QUEUE…`, stopped by SIGTERM). It does not reap: a lapsed lease
-# still needs a reap or a stall sweep from someone. Two retries and one crashed worker's job:
+# (`python -m echomq_teach.pump QUEUE…`, stopped by SIGTERM), which finds the node in `$ECHOMQ_URL`: a
+# URL carries the node's password, and `ps` shows a command line to every user of the machine. It does
+# not reap: a lapsed lease still needs a reap or a stall sweep from someone. Two retries and one crashed
+# worker's job:
 
 # %%
 from echomq_teach.pump import Pump

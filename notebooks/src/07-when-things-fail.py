@@ -27,12 +27,11 @@ import inspect as source  # the standard library's: it prints a function's code
 import tempfile
 import time
 
-import matplotlib.pyplot as plt
-
 from echomq_teach import jobs, keyspace, scripts, start_node
 from echomq_teach.lab import handlers, races
 from echomq_teach.lab.checker import FinalState, check
 from echomq_teach.lab.crashes import crash_points
+from echomq_teach.lab.figures import show
 from echomq_teach.lab.history import History, Recorder, ServerClock
 from echomq_teach.lab.nemesis import Nemesis
 from echomq_teach.lab.run import Run
@@ -148,15 +147,15 @@ print(f"\njobs handed out twice: {len(naive.double_handouts)} of 200 · "
 
 # %% [markdown]
 # The timeline draws the race: one lane per thread, one bar per claim from the claim to its settle,
-# coloured by how the settle went. Claims the checker named are hatched in red, with a red rule under
-# them; the `⚠ N` beside a lane counts that thread's claims that some finding names.
+# coloured and hatched by how the settle went (the key under it names each). Claims the checker named
+# are hatched in red, with a red rule under them; the `⚠ N` beside a lane counts that thread's claims
+# that some finding names.
 
 # %%
-draw(History.read(naive_dir), naive, title="the naive claim, 8 threads")
-plt.show()
+show(draw(History.read(naive_dir), naive, title="the naive claim, 8 threads"))
 
 # %% [markdown]
-# Orange is a settle refused as stale: the token fence stopped most second holders from settling —
+# Orange with upright hatching is a settle refused as stale: the token fence stopped most second holders from settling —
 # the fence is a second line of defence. But the handler already ran twice, and sometimes even the
 # fence cannot help: if the first holder settles (deleting the row) before the second one's
 # `HINCRBY`, that `HINCRBY` makes a *new* row at attempts 1, and the job settles twice. When the
@@ -513,18 +512,18 @@ print(verdict.summary())  # ledger: faults-lose-nothing
 # The timeline shows where they happened:
 
 # %%
-draw(history, verdict, title="2,000 jobs, 4 workers, a seeded nemesis")
-plt.show()
+show(draw(history, verdict, title="2,000 jobs, 4 workers, a seeded nemesis"))
 durable.stop()
 
 # %% [markdown]
-# Grey bars are claims whose settle the worker never sent (it was killed) or never heard back from;
-# blue shading is a frozen worker. The claim a frozen worker held is orange when a sweep took the job
-# back before the worker woke, so that its settle was refused (stale), and green when no sweep had
-# come between its lapse and its settle (the fence reads no clock, as in 02): the seed fixes the
-# faults, not what the workers were doing when they struck, so each run of this cell draws its own
-# picture. A red triangle is a dropped link; the red dashed line is the node's restart; the triangles
-# on the metronome's lane are reaps that put jobs back.
+# Grey bars with level hatching are claims whose settle the worker never sent (it was killed) or never
+# heard back from; blue shading, taller than the bars, is a frozen worker. The claim a frozen worker held
+# is orange with upright hatching when a sweep took the job back before the worker woke, so that its
+# settle was refused (stale), and plain green when no sweep had come between its lapse and its settle
+# (the fence reads no clock, as in 02): the seed fixes the faults, not what the workers were doing when
+# they struck, so each run of this cell draws its own picture. A red triangle is a dropped link; the red
+# long-dashed line is the node's restart; the triangles on the metronome's lane are reaps that put jobs
+# back.
 
 # %% [markdown]
 # ### 07.2 · Capstone: pass the nemesis

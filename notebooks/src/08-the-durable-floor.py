@@ -39,6 +39,7 @@ from echomq_teach.floor.embedded import select_sql
 from echomq_teach.floor.objectstore import start_object_store
 from echomq_teach.floor.process import DriverProcess
 from echomq_teach.floor.workload import settle_jobs, stream_len
+from echomq_teach.lab.figures import show
 
 node = start_node()
 conn = node.connector()
@@ -220,13 +221,13 @@ pool.close()
 
 fig, ax = plt.subplots(figsize=(7, 3))
 ax.plot([t for t, _, _ in samples], [n for _, n, _ in samples], label="stream length (XLEN)")
-ax.plot([t for t, _, _ in samples], [r for _, _, r in samples], label="floor rows")
+ax.plot([t for t, _, _ in samples], [r for _, _, r in samples], "--", label="floor rows")
 ax.set_xlabel("seconds")
 ax.set_ylabel("settles")
 ax.set_title("the driver folds and trims while a pool settles 400 jobs")
 ax.legend()
 fig.tight_layout()
-plt.show()
+show(fig)
 
 # %% [markdown]
 # The floor only grows. The stream holds what has not been folded yet: it fills as the pool settles
@@ -513,8 +514,7 @@ print("every settle in the window was recorded inside it:",
       all(start_ms <= s.settled_ms < start_ms + 500 for s in window))
 assert window and all(start_ms <= s.settled_ms < start_ms + 500 for s in window)
 assert len(reads.in_range(f, Q, 0, 2**62)) == 425
-fig = reads.plot_throughput(f, Q, bucket_ms=100)
-plt.show()
+show(reads.plot_throughput(f, Q, bucket_ms=100))
 
 # %% [markdown]
 # Every count above came from a settle of the pool. A burial by the counted stall sweep is an ending

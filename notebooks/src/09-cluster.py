@@ -23,7 +23,6 @@ import threading
 import time
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import redis
 from echomq_widgets import CounterPlot
 
@@ -31,6 +30,7 @@ from echomq_teach import jobs, keyspace
 from echomq_teach.consumer import Pools
 from echomq_teach.errors import CrossSlot, WireError
 from echomq_teach.lab.failover import failover
+from echomq_teach.lab.figures import show
 from echomq_teach.lab.timeline import draw
 from echomq_teach.nodes.cluster import start_cluster
 
@@ -290,12 +290,11 @@ with exercises.reveals("09.1"):  # its output waits until 09.1 is committed
 
 # %% tags=["reveals:09.1"]
 with exercises.reveals("09.1"):  # its output waits until 09.1 is committed
-    draw(plain.history, r, title="no WAIT: replication held, then the primary killed")
-    plt.show()
+    show(draw(plain.history, r, title="no WAIT: replication held, then the primary killed"))
 
 # %% [markdown]
 # The orange dotted line is the hold, the red line the kill, the green dashed line the promotion, and
-# the blue dotted line the old primary coming back as a replica. Claims hatched in red (a red rule
+# the blue dash-dot line the old primary coming back as a replica. Claims hatched in red (a red rule
 # under them, `⚠ N` by the lane counting them) are the ones a finding names. They all sit between
 # the hold and the kill, and they were run again after the promotion.
 #

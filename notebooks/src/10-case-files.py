@@ -23,6 +23,7 @@ import matplotlib.pyplot as plt
 
 from echomq_teach import start_node
 from echomq_teach.course import exercises
+from echomq_teach.lab import figures
 from echomq_teach.lab.models import CASES, module
 from echomq_teach.lab.models.trial import WORKLOADS, both
 
@@ -37,7 +38,7 @@ def show(model, ours, height=6.5):
     model.timeline(ax=top)
     ours.timeline(ax=bottom)
     fig.tight_layout()
-    plt.show()
+    figures.show(fig)  # with its text alternative: both timelines in words
 
 
 # %% [markdown]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -114,6 +115,13 @@ class Hub:
     def stop(self) -> None:
         if self.proc is not None:
             terminate(self.proc)
+        # a hub that exited on its own (a service it could not start) leaves its proxy: ended by its PID
+        pid_file = self.state / "proxy.pid"
+        if pid_file.exists():
+            pid = int(pid_file.read_text().strip() or 0)
+            if pid and Path(f"/proc/{pid}/cmdline").exists() and b"configurable-http-proxy" in Path(
+                    f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGTERM)
 
     def api(self, method: str, path: str, **kw) -> requests.Response:
         r = requests.request(method, f"{self.url}/hub/api{path}", timeout=10,

@@ -12,7 +12,8 @@ Two JupyterLab servers run copies of ``notebooks/`` (the ``.ipynb`` files and ``
 nina's and the laptop's. For each notebook the test opens it fresh, waits for its kernel, clears
 the stored outputs, runs every cell, and waits (bounded) until every code cell has an execution
 count and the kernel is idle. Then it asserts that no cell raised and that the notebook's widgets
-were drawn by this run, and saves a full-page screenshot to ``artifacts/course-NN.png``
+were drawn by this run, audits 01, 05 and 07 as rendered with axe-core (``a11y_support``: no
+violation rated serious or critical), and saves a full-page screenshot to ``artifacts/course-NN.png``
 (gitignored). Then it keeps going as a learner does (issue 22): in 01 it clicks Step in the
 stepper (after its Reset: the notebook leaves it at its last step); in 07 and 09 it runs a cell
 in the middle again, which must run clean; in 07 it clicks the chaos widget's *enqueue* and
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import re
 
+import a11y_support as a11y
 import browser_support as bs
 import pytest
 from browser_support import expect
@@ -55,13 +57,17 @@ WIDGET_TEXT = {
     "07": ["verdict: valid"],  # the chaos playground, judged once its round drained
     "09": [],  # three CounterPlots side by side, one per shard: images, checked below
 }
-# a CounterPlot and the composer each draw a PNG into a widgets.Image; 07's chaos view, its sizes and timeline
+# a CounterPlot and the composer each draw a picture (an <img> with its words) into a widget; 07's chaos view,
+# its sizes and its timeline
 IMAGES = {"03": 1, "05": 1, "06": 2, "07": 2, "09": 3}
-NO_WIDGETS = {"08", "10"}  # 08 and 10 show matplotlib figures (plain PNG outputs), drawn by this run
-# matplotlib figures drawn by the run: 07's race and nemesis timelines, 08's two, 10's six case files (the model's
-# and this queue's timelines in one figure each); 09's failover timeline waits until 09.1 is committed (a cell
-# tagged reveals:09.1), which a Run All does not do
+NO_WIDGETS = {"08", "10"}  # 08 and 10 show matplotlib figures (HTML pictures), drawn by this run
+# matplotlib figures drawn by the run, each shown with its text alternative (figures.show): 07's race and
+# nemesis timelines, 08's two, 10's six case files (both timelines in one figure each); 09's failover
+# timeline waits until 09.1 is committed (a cell tagged reveals:09.1), which a Run All does not do
 PLOTS = {"07": 2, "08": 2, "09": 0, "10": 6}
+PICTURE = "img.emq-picture"
+# the notebooks the accessibility audit reads as rendered, after their run (a11y_support)
+AUDITED = {"01", "05", "07"}
 STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 ERROR_CLASS = re.compile(r"\b[A-Z]\w*(Error|Exception)\b")
 PROMPT_RAN = re.compile(r"^\[\d+\]:$")
@@ -163,7 +169,7 @@ def _step_changes_the_set_view(panel) -> None:
 
 
 @pytest.mark.parametrize("notebook", AS_STUDENT + ON_A_LAPTOP, indirect=True, ids=lambda n: n[:2])
-def test_notebook_runs_clean_in_the_browser(notebook):
+def test_notebook_runs_clean_in_the_browser(notebook, record_property):
     name, pg, panel = notebook
     nn = name[:2]
     cells = panel.locator(".jp-CodeCell")
@@ -180,9 +186,10 @@ def test_notebook_runs_clean_in_the_browser(notebook):
 
     widgets = panel.locator(f".jp-OutputArea-output :is({WIDGETS})")
     if nn in PLOTS:
-        figures = panel.locator('.jp-OutputArea-output[data-mime-type="image/png"] img')
+        figures = panel.locator(f'.jp-OutputArea-output[data-mime-type="text/html"] {PICTURE}')
         expect(figures).to_have_count(PLOTS[nn])
         assert all(i.evaluate("e => e.naturalWidth") > 300 for i in figures.all())
+        assert all(len(i.get_attribute("alt")) > 40 for i in figures.all()), f"{name}: a figure without words"
     if nn in NO_WIDGETS:
         assert widgets.count() == 0
     else:
@@ -192,13 +199,15 @@ def test_notebook_runs_clean_in_the_browser(notebook):
         for text in WIDGET_TEXT[nn]:
             expect(panel.locator(".jp-OutputArea-output", has_text=text).first).to_be_visible()
         if nn in IMAGES:
-            imgs = panel.locator(".jp-OutputArea-output img.widget-image")
+            imgs = panel.locator(f".jp-OutputArea-output .widget-html {PICTURE}")
             expect(imgs).to_have_count(IMAGES[nn])
             assert all(i.evaluate("e => e.naturalWidth") > 300 for i in imgs.all())
     # a widget the front end could not draw says so in its output; a failed click shows .emq-error
     expect(panel.get_by_text("Error displaying widget")).to_have_count(0)
     expect(panel.locator(".emq-error")).to_have_count(0)
 
+    if nn in AUDITED:
+        a11y.audit_notebook(pg, panel, f"notebook {nn}", record_property)
     if nn == "01":
         _step_changes_the_set_view(panel)
     bs.shot_whole_notebook(pg, panel, bs.ARTIFACTS / f"course-{nn}.png")
@@ -254,11 +263,11 @@ def _a_middle_cell_again(pg, panel, nn: str) -> None:
         expect(chaos.get_by_role("button", name="enqueue", exact=True)).to_be_disabled()
     if nn == "09":
         # the three counter plots wrap onto another row rather than shrink: their text shows at the stored size
-        plots = panel.locator(".jp-OutputArea-output img.widget-image")
+        plots = panel.locator(f".jp-OutputArea-output .widget-html {PICTURE}")
         expect(plots).to_have_count(3)
         scales = [i.evaluate("e => e.clientWidth / e.naturalWidth") for i in plots.all()]
         assert all(s >= 0.95 for s in scales), f"counter plots drawn smaller than stored: {scales}"
         bs.shot(pg, bs.ARTIFACTS / "course-09-counter-plots.png",
-                panel.locator(".jp-OutputArea-output").filter(has=pg.locator("img.widget-image")).first)
+                panel.locator(".jp-OutputArea-output").filter(has=pg.locator(PICTURE)).first)
     assert _errors(panel) == [], f"{nn}: an error after the re-run"
     bs.shot_whole_notebook(pg, panel, bs.ARTIFACTS / f"course-{nn}-rerun.png")

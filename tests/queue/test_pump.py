@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import gone, state, wait_for, wait_until_due
@@ -118,14 +119,17 @@ def test_a_node_gone_ends_the_loop_or_is_counted(queue: str, lost_link: str) -> 
 def test_a_pump_process_promotes_then_stops_cleanly_on_sigterm(node, conn: Connector, queue: str) -> None:
     a, b = queue + "-a", queue + "-b"
     due = scheduled(conn, a, 2, delay_ms=200) + scheduled(conn, b, 1, delay_ms=200)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # the node's URL, password and all, in the environment: ps shows a command line to every user
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "ECHOMQ_URL": node.url}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "echomq_teach.pump", "--url", node.url, "--interval-ms", "20", a, b],
+        [sys.executable, "-m", "echomq_teach.pump", "--interval-ms", "20", a, b],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().startswith(f"pump: promoting {a}, {b} every 20 ms")
+        seen_by_ps = Path(f"/proc/{proc.pid}/cmdline").read_bytes().decode()
+        assert "echomq_teach.pump" in seen_by_ps and node.password not in seen_by_ps
         wait_for(lambda: all(snapshots.snapshot(conn, q).where(j) == ["pending"]
                              for q, j in [(a, due[0]), (a, due[1]), (b, due[2])]), "three jobs promoted", 20)
         proc.send_signal(signal.SIGTERM)
@@ -138,12 +142,23 @@ def test_a_pump_process_promotes_then_stops_cleanly_on_sigterm(node, conn: Conne
     assert f"promoted {a} 2, {b} 1" in out and gone(proc.pid)
 
 
-def test_the_command_refuses_bad_input_with_one_line(node, conn: Connector, queue: str, capsys) -> None:
+def test_the_command_refuses_bad_input_with_one_line(node, conn: Connector, queue: str, capsys,
+                                                     monkeypatch) -> None:
     scheduled(conn, queue, 1)
     wait_until_due(conn, queue, "schedule")
     before = state(conn, queue)
-    assert main(["--url", node.url, "--interval-ms", "0", queue]) == 2
+    monkeypatch.delenv("ECHOMQ_URL", raising=False)
+    assert main([queue]) == 2
+    assert "set ECHOMQ_URL" in capsys.readouterr().err
+    assert main(["--url", node.url, queue]) == 2  # the old way: refused, with where the URL goes now
+    err = capsys.readouterr().err
+    assert "goes in $ECHOMQ_URL, not on the command line" in err and node.password not in err
+    monkeypatch.setenv("ECHOMQ_URL", "http://127.0.0.1:1")
+    assert main([queue]) == 2
+    assert "redis://" in capsys.readouterr().err
+    monkeypatch.setenv("ECHOMQ_URL", node.url)
+    assert main(["--interval-ms", "0", queue]) == 2
     assert "interval_ms" in capsys.readouterr().err
-    assert main(["--url", node.url, queue, queue]) == 2
+    assert main([queue, queue]) == 2
     assert "named twice" in capsys.readouterr().err
     assert state(conn, queue) == before

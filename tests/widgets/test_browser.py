@@ -2,14 +2,19 @@
 
 One JupyterLab server (127.0.0.1, a token, temporary JUPYTER_* folders) runs a
 copy of ``tests/widgets/browser/widgets_demo.ipynb``; the test runs every cell, clicks
-the stepper and the composer, and reads the set view's text after each click.
-Screenshots land in ``artifacts/`` (gitignored). Jupyter is stopped by its PID.
+the stepper and the composer, and reads the set view's text after each click. Each
+widget is audited by axe-core where its test leaves it (``a11y_support``: no
+violation rated serious or critical, the counts printed), and one test drives the
+stepper from the keyboard alone. Screenshots land in ``artifacts/`` (gitignored).
+Jupyter is stopped by its PID.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 
+import a11y_support as a11y
 import browser_support as bs
 import pytest
 from browser_support import expect
@@ -46,14 +51,19 @@ def _set(view, name: str):
     return view.locator(f'.emq-set[data-set="{name}"]')
 
 
-def test_stepper_steps_back_and_paths(page, capsys):
+def _stepper(panel):
+    return panel.locator(".jp-OutputArea-output").filter(has_text="The lifecycle stepper").first
+
+
+def test_stepper_steps_back_and_paths(page, capsys, record_property):
     pg, panel = page
-    stepper = panel.locator(".jp-OutputArea-output").filter(has_text="The lifecycle stepper").first
+    stepper = _stepper(panel)
     step = stepper.locator(".widget-button", has_text="Step ▸")
     view = stepper.locator(".emq-view")
     expect(step).to_have_text("Step ▸ enqueue")
     expect(_set(view, "pending")).to_contain_text("empty")
     _shot(pg, "stepper-ready", stepper)
+    a11y.audit(pg, stepper, "stepper, ready", record_property)
 
     # click to redrawn view, on the page's clock, for each step of five happy runs (a figure, not an assertion:
     # the goal, 20 ms, is the bench's; bench/README.md); the run is then reset and stepped as before
@@ -123,9 +133,71 @@ def test_stepper_steps_back_and_paths(page, capsys):
     expect(stepper.locator(".emq-cap")).to_contain_text("answered stale · nothing written")
     expect(view).to_contain_text("changed by the last call: nothing")
     _shot(pg, "stepper-recovery-stale", stepper)
+    a11y.audit(pg, stepper, "stepper, recovery path done", record_property)
+    a11y.audit(pg, view, "set view, a job reclaimed and its late settle refused", record_property)
 
 
-def test_composer_counter_ticks_to_zero(page):
+def test_stepper_from_the_keyboard(page):
+    """Tab, Enter, Space only: choose a path, step, go back, switch paths; what the stepper shows after each key."""
+    pg, panel = page
+    stepper = _stepper(panel)
+    view = stepper.locator(".emq-view")
+    caption = stepper.locator(".emq-cap")
+    progress = stepper.locator(".emq-steps")
+    happy = stepper.locator(".widget-toggle-button", has_text="happy")
+    step = stepper.locator(".widget-button", has_text="Step ▸")
+    bs.wait_all_ran(pg, panel, bs.UI_MS)
+    pg.keyboard.press("Escape")  # command mode: the keys below move the focus, they type nothing
+
+    # the happy path, chosen with Space: a fresh queue, nothing run yet
+    a11y.tab_to(pg, happy)
+    pg.keyboard.press("Space")
+    expect(happy).to_have_class(re.compile(r"\bmod-active\b"))
+    a11y.tab_to(pg, stepper.locator(".widget-button", has_text="Reset"))
+    pg.keyboard.press("Enter")
+    expect(caption).to_contain_text("ready — the happy path: enqueue → claim → complete")
+    expect(_set(view, "pending")).to_contain_text("empty")
+
+    # Step by Enter, then by Space: the focus stays on the button while the path goes on
+    a11y.tab_to(pg, step, backwards=True)
+    expect(step).to_be_focused()
+    pg.keyboard.press("Enter")
+    expect(caption).to_contain_text("enqueue — enqueue/5 → @enqueue")
+    expect(_set(view, "pending")).to_contain_text("JOB")
+    expect(progress.locator('[aria-current="step"]')).to_have_text("▸ 1 · enqueue")
+    expect(step).to_be_focused()
+    pg.keyboard.press("Space")
+    expect(caption).to_contain_text("claim — claim/3 → @claim2")
+    expect(_set(view, "active")).to_contain_text("deadline in +")
+    expect(progress.locator("li").first).to_have_text("✓ 1 · enqueue")
+    pg.keyboard.press("Enter")
+    expect(caption).to_contain_text("complete — complete/5 → @complete")
+    expect(view).to_contain_text("row deleted")
+    expect(stepper.locator(".widget-button", has_text="done ✓")).to_be_disabled()
+
+    # Back, reached by the keyboard from wherever the disabled button left the focus
+    back = stepper.locator(".widget-button", has_text="Back")
+    a11y.tab_to(pg, back)
+    pg.keyboard.press("Enter")
+    expect(caption).to_contain_text("claim — claim/3 → @claim2")
+    expect(view).to_contain_text("metrics:completed count = 0")
+
+    # the failure path by Space on its toggle; two steps by Enter
+    failure = stepper.locator(".widget-toggle-button", has_text="failure")
+    a11y.tab_to(pg, failure, backwards=True)
+    pg.keyboard.press("Space")
+    expect(step).to_have_text("Step ▸ enqueue")
+    a11y.tab_to(pg, step)
+    for name in ("enqueue", "claim", "retry"):
+        expect(step).to_have_text(f"Step ▸ {name}")
+        pg.keyboard.press("Enter")
+        expect(caption).to_contain_text(f"{name} — ")
+    expect(_set(view, "schedule")).to_contain_text("run-at")
+    expect(stepper.locator(".emq-error")).to_have_count(0)
+    _shot(pg, "stepper-keyboard-retry", stepper)
+
+
+def test_composer_counter_ticks_to_zero(page, record_property):
     pg, panel = page
     comp = panel.locator(".jp-OutputArea-output").filter(has_text="The flow composer").first
     view = comp.locator(".emq-view")
@@ -164,19 +236,23 @@ def test_composer_counter_ticks_to_zero(page):
     expect(_set(view, "dead")).to_contain_text("child 1")
     expect(comp).to_contain_text("ignored_failures/3 → {child 1: boom}")
     _shot(pg, "composer-ignore", comp)
+    a11y.audit(pg, comp, "flow composer, a child dead under ignore", record_property)
     _shot(pg, "notebook")
 
 
-def test_counter_plot_follows_the_composer(page):
+def test_counter_plot_follows_the_composer(page, record_property):
     pg, panel = page
-    # the plot cell follows the composer: one point per click, redrawn as a PNG
-    img = panel.locator(".jp-OutputArea-output img.widget-image").last
+    # the plot cell follows the composer: one point per click, redrawn as a PNG with its words
+    img = panel.locator(".jp-OutputArea-output img.emq-picture").last
     expect(img).to_be_visible()
     assert img.evaluate("e => e.naturalWidth") > 300
+    expect(img).to_have_attribute("alt", re.compile(r"^Plot: the composer's queue: set sizes"))
     _shot(pg, "counter-plot", img)
+    output = img.locator("xpath=ancestor::div[contains(@class, 'jp-OutputArea-output')][1]")
+    a11y.audit(pg, output, "counter plot", record_property)
 
 
-def test_executor_view_side_by_side(page):
+def test_executor_view_side_by_side(page, record_property):
     pg, panel = page
     ev = panel.locator(".jp-OutputArea-output").filter(has_text="One transition, two executors").first
     expect(ev.locator(".emq-col").nth(0)).to_contain_text("EVALSHA <sha> 3")
@@ -191,3 +267,4 @@ def test_executor_view_side_by_side(page):
     expect(ev.locator(".emq-col").nth(1)).to_contain_text("pending · score 0")
     expect(ev.locator(".emq-col").nth(0)).to_contain_text("active · deadline in +")
     _shot(pg, "executors-paused-raw", ev)
+    a11y.audit(pg, ev, "executor view", record_property)

@@ -249,7 +249,7 @@ def test_watch_is_bounded_and_keeps_its_error():
 def test_clicking_every_button_on_real_processes_ends_in_a_valid_verdict(durable, made):
     v = ChaosView(durable, workers=3, batch=240, lease_ms=400, work_ms=40, tick_ms=50)
     made.append(v)
-    assert is_png(v.plot.value) and "appears when the queue drains" in v.verdict_html.value
+    assert is_png(v.plot.png) and "appears when the queue drains" in v.verdict_html.value
     assert not v.watch.alive  # nothing to watch before there are jobs
     assert [b.disabled for b in v.thaw_buttons] == [True] * 3
     w0 = v.slots()[0].pid
@@ -289,9 +289,10 @@ def test_clicking_every_button_on_real_processes_ends_in_a_valid_verdict(durable
     assert v.watch.reason == "done"
     assert "verdict: valid" in v.verdict_html.value, v.verdict.summary
     assert "verdict: valid" in v.status.value and "drained" in v.status_text
-    assert is_png(v.timeline_image.value) and v.timeline_image.layout.display == ""
+    assert is_png(v.timeline_image.png) and v.timeline_image.layout.display == ""
+    assert v.timeline_image.alt.startswith(f"Timeline: the run after round {v.verdict.round}")
     assert v.verdict.report.enqueued == v.verdict.report.settled == 240
-    assert is_png(v.plot.value)
+    assert is_png(v.plot.png)
 
     # after a verdict, enqueue opens round 2; wait_drained judges it in this thread
     r = v.model.round
@@ -383,10 +384,13 @@ def test_a_notebook_run_stores_the_last_plot_and_the_verdict(tmp_path):
     state_ = nb.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"]
     html = [s["state"].get("value", "") for s in state_.values() if s["model_name"] == "HTMLModel"]
     assert any("verdict: valid" in h and "the checker" in h for h in html)
-    images = [s for s in state_.values() if s["model_name"] == "ImageModel"]
-    assert len(images) == 2 and all(s.get("buffers") for s in images)  # the sizes plot and the timeline
-    shown = [s["state"] for s in state_.values() if s["model_name"] == "LayoutModel"]
-    assert not any(s.get("display") == "none" and s.get("max_width") == "1056px" for s in shown)
+    # the sizes plot and the timeline: each an <img> with its text alternative, the timeline shown
+    pictures = [s["state"] for s in state_.values()
+                if s["model_name"] == "HTMLModel" and 'class="emq-picture"' in s["state"].get("value", "")]
+    assert sorted(p["value"].split('alt="')[1][:10] for p in pictures) == ["Plot: set ", "Timeline: "]
+    assert all("src=\"data:image/png;base64,iVBORw0KGgo" in p["value"] for p in pictures)
+    timeline = next(p for p in pictures if 'alt="Timeline: ' in p["value"])
+    assert state_[timeline["layout"].removeprefix("IPY_MODEL_")]["state"].get("display") != "none"
 
 
 # -- the Run's one addition ------------------------------------------------------------------------------------

@@ -316,7 +316,7 @@ def test_composer_counter_ticks_to_zero_and_releases_the_parent(conn):
     assert parent not in s.rows and s.completed == 4
     assert fc.parent_state == "done" and fc.complete_button.disabled
     assert fc.counter == [3, 2, 1, 0, 0]
-    assert fc.plot.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert fc.plot.png[:8] == b"\x89PNG\r\n\x1a\n" and "outstanding after each action" in fc.plot.alt
     assert "job:" + parent + ":dependencies = 0" in fc.set_view.html.value
 
 
@@ -395,7 +395,7 @@ def test_counter_plot_records_per_step(conn):
     assert plot.series.labels == ["enqueue", "claim", "complete"]
     assert plot.series.sizes["pending"] == [1, 0, 0]
     assert plot.series.sizes["active"] == [0, 1, 0]
-    assert plot.image.value[:4] == b"\x89PNG"
+    assert plot.image.png[:4] == b"\x89PNG" and "pending 1 → 0 (at most 1)" in plot.image.alt
     assert repr(plot) == "Counter plot over steps: pending 1 → 0, active 0 → 0, schedule 0 → 0, dead 0 → 0"
     assert repr(CounterPlot()) == "Counter plot of pending, active, schedule, dead: no points yet"
     st.close()
