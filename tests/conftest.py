@@ -215,6 +215,17 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 @pytest.fixture(autouse=True)
+def no_figure_left_open():
+    """Every test ends with pyplot holding no figure: a worker runs many tests in one process, and a
+    figure one test left open would be drawn by the next test's ``figures.show()``."""
+    yield
+    import sys
+
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+
+
+@pytest.fixture(autouse=True)
 def predictions_folder(request, monkeypatch):
     """A course test keeps committed predictions in a fresh folder of its own, never the learner's.
 
