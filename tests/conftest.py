@@ -226,19 +226,24 @@ def no_figure_left_open():
 
 
 @pytest.fixture(autouse=True)
-def predictions_folder(request, monkeypatch):
-    """A course test keeps committed predictions in a fresh folder of its own, never the learner's.
+def predictions_folder(request):
+    """A course test keeps committed predictions in a fresh folder of its own (and its seal), never the learner's.
 
-    (Here, not in tests/course/conftest.py: a second conftest module would shadow this one for the
-    tests that import helpers from it.)
+    The kit chooses the folder once, as a process starts; a test chooses its own with ``predictions.use``,
+    the kit's machinery for that. (Here, not in tests/course/conftest.py: a second conftest module would
+    shadow this one for the tests that import helpers from it.)
     """
     if "course" not in request.path.parts:
-        return None
+        yield None
+        return
     from echomq_teach.course import predictions
 
     folder = request.getfixturevalue("tmp_path") / "predictions"
-    monkeypatch.setenv(predictions.PREDICTIONS_ENV, str(folder))
-    return folder
+    before = predictions.use(folder)
+    try:
+        yield folder
+    finally:
+        predictions.use(before.folder)
 
 
 # outside the course tests too, nothing the suite runs keeps a prediction in the learner's own folder

@@ -15,10 +15,12 @@ check never prints its hint (a stored output would show the answer). By kind:
 * a **diagnose**, **repair** or **build** exercise hands the learner's function a
   fresh queue on their own node, then reads the real node; a diagnosis is also
   watched while it runs, and refused when it wrote (``checks/diagnosis.py``);
-* a **predict** exercise hands the function no connection: its first answer of a
-  valid shape is committed (``predictions``, kept across kernel restarts), and
-  only then does the check run the scenario and show what it gave, with why;
-  every later try is graded on that first answer, shown beside the run;
+* a **predict** exercise takes the learner's answer as data, never a function
+  (``forms``: its form is checked strictly, and a wrong form keeps nothing and
+  earns no hint); its first answer of the right form is committed
+  (``predictions``: sealed, logged, kept across kernel restarts), and only then
+  does the check build its queue, run the scenario and show what it gave, with
+  why; every later try is graded on that first answer, shown beside the run;
 * a **build judged by the checker** (``02.2``) is handed nothing: it starts a node
   of its own and runs the learner's mechanism under a seeded nemesis.
 
@@ -41,7 +43,7 @@ from typing import Any
 
 from .. import ids, keyspace
 from ..nodes.trafikey import NativeBuildError
-from . import predictions, progress_report
+from . import forms, predictions, progress_report
 from .checks import diagnosis
 from .registry import (
     HINTED,
@@ -59,16 +61,26 @@ from .registry import (
 )
 
 __all__ = ["Verdict", "Catalog", "Progress", "catalog", "check", "hint", "progress", "reveals", "titles", "NO_HINT_YET",
-           "HOLD"]
+           "NO_HINT_BEFORE_PREDICTING", "HOLD"]
 
 NO_HINT_YET = "No hint yet: write your try and run its check first. A hint comes after a try that did not pass."
+NO_HINT_BEFORE_PREDICTING = ("No hint before you predict: a prediction's hint comes once your first prediction "
+                             "(of the right form) is kept.")
 
 
 def hint(key: str) -> str:
-    """The hint of exercise ``key``, once a try at it did not pass in this kernel; before that, why not."""
+    """The hint of exercise ``key``, once a try at it did not pass in this kernel; before that, why not.
+
+    A prediction's hint comes once a prediction of it is kept (in any kernel: the kept one is graded), never
+    before: an answer of the wrong form keeps nothing and earns no hint.
+    """
     if key not in REGISTRY:
         raise KeyError(f"no exercise {key!r}; the exercises are {', '.join(sorted(REGISTRY))}")
-    if key not in TRIED:
+    if REGISTRY[key].kind == "predict":
+        kept = predictions.committed(key)
+        if kept is None or kept.forged:
+            return NO_HINT_BEFORE_PREDICTING
+    elif key not in TRIED:
         return NO_HINT_YET
     HINTED.add(key)
     progress_report.hint_asked(key)  # the live view's "hint" mark (course/progress_report.py)
@@ -102,8 +114,9 @@ def check(key: str, solution: Callable[..., Any], *conns: Any) -> Verdict:
     """Check ``solution`` for exercise ``key``: a connector for the exercises that read your node.
 
     A diagnose, repair or build exercise calls ``solution(conn, queue, *setup_args)`` on a fresh
-    queue; a prediction calls it with no connection; a judged build calls ``solution()``. On a hub
-    the verdict also goes to the instructor's live view, in the background and silently.
+    queue; a prediction takes ``solution`` as the answer itself (data), and runs on ``conn`` only once
+    that answer is kept; a judged build calls ``solution()``. On a hub the verdict also goes to the
+    instructor's live view, in the background and silently.
     """
     verdict = _check(key, solution, *conns)
     progress_report.report(key, verdict)  # on a hub only (course/progress_report.py)
@@ -117,13 +130,16 @@ def _check(key: str, solution: Callable[..., Any], *conns: Any) -> Verdict:
     if ex.judge is not None:
         return _judged(ex, solution)
     if not conns:
+        what = "your_prediction" if ex.kind == "predict" else "your_function"
         return Verdict(f"{key} {ex.title}", False, ["this check needs your node: hand it your connector "
-                                                    f'(exercises.check("{key}", your_function, conn)).'])
+                                                    f'(exercises.check("{key}", {what}, conn)).'])
     queue = fresh_queue(key)
     # the check's own calls go through connectors of its own: the learner's trace holds the learner's calls only
     # (a setup's moves, read off the trace, would tell a diagnosis what happened without a look at the queue)
     own = tuple(c.fork() if hasattr(c, "fork") else c for c in conns)
     try:
+        if ex.run is not None:
+            return _predicted(ex, solution, own if len(own) > 1 else own[0], queue)
         return _on_queue(ex, solution, conns, own, queue)
     finally:
         cleaned(own, queue)
@@ -167,8 +183,6 @@ def _on_queue(ex: Exercise, solution: Callable[..., Any], conns: tuple[Any, ...]
     except Exception as exc:  # noqa: BLE001 - e.g. a node that went away: said, not raised
         return Verdict(f"{key} {ex.title}", False,
                        [f"the check could not prepare its queue: {type(exc).__name__}: {exc}."])
-    if ex.run is not None:
-        return _predicted(ex, solution, conn, queue, args)
     f = Findings()
     try:
         with diagnosis.reading(queue, conns):
@@ -191,34 +205,51 @@ def _on_queue(ex: Exercise, solution: Callable[..., Any], conns: tuple[Any, ...]
     return _failed(ex, f.items) if f.items else _passed(ex, [])
 
 
-def _predicted(ex: Exercise, solution: Callable[..., Any], conn: Any, queue: str, args: tuple[Any, ...]) -> Verdict:
-    """A prediction: keep the first answer of a valid shape, then run, then grade what was kept."""
-    try:
-        answer = solution(*ex.given(args))
-    except NotImplementedError:
-        return _starter(ex.key, ex)
-    except Exception as exc:  # noqa: BLE001 - the learner's bug is a finding, not a crash
-        return _failed(ex, [_raised(exc)])
-    assert ex.shape is not None and ex.run is not None
-    wrong = ex.shape(answer, args)
+_BLANKS = ("your prediction still holds `...`: replace each `...` with what you predict. Your first prediction "
+           "of the right form is kept, and graded.")
+
+
+def _not_kept(ex: Exercise, findings: list[str]) -> Verdict:
+    # nothing kept: not a try yet, so no hint is earned (a hint before predicting would answer it)
+    return Verdict(f"{ex.key} {ex.title}", False, [*findings, "nothing was kept: a prediction is kept (and graded) "
+                                                   "once its form is right."])
+
+
+def _predicted(ex: Exercise, answer: Any, conn: Any, queue: str) -> Verdict:
+    """A prediction: keep the first answer of the right form, then build ``queue`` and run, then grade what was kept.
+
+    The answer is data; the queue the run uses (named, nothing in it) does not exist until the answer is kept.
+    """
+    assert ex.form is not None and ex.run is not None
+    said = [note] if (note := predictions.env_changed()) else []
+    if callable(answer):
+        return _not_kept(ex, [*said, "a prediction is your answer itself, as data (a dict, a list): "
+                              f"{ex.form.describe()}; not a function, which could run the scenario instead of "
+                              "predicting it."])
+    if forms.has_blanks(answer):
+        return Verdict(f"{ex.key} {ex.title}", False, [*said, _BLANKS])
+    wrong = ex.form.problem(answer)
     if wrong is None:
         try:
             answer = predictions.plain(answer)
         except ValueError as exc:
             wrong = str(exc)
     kept = predictions.committed(ex.key)
-    if wrong is not None and kept is None:
-        # not kept: a prediction of the wrong form is not a prediction yet, and no run is shown for it
-        return _failed(ex, [wrong, "nothing was kept: a prediction is kept (and graded) once its form is right."])
+    if kept is not None and kept.forged:
+        return Verdict(f"{ex.key} {ex.title}", False, [*kept.notes, *said])
     if kept is None:
+        if wrong is not None:
+            return _not_kept(ex, [*said, wrong])
         kept = predictions.commit(ex.key, answer)
+    said = [*kept.notes, *said]
     try:
-        seen = predictions.plain(ex.run(conn, queue, args))
+        seen = predictions.plain(ex.run(conn, queue))
     except NativeBuildError:
         raise
     except Exception as exc:  # noqa: BLE001 - a node that went away mid-run: said, not raised
         return Verdict(f"{ex.key} {ex.title}", False,
-                       [f"your prediction is kept, but the run failed: {type(exc).__name__}: {exc}; check again."])
+                       [*said, f"your prediction is kept, but the run failed: {type(exc).__name__}: {exc}; "
+                        "check again."])
     f = Findings()
     if isinstance(seen, dict) and isinstance(kept.answer, dict):
         for k, v in seen.items():
@@ -234,8 +265,8 @@ def _predicted(ex: Exercise, solution: Callable[..., Any], conn: Any, queue: str
     notes.append(f"why: {ex.explanation()}")
     if f.items:
         TRIED.add(ex.key)
-        return Verdict(f"{ex.key} {ex.title}", False, [*f.items, *notes])
-    return _passed(ex, notes)
+        return Verdict(f"{ex.key} {ex.title}", False, [*said, *f.items, *notes, *ex.hints()])
+    return _passed(ex, [*said, *notes])
 
 
 def _judged(ex: Exercise, solution: Callable[..., Any]) -> Verdict:

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from ..connector import Connector
 from ..errors import BadInput
+from .forms import Form
 
 KINDS = ("predict", "diagnose", "repair", "build")
 #: the notebook each exercise key's first two digits name
@@ -92,11 +93,10 @@ class Exercise:
     hint: str
     #: the reference solution's file name in ``notebooks/solutions/``
     solution: str = ""
-    # -- a prediction: run(conn, queue, args) → what the run gave; shape(answer, args) → what is wrong, or None
-    run: Callable[[Any, str, tuple[Any, ...]], Any] | None = None
-    shape: Callable[[Any, tuple[Any, ...]], str | None] | None = None
-    #: which of the setup's arguments the learner's function is handed (a prediction is handed no connection)
-    given: Callable[[tuple[Any, ...]], tuple[Any, ...]] = lambda args: ()
+    # -- a prediction: run(conn, queue) builds its queue and answers what the run gave, once the answer is kept
+    run: Callable[[Any, str], Any] | None = None
+    #: the form of a prediction's answer (data, never a function: ``course/forms.py``)
+    form: Form | None = None
     #: what a committed prediction is told after its run (the hint, as an explanation, when not given)
     explain: str = ""
     # -- a build judged without the learner's node: judge(answer, findings) runs it on a node of its own
@@ -150,20 +150,17 @@ def exercise(
 
 
 def prediction(
-    key: str, title: str, hint: str, *, solution: str,
-    shape: Callable[[Any, tuple[Any, ...]], str | None],
-    given: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None = None,
-    explain: str = "",
+    key: str, title: str, hint: str, *, solution: str, form: Form, explain: str = "",
 ) -> Callable[..., Any]:
-    """Register the run of a prediction: ``run(conn, queue, args)`` answers what really happens.
+    """Register the run of a prediction: ``run(conn, queue)`` builds its queue and answers what really happens.
 
-    The learner's function is handed ``given(args)`` (nothing, by default: never a
-    connection); ``shape`` says what is wrong with an answer's form before it is kept.
+    The learner answers with data of ``form`` (never a function); the run comes only after that answer is
+    kept, so nothing the check builds exists while the learner answers.
     """
 
-    def wrap(run: Callable[[Any, str, tuple[Any, ...]], Any]) -> Callable[..., Any]:
-        _register(Exercise(key, title, "predict", _no_setup, None, hint, solution, run=run, shape=shape,
-                           given=given or (lambda args: ()), explain=explain))
+    def wrap(run: Callable[[Any, str], Any]) -> Callable[..., Any]:
+        _register(Exercise(key, title, "predict", _no_setup, None, hint, solution, run=run, form=form,
+                           explain=explain))
         return run
 
     return wrap
@@ -185,17 +182,6 @@ def setup_for(key: str) -> Callable[..., Any]:
         return fn
 
     return wrap
-
-
-def keyed_dict(keys: tuple[str, ...] | list[str]) -> Callable[[Any, tuple[Any, ...]], str | None]:
-    """A shape: a dict with exactly ``keys``."""
-
-    def shape(answer: Any, args: tuple[Any, ...]) -> str | None:
-        if isinstance(answer, dict) and set(answer) == set(keys):
-            return None
-        return f"return a dict with exactly the keys {sorted(keys)}; got {answer!r}."
-
-    return shape
 
 
 class Entry(NamedTuple):

@@ -53,8 +53,6 @@ def crash_point(node: Any, queue: str, point: str, *,
     ``lease_ms`` is the crashed worker's lease: how long its job waits for the reap. The queue is
     dropped first, so the outcome is this scenario's alone.
     """
-    from . import handlers
-
     if point not in CRASH_POINTS:
         raise BadInput(f"point must be one of {CRASH_POINTS}, got {point!r}")
     with Run(node, queue, workers=2, lease_ms=HEALTHY_LEASE_MS, work_ms=work_ms, handler=handler, tick_ms=25,
@@ -65,18 +63,25 @@ def crash_point(node: Any, queue: str, point: str, *,
         doomed.wait_ready()
         run.start_metronome()
         doomed.wait(timeout=timeout)
-        run.start()  # a healthy worker in each empty slot
-        if not run.wait_drained(timeout):
-            raise RuntimeError(f"the job of crash point {point!r} was not settled within {timeout} s")
-        run.stop()
-        history = run.history()
-        report = check(history, run.final_state(), recorded=run.record)
-        entries = run.conn.client.xrange(keyspace.queue_key(queue, "stream:completions"))
-        token = int(entries[-1][1]["attempts"]) if entries else None
-        by = next((o.worker for o in history.calls("complete") if o.token == token), None)
-        charges = handlers.effects(run.conn, queue)[job] + (job in handlers.effects_once(run.conn, queue))
-        return CrashOutcome(point, job, report.handler_runs[job], charges, token, by, job in report.recovered,
-                            report, history)
+        return settle_and_judge(run, job, point, timeout)
+
+
+def settle_and_judge(run: Run, job: str, point: str, timeout: float) -> CrashOutcome:
+    """After the crash (or crashes) of a run of one job: healthy workers settle it, and the run is judged."""
+    from . import handlers
+
+    run.start()  # a healthy worker in each empty slot
+    if not run.wait_drained(timeout):
+        raise RuntimeError(f"the job of crash point {point!r} was not settled within {timeout} s")
+    run.stop()
+    history = run.history()
+    report = check(history, run.final_state(), recorded=run.record)
+    entries = run.conn.client.xrange(keyspace.queue_key(run.queue, "stream:completions"))
+    token = int(entries[-1][1]["attempts"]) if entries else None
+    by = next((o.worker for o in history.calls("complete") if o.token == token), None)
+    charges = handlers.effects(run.conn, run.queue)[job] + (job in handlers.effects_once(run.conn, run.queue))
+    return CrashOutcome(point, job, report.handler_runs[job], charges, token, by, job in report.recovered,
+                        report, history)
 
 
 def crash_points(node: Any, queue_prefix: str, points: Iterable[str] = CRASH_POINTS,

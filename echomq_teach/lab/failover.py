@@ -173,6 +173,44 @@ def failover(
     ``cluster_connector.ShortWait`` → the reply) decides, in every process of a
     run with a ``wait``, what a write that WAIT confirmed short answers.
     """
+    if hold_ms is not None:
+        jobs.positive_int("hold_ms", hold_ms)
+        if hold_ms / 1000 <= window_s:
+            raise BadInput(f"hold_ms ({hold_ms}) must outlast window_s ({window_s} s): the kill comes inside the hold")
+    return _failover(cluster, queues, jobs_n=jobs_n, workers=workers, hold_ms=hold_ms, window_s=window_s,
+                     burst=burst, work_ms=work_ms, lease_ms=lease_ms, start_after=start_after, timeout=timeout,
+                     on_short_wait=on_short_wait)
+
+
+def failover_after_the_hold(cluster: Any, queues: dict[str, tuple[int, int] | None], *, hold_ms: int,
+                            window_s: float, **options: Any) -> dict[str, Failover]:
+    """``failover``'s run, but the hold ends before the kill: replication is held for ``hold_ms``, then let go,
+    and the primary is killed ``window_s`` after the hold began, once its replica has had time to catch up.
+
+    The same options as ``failover`` (``jobs_n``, ``workers``, ``burst``, ``work_ms``, ``lease_ms``,
+    ``start_after``, ``timeout``, ``on_short_wait``).
+    """
+    jobs.positive_int("hold_ms", hold_ms)
+    if hold_ms / 1000 >= window_s:
+        raise BadInput(f"hold_ms ({hold_ms}) must end before window_s ({window_s} s): the kill comes after the hold")
+    return _failover(cluster, queues, hold_ms=hold_ms, window_s=window_s, **options)
+
+
+def _failover(
+    cluster: Any,
+    queues: dict[str, tuple[int, int] | None],
+    *,
+    jobs_n: int = 300,
+    workers: int = 3,
+    hold_ms: int | None = None,
+    window_s: float = 0.4,
+    burst: int = 20,
+    work_ms: int = 10,
+    lease_ms: int = 1_500,
+    start_after: float = 0.15,
+    timeout: float = 60.0,
+    on_short_wait: Any = None,
+) -> dict[str, Failover]:
     jobs.positive_int("jobs_n", jobs_n)
     jobs.non_negative_int("burst", burst)
     if not isinstance(queues, dict) or not queues:
@@ -180,10 +218,6 @@ def failover(
     for q, w in queues.items():
         keyspace.check_queue(q)
         check_wait(w)
-    if hold_ms is not None:
-        jobs.positive_int("hold_ms", hold_ms)
-        if hold_ms / 1000 <= window_s:
-            raise BadInput(f"hold_ms ({hold_ms}) must outlast window_s ({window_s} s): the kill comes inside the hold")
     if not 0 <= start_after < 1 or window_s < 0:
         raise BadInput("start_after is a fraction in [0, 1) and window_s a number of seconds >= 0")
     owners = {q: cluster.primary_of(q) for q in queues}

@@ -1,4 +1,9 @@
-def predict_the_counter():
-    # a: 3 → 2; the redelivery is stale (row gone); b's late worker is stale (new token);
-    # b's second worker: 2 → 1; c dies under ignore, which counts as done: 1 → 0, the parent is released.
-    return {"dependencies after each step": [2, 2, 2, 1, 0], "the parent's state at the end": "pending"}
+# The fence reads no clock: a's lapsed lease, never swept, still passes, and its ZREM takes a out of active:
+# 4 -> 3. The reap made b's row pending: its old worker is stale, nothing counted. b dies under wait: nothing;
+# c under remove and d under ignore count as done (3 -> 2 -> 1); only ignore records it in :unsuccessful.
+# The reprocessed b completes: 0, and the parent is released to pending.
+predict_the_counter = {
+    "dependencies after each step": [3, 3, 3, 2, 1, 0],
+    "the parent's state at the end": "pending",
+    "entries in the parent's :unsuccessful at the end": 1,
+}

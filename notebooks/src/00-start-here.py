@@ -42,7 +42,7 @@
 # | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 85 min |
 # | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | 30 min |
 # | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 80 min |
-# | `08-the-durable-floor` | what memory loses, and an archive that keeps every settle | 85 min |
+# | `08-the-durable-floor` | what memory loses, and an archive of the settles its stream recorded | 85 min |
 # | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 70 min |
 # | `10-case-files` | six real failures of other queues, modelled and run beside this one under one nemesis | 65 min |
 #
@@ -67,9 +67,12 @@
 # their traces, the scripts themselves (read from the kit's `lua/` folder, never retyped), a widget
 # to step through, and exercises. Most exercises ask you to **predict** what the queue will do, to
 # **diagnose** a queue left in a strange state, or to **repair** it; a few ask you to **build** a piece
-# yourself, judged by the queue's checker under injected faults. Each gives you a function to fill in and
-# a **check** that runs it on fresh queues (of your node, or of nodes it starts) and says what is not yet true.
-# After a try that did not pass, `exercises.hint("01.3")` (with the exercise's number) gives a hint.
+# yourself, judged by the queue's checker under injected faults. Each gives you a function to fill in (a
+# prediction: your answer itself, as data, whose first form that fits is kept) and a **check** that runs it
+# on fresh queues (of your node, or of nodes it starts) and says what is not yet true. After a try that did
+# not pass, `exercises.hint("01.2")` (with the exercise's number) gives a hint; a prediction's, once your
+# first prediction is kept. A prediction asks about a case no cell runs: trying it on your own node before
+# you answer is allowed, and is how one learns, but setting the case up takes the same understanding.
 # Each exercise names the file of its reference solution in `notebooks/solutions/` — try first.
 #
 # The course page speaks Elixir (`EchoMQ.Jobs.claim/3`); the kit speaks Python

@@ -242,8 +242,9 @@ assert 29_000 < after.relative("active", job_id) <= 30_000
 # ### complete — `complete/5` → `@complete`
 #
 # The worker calls `jobs.complete(conn, queue, job_id, token, result)`, handing back the id **and the
-# attempts it was given** — its fencing token. The script checks the token, removes the active
-# entry, deletes the row and counts the completion.
+# attempts it was given** — its fencing token. The script compares the token with the attempts in
+# the row it completes (and wants that row active), removes the active entry, deletes the row and
+# counts the completion.
 
 # %%
 before = snapshots.snapshot(conn, Q)
@@ -287,45 +288,45 @@ print(exercises.check("01.2", put_c_last, conn))
 # %% [markdown]
 # ### 01.3 · Predict the claim order (predict)
 #
-# The check fills a queue in this order: a job that is claimed and whose worker crashes (its lease
+# The check will fill a queue in this order: a job that is claimed and whose worker crashes (its lease
 # lapses); two jobs minted by this process; a job with the caller's id `"A-rush"`, one with the id
 # `"zz-late"`; and, last, a job from another producer whose clock is 5 seconds behind. Then a reap
-# returns the crashed job to pending. Your function gets `labels`, a dict from a label to each id.
+# returns the crashed job to pending. The six jobs, by what they are: `"this process, first"`,
+# `"this process, second"`, `"custom id A-rush"`, `"custom id zz-late"`,
+# `"another producer, clock 5 s behind, enqueued last"` and `"reaped back to pending, minted before all"`.
 #
-# **Predict, do not claim**: return the labels in the order the next six claims will hand the jobs
-# out. The check then claims them and compares. *Solution: `solutions/01_3_predict_the_order.py`.*
+# **Predict, do not claim**: list those six labels in the order the next six claims will hand the jobs
+# out. Only once your answer is kept does the check build that queue, claim it and compare.
+# *Solution: `solutions/01_3_predict_the_order.py`.*
 #
-# Your function is handed no connection, and your **first** answer of the right form is kept and graded
-# (it survives a kernel restart): think it through before you run the cell.
+# A prediction is your answer itself, written as data: replace the `...`. Your **first** answer of the
+# right form is kept and graded (it survives a kernel restart): think it through before you run the cell.
 
 # %%
-def predict_the_order(labels):
-    # your prediction here: a list of the six labels, first claimed first
-    raise NotImplementedError
-
+predict_the_order = ...  # your prediction: a list of the six labels above, the first claimed first
 
 print(exercises.check("01.3", predict_the_order, conn))
 
 # %% [markdown]
-# ### 01.4 · Three completions (predict)
+# ### 01.4 · Whose token? (predict)
 #
-# The check enqueues one job and claims it (token 1). Then it completes it three times: with a token
-# nobody was given (2), with the token the claim answered (1), and once more the same way. **Predict**
-# each answer, `"ok"` or `"stale"` (`jobs.OK`, `jobs.STALE`), and the queue's completed count at the
-# end. Return a dict from `"a token nobody was given"`, `"the token the claim answered"`,
-# `"the same completion again"` and `"completed count"` to your predictions.
-# *Solution: `solutions/01_4_three_completions.py`.*
+# The check will enqueue three jobs, `x`, `y` and `z`, in that order, and claim three times: each claim
+# takes one of them, oldest first. Then it completes `z`, handing it the token `x`'s claim answered, and
+# then `x`, with its own claim's token. **Predict** the three tokens the claims answer, in order; what
+# each of the two completions answers, `"ok"` or `"stale"` (`jobs.OK`, `jobs.STALE`); and the queue's
+# completed count at the end. *Solution: `solutions/01_4_whose_token.py`.*
 #
-# Your function is handed no connection, and your **first** answer of the right form is kept and graded
-# (it survives a kernel restart): think it through before you run the cell.
+# A prediction is your answer itself, written as data: replace each `...`. Your **first** answer of the
+# right form is kept and graded (it survives a kernel restart): think it through before you run the cell.
 
 # %%
-def three_completions():
-    # your predictions here
-    raise NotImplementedError
-
-
-print(exercises.check("01.4", three_completions, conn))
+whose_token = {  # your prediction
+    "the tokens the three claims answer, in order": [..., ..., ...],
+    "z, completed with the token x's claim answered": ...,
+    "x, then completed with its own claim's token": ...,
+    "completed count at the end": ...,
+}
+print(exercises.check("01.4", whose_token, conn))
 
 # %% [markdown]
 # ## Step it yourself

@@ -165,38 +165,38 @@ assert t0 <= deadline - 30_000 <= t1
 # ### 02.1 · Late, but not too late (predict before you read on)
 #
 # A lease has a deadline on the server's clock. What happens to a worker that comes back after it?
-# Before the next sections show it, **predict** four completions, each `"ok"` or `"stale"`
-# (`jobs.OK`, `jobs.STALE`). In each, a worker claimed a job with a 30 ms lease and came back after
-# 50 ms to complete it:
+# Before the next sections show it, **predict**. One job, three workers, each taking a 30 ms lease and
+# coming back 50 ms later:
 #
-# 1. `"lease lapsed, no sweep yet: the first worker completes"`
-# 2. `"lease lapsed, a reap ran: the first worker completes"`
-# 3. `"reaped and claimed again: the first worker completes"`
-# 4. `"reaped and claimed again: the second worker completes"`
+# 1. worker A claims the job. Its lease lapses; no sweep runs. Then worker B asks for a job: does B's
+#    claim get `"the job"`, or `"nothing"`?
+# 2. A reap runs, and B claims the job: with which token (a number)?
+# 3. B's lease lapses too, and no sweep runs. A comes back and completes with its own token, then B
+#    with its own: what does each completion answer, `"ok"` or `"stale"` (`jobs.OK`, `jobs.STALE`)?
 #
-# Return a dict from those four strings to your predictions; the check runs each on the node.
+# The check runs exactly that on your node, once your answer is kept.
 # *Solution: `solutions/02_1_late_worker.py`.*
 #
-# Your function is handed no connection, and your **first** answer of the right form is kept and graded
-# (it survives a kernel restart): think it through before you run the cell.
+# A prediction is your answer itself, written as data: replace each `...`. Your **first** answer of the
+# right form is kept and graded (it survives a kernel restart): think it through before you run the cell.
 
 # %%
 from echomq_teach.course import exercises  # noqa: E402
 
-
-def late_worker():
-    # your predictions here
-    raise NotImplementedError
-
-
+late_worker = {  # your prediction
+    "B's claim, while A's lapsed lease is not swept": ...,
+    "B's token, when it claims after the reap": ...,
+    "A completes, after B's lease lapsed too (no sweep since)": ...,
+    "B completes, after A's try (no sweep since)": ...,
+}
 print(exercises.check("02.1", late_worker, conn))
 
 # %% [markdown]
 # ## Attempts is the fencing token
 #
 # A claim answers the new `attempts`. Suppose the worker stalls past its lease, a sweep returns the
-# job to pending, and another worker claims it: attempts moves to 2. The first worker's completion,
-# still carrying token 1, is now **stale** and writes nothing.
+# job to pending, and another worker claims it. What do the two workers' completions answer now? The
+# cell shows the tokens and both answers, once 02.1 is kept.
 
 # %% tags=["reveals:02.1"]
 with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
@@ -217,10 +217,11 @@ with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
     print("the first worker's late completion:", late, "· the queue unchanged by it:", unchanged)
     on_time = jobs.complete(conn, Q2, job, second.attempts)
     print("the second worker's completion:", on_time)
+    print("the second claim raised the token, and @complete compared the first worker's number with it:",
+          "still carrying token", first.attempts, "that worker is stale, and wrote nothing")
 
 # %% [markdown]
-# Nothing else guards the job: there is no lock to take and no heartbeat to keep renewing. The
-# second claim raised the token, and `@complete` compared the first worker's number with it.
+# Nothing else guards the job: there is no lock to take and no heartbeat to keep renewing.
 #
 # ## At least once, and exactly once
 #
@@ -255,8 +256,8 @@ with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
     assert handler_runs == 2 and s.completed == 1
 
 # %% [markdown]
-# And the fence reads no clock. A worker whose lease lapsed, but whose job no sweep has touched yet,
-# still holds the current token and an `active` row, so its completion passes:
+# One more question for the fence: does it read the clock? A worker whose lease lapsed comes back
+# before any sweep has touched its job:
 
 # %% tags=["reveals:02.1"]
 with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
@@ -266,6 +267,8 @@ with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
     lapsed = snapshots.snapshot(conn, Q5).relative("active", late_job) < 0
     late_answer = jobs.complete(conn, Q5, late_job, late_claim.attempts)
     print("lease lapsed:", lapsed, "· no sweep ran · the late completion:", late_answer)
+    print("the fence reads no clock: with no sweep since, that worker still held the current token and an",
+          "active row")
     assert lapsed
 
 # %% [markdown]

@@ -344,19 +344,17 @@ print(exercises.check("03.3", your_own_reap))
 #
 # Every stall sweep is `stalled.check(conn, queue, max_stalled=2)`. **Predict**, without running
 # anything: where is the job after each round (`"pending"`, `"active"`, `"dead"` or `"nowhere"`), and
-# what is its `stalled` count at the end? Return `{"where after each round": [...five...],
-# "stalled count at the end": n}`.
-# *Solution: `solutions/03_4_predict_the_sweep.py`.*
+# what is its `stalled` count at the end (a number)? Only once your answer is kept does the check build
+# that queue and run the five rounds. *Solution: `solutions/03_4_predict_the_sweep.py`.*
 #
-# Your function is handed no connection, and your **first** answer of the right form is kept and graded
-# (it survives a kernel restart): think it through before you run the cell.
+# A prediction is your answer itself, written as data: replace each `...`. Your **first** answer of the
+# right form is kept and graded (it survives a kernel restart): think it through before you run the cell.
 
 # %%
-def predict_the_sweep():
-    # your prediction here
-    raise NotImplementedError
-
-
+predict_the_sweep = {  # your prediction
+    "where after each round": [..., ..., ..., ..., ...],
+    "stalled count at the end": ...,
+}
 print(exercises.check("03.4", predict_the_sweep, conn))
 
 # %% [markdown]

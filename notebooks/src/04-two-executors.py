@@ -103,30 +103,31 @@ assert {k: v for k, v in n_row.items() if k != "lease_epoch"} == s_row and extra
 # %% [markdown]
 # ### 04.1 · Where the two part ways (predict before you read on)
 #
-# Before the four differences are shown, **predict**, for each executor, what a *raw* claim
-# answers — `@claim2` sent by `EVALSHA` on the scripted node, `EMQ.CLAIM` on the native one,
-# neither through the kit's `claim/3` — as `"claimed"`, `"empty"` or `"error"`:
+# Before the four differences are shown, **predict**, for each executor, what a *raw* claim does —
+# `@claim2` sent by `EVALSHA` on the scripted node, `EMQ.CLAIM` on the native one, neither through the
+# kit's `claim/3`, so no pause read and no lease check comes first. Each case starts from its own queue,
+# a real job waiting in pending (a *ghost* is an id in pending with no row, 02):
 #
-# 1. `"a raw call on a paused queue"` (one job pending);
-# 2. `"a ghost at the head, a real job behind it"`;
-# 3. `"a lease of 'soon'"` (one job pending);
+# 1. `"a paused queue, a ghost at its head: the raw claim answers"` — `"claimed"`, `"empty"` or `"error"`;
+# 2. `"after that claim, the ghost is"` — `"pending"`, `"active"` or `"nowhere"`;
+# 3. `"a lease of 'soon', a ghost at its head: the raw claim answers"` (not paused) — as in 1;
+# 4. `"a lease of 'soon' on a paused queue: its one job is then"` (no ghost) — as in 2.
 #
-# and 4. `"after the lease of 'soon', where the job is"`: `"pending"`, `"active"` or `"nowhere"`.
-# Return a dict from those four strings to pairs `(scripted, native)`; the check runs each on both
-# nodes. *Solution: `solutions/04_1_part_ways.py`.*
+# Answer each with a pair, `(scripted, native)`. Only once your answer is kept does the check build the
+# queues and run each case on both nodes. *Solution: `solutions/04_1_part_ways.py`.*
 #
-# Your function is handed no connection, and your **first** answer of the right form is kept and graded
-# (it survives a kernel restart): think it through before you run the cell.
+# A prediction is your answer itself, written as data: replace each `...`. Your **first** answer of the
+# right form is kept and graded (it survives a kernel restart): think it through before you run the cell.
 
 # %%
 from echomq_teach.course import exercises  # noqa: E402
 
-
-def part_ways():
-    # your predictions here
-    raise NotImplementedError
-
-
+part_ways = {  # your prediction: (scripted, native) for each
+    "a paused queue, a ghost at its head: the raw claim answers": (..., ...),
+    "after that claim, the ghost is": (..., ...),
+    "a lease of 'soon', a ghost at its head: the raw claim answers": (..., ...),
+    "a lease of 'soon' on a paused queue: its one job is then": (..., ...),
+}
 print(exercises.check("04.1", part_ways, s_conn, n_conn))
 
 # %% [markdown]

@@ -84,31 +84,32 @@ assert land.args[-3:] == ["fail"] * 3 and not any(e.args[0] == "HSET" for e in s
 # %% [markdown]
 # ### 05.1 · What a refused land leaves (predict)
 #
-# Three lands that are refused, on a queue that already holds one plain job: **predict** what each
-# answers — `"BadInput"`, `"DuplicateJob"` or `"landed"` — and how many jobs (rows) the queue holds after
-# all three:
+# Three lands, on a queue that already holds one plain job: **predict** what each answers —
+# `"BadInput"`, `"DuplicateJob"` or `"landed"` — and how many jobs (rows) the queue holds after all
+# three:
 #
 # 1. `"two children share an id"`: two children given as `(id, payload)` with the same id;
 # 2. `"a child's id is already a job's"`: the middle of three children has the plain job's id;
 # 3. `"a policy list one short"`: three children, a policy list of two;
 #
-# and 4. `"jobs in the queue after the three"`: a number. Return a dict from those four strings.
-# *Solution: `solutions/05_1_refused_lands.py`.*
+# and 4. `"jobs in the queue after the three"`: a number. Only once your answer is kept does the check
+# build that queue and try the three lands. *Solution: `solutions/05_1_refused_lands.py`.*
 #
-# Your function is handed no connection, and your **first** answer of the right form is kept and graded
-# (it survives a kernel restart): think it through before you run the cell. Each check of this notebook
-# says what is not yet true; after a try that did not pass, `exercises.hint("05.1")` (and so on) gives a
-# hint, and `exercises.catalog()` lists every exercise with its kind.
+# A prediction is your answer itself, written as data: replace each `...`. Your **first** answer of the
+# right form is kept and graded (it survives a kernel restart): think it through before you run the cell.
+# Each check of this notebook says what is not yet true; `exercises.hint("05.1")` (and so on) gives a
+# hint once a try did not pass (a prediction's, once it is kept), and `exercises.catalog()` lists every
+# exercise with its kind.
 
 # %%
 from echomq_teach.course import exercises  # noqa: E402
 
-
-def refused_lands():
-    # your predictions here
-    raise NotImplementedError
-
-
+refused_lands = {  # your prediction
+    "two children share an id": ...,
+    "a child's id is already a job's": ...,
+    "a policy list one short": ...,
+    "jobs in the queue after the three": ...,
+}
 print(exercises.check("05.1", refused_lands, conn))
 
 # %% [markdown]
@@ -383,28 +384,30 @@ print(exercises.check("05.3", never_releases, conn))
 # %% [markdown]
 # ### 05.4 · Predict the counter (predict)
 #
-# A flow of three children `a`, `b`, `c`, each with the policy `ignore`. **Predict** `:dependencies`
-# after each of these steps, and the parent's state at the end:
+# A flow of four children, `a`, `b`, `c` and `d`, each with its own policy: `a` `fail`, `b` `wait`,
+# `c` `remove`, `d` `ignore`. **Predict** `:dependencies` after each of these steps:
 #
-# 1. `a` is claimed and completes;
-# 2. `a`'s completion is delivered again;
-# 3. `b` is claimed with a 20 ms lease, the lease lapses, a reap runs, another worker claims `b`, and
-#    then the *first* worker's completion arrives;
-# 4. the second worker's completion of `b` arrives;
-# 5. `c` is claimed and its retry at a cap of 1 buries it.
+# 1. `a`'s worker completes it after its 30 ms lease lapsed, no sweep since;
+# 2. `b`'s worker dies holding a 20 ms lease; once it lapsed a reap runs; then that worker wakes and
+#    completes `b` with its token;
+# 3. `b` is claimed again and fails at its cap of 2 attempts;
+# 4. `c` is claimed and fails at its cap of 1;
+# 5. `d` is claimed and fails at its cap of 1;
+# 6. `b` is reprocessed, claimed and completed;
 #
-# Return `{"dependencies after each step": [...five numbers...], "the parent's state at the end": …}`.
+# and the parent's state at the end, and how many entries its `:unsuccessful` holds then. Only once your
+# answer is kept does the check land that flow and run the six steps.
 # *Solution: `solutions/05_4_predict_the_counter.py`.*
 #
-# Your function is handed no connection, and your **first** answer of the right form is kept and graded
-# (it survives a kernel restart): think it through before you run the cell.
+# A prediction is your answer itself, written as data: replace each `...`. Your **first** answer of the
+# right form is kept and graded (it survives a kernel restart): think it through before you run the cell.
 
 # %%
-def predict_the_counter():
-    # your prediction here
-    raise NotImplementedError
-
-
+predict_the_counter = {  # your prediction
+    "dependencies after each step": [..., ..., ..., ..., ..., ...],
+    "the parent's state at the end": ...,
+    "entries in the parent's :unsuccessful at the end": ...,
+}
 print(exercises.check("05.4", predict_the_counter, conn))
 
 # %% [markdown]

@@ -247,22 +247,23 @@ print("confirm atomically, recover by timeout, compose by counting: each held on
 #
 # **Predict**: where `a` is after each step (`"pending"`, `"active"`, `"schedule"`, `"dead"` or
 # `"nowhere"`), the parent's `:dependencies` after each step, the token `a`'s completion carried, and the
-# parent's state at the end. Return `{"where a is after each step": [...five...], ":dependencies after each
-# step": [...five...], "a's token when it completed": n, "the parent at the end": state}`. After a try that
-# did not pass, `exercises.hint("06.1")` gives a hint. *Solution: `solutions/06_1_trace_a_flow_child.py`.*
+# parent's state at the end. Only once your answer is kept does the check land that flow and run the
+# five steps; after that, `exercises.hint("06.1")` gives a hint if it did not match.
+# *Solution: `solutions/06_1_trace_a_flow_child.py`.*
 #
-# Your function is handed no connection, and your **first** answer of the right form is kept and graded
-# (it survives a kernel restart): think it through before you run the cell.
+# A prediction is your answer itself, written as data (no function: nothing of yours runs before the
+# check does): replace each `...`. Your **first** answer of the right form is kept and graded (it survives a
+# kernel restart): think it through before you run the cell.
 
 # %%
 from echomq_teach.course import exercises  # noqa: E402
 
-
-def trace_a_flow_child():
-    # your prediction here
-    raise NotImplementedError
-
-
+trace_a_flow_child = {  # your prediction
+    "where a is after each step": [..., ..., ..., ..., ...],
+    ":dependencies after each step": [..., ..., ..., ..., ...],
+    "a's token when it completed": ...,
+    "the parent at the end": ...,
+}
 print(exercises.check("06.1", trace_a_flow_child, conn))
 
 # %% [markdown]

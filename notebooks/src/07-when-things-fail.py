@@ -225,9 +225,6 @@ assert all(o.report.valid for o in outcomes)
 # %% [markdown]
 # ### 07.1 · Predict the crash points
 #
-# A check says what is not yet true; after a try that does not pass, `exercises.hint("07.1")` gives a
-# hint.
-#
 # `handlers.charge_first` charges the customer *before* its work, where `handlers.charge` charged
 # after it:
 
@@ -237,21 +234,31 @@ from echomq_teach.course import exercises  # noqa: E402
 print(source.getsource(handlers.charge_first))
 
 # %% [markdown]
-# **Predict**, without running anything: with `charge_first`, how many times does the handler run,
-# and how many charges are made, when the worker is killed at each of the four crash points? Return
-# `{"claimed": {"handler runs": n, "charges": n}, "handler": {…}, "handled": {…}, "settle-sent": {…}}`.
-# The check runs the four crashes for real and compares.
-# *Solution: `solutions/07_1_predict_the_crashes.py`.*
+# The table above killed one worker per job. Now two die on the same job, one after the other: the first
+# worker to take the job is killed at one crash point; once the reap hands the job on, the next worker is
+# killed at another; then a healthy worker takes over. **Predict**, with `charge_first`, for each pair
+# (the first worker's point, then the next one's): how many times the handler runs, how many charges are
+# made, and the token of the settle that counted:
 #
-# Your function is handed no connection, and your **first** answer of the right form is kept and graded
-# (it survives a kernel restart): think it through before you run the cell.
+# 1. `"claimed, then claimed"`;
+# 2. `"handler, then handled"`;
+# 3. `"handled, then settle-sent"`;
+# 4. `"claimed, then handler"`.
+#
+# Only once your answer is kept does the check run the four pairs, with real worker processes, side by
+# side. A check says what is not yet true; after a kept prediction that did not match,
+# `exercises.hint("07.1")` gives a hint. *Solution: `solutions/07_1_predict_the_crashes.py`.*
+#
+# A prediction is your answer itself, written as data: replace each `...`. Your **first** answer of the
+# right form is kept and graded (it survives a kernel restart): think it through before you run the cell.
 
 # %%
-def predict_the_crashes():
-    # your prediction here
-    raise NotImplementedError
-
-
+predict_the_crashes = {  # your prediction
+    "claimed, then claimed": {"handler runs": ..., "charges": ..., "settled with token": ...},
+    "handler, then handled": {"handler runs": ..., "charges": ..., "settled with token": ...},
+    "handled, then settle-sent": {"handler runs": ..., "charges": ..., "settled with token": ...},
+    "claimed, then handler": {"handler runs": ..., "charges": ..., "settled with token": ...},
+}
 print(exercises.check("07.1", predict_the_crashes, conn))
 
 # %% [markdown]

@@ -247,25 +247,29 @@ assert sum(count.values()) == len(count) == 425 and stream_len(conn, Q) == 0
 # %% [markdown]
 # ### 08.1 · Predict the crash
 #
-# Before you watch a driver die mid-fold, predict what it leaves. A stream of 35 settles. A driver folds
-# it in slices of 10 and is killed after the **commit of its third fold**, before that fold's trim; then
-# a second driver runs until the stream is empty. Before you run anything, predict three numbers: the
-# rows on the floor and the entries left in the stream at the moment of the kill, and the rows on the
-# floor once the second driver is done. The check then runs exactly that, with real driver processes,
-# and compares.
+# Before you watch a driver die mid-fold, predict what two deaths in a row leave. A stream of 35 settles,
+# and three drivers in turn, each folding slices of 10:
 #
-# Stuck after a try? `exercises.hint("08.1")`. The reference solution is in
+# 1. the first is killed after the **commit of its third fold**, before that fold's trim;
+# 2. the second, once the first one's lease has lapsed, is killed in the middle of the **write of its
+#    first fold** (inside its SQLite transaction, before the commit);
+# 3. the third runs until the stream is empty.
+#
+# Predict three numbers: the entries left in the stream and the rows on the floor when the second driver
+# is killed, and the rows on the floor once the third is done. Only once your answer is kept does the
+# check run exactly that, with real driver processes, and compare. After a kept prediction that did not
+# match, `exercises.hint("08.1")` gives a hint. The reference solution is in
 # `notebooks/solutions/08_1_predict_the_crash.py`.
 #
-# Your function is handed no connection, and your **first** answer of the right form is kept and graded
-# (it survives a kernel restart): think it through before you run the cell.
+# A prediction is your answer itself, written as data: replace each `...`. Your **first** answer of the
+# right form is kept and graded (it survives a kernel restart): think it through before you run the cell.
 
 # %%
-def predict_the_crash():
-    # return {"floor": ..., "stream": ..., "floor_after": ...}
-    raise NotImplementedError
-
-
+predict_the_crash = {  # your prediction
+    "stream, when the second driver is killed": ...,
+    "floor, when the second driver is killed": ...,
+    "floor, once the third driver is done": ...,
+}
 print(exercises.check("08.1", predict_the_crash, conn))
 
 # %% [markdown]

@@ -216,23 +216,30 @@ c4.close()
 #
 # ### 09.1 · Predict the failover
 #
-# **Predict**, before the run below: what will the checker say of `plain` and of `waited` (`"valid"` or
-# `"invalid"`), and how many of the burst's 20 enqueues will each producer be *answered* for (told: stored)?
-# Return `{"no WAIT: verdict": …, "no WAIT: burst enqueues answered": n, "WAIT 1 2000: verdict": …,
-# "WAIT 1 2000: burst enqueues answered": n}`. Your function is handed no connection, and your **first**
-# answer of the right form is kept and graded (it survives a kernel restart). Only then does the check run
-# the same failover, smaller, on a cluster of its own, and show what it gave beside your answer.
+# The run below holds the replica for 2.5 s and kills the primary 0.4 s in: the kill comes inside the
+# hold. **Predict** a run the notebook does not show. The replica is held for only **0.25 s**, then let
+# go, and the primary is killed **0.7 s** after the hold began. Two queues share that shard: on one, every
+# process sends `WAIT 1 100` after each write; on the other, `WAIT 1 2000`. During the hold each producer
+# enqueues a burst of 20 jobs, while the workers carry on. For each queue: what does the checker say
+# (`"valid"` or `"invalid"`), and how many of the burst's 20 enqueues is its producer *answered* for (told:
+# stored)? And on the `WAIT 1 100` queue, were any writes answered short, by fewer replicas than asked
+# (`"none"` or `"some"`)? Only once your answer is kept does the check run that failover, smaller, on a
+# cluster of its own, and show what it gave beside your answer.
 # *Solution: `solutions/09_1_predict_the_failover.py`.*
+#
+# A prediction is your answer itself, written as data: replace each `...`. Your **first** answer of the
+# right form is kept and graded (it survives a kernel restart): think it through before you run the cell.
 
 # %%
 from echomq_teach.course import exercises  # noqa: E402
 
-
-def predict_the_failover():
-    # your prediction here
-    raise NotImplementedError
-
-
+predict_the_failover = {  # your prediction
+    "WAIT 1 100: verdict": ...,
+    "WAIT 1 100: burst enqueues answered": ...,
+    "WAIT 1 100: writes answered short": ...,
+    "WAIT 1 2000: verdict": ...,
+    "WAIT 1 2000: burst enqueues answered": ...,
+}
 print(exercises.check("09.1", predict_the_failover, conn))
 
 # %%

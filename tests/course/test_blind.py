@@ -5,16 +5,20 @@ A cell whose output answers prediction K is tagged ``reveals:K`` and opens with
 (``exercises.HOLD``); the notebooks are built (``tools/nbbuild.py``) and run by CI with an empty
 predictions folder, so that line is what every stored notebook holds, and ``pytest --nbval`` compares
 it. Then, per prediction, its tells (the forms its answer takes in a print, an assert or a sentence)
-are looked for where a learner can read them before committing: every stored output of the notebook,
-every code cell's source, and all the prose above the prediction (its goals and its intro among it).
-A failure names the cell and what in it answers which prediction.
+are looked for wherever a learner can read them before committing: all of the notebook's prose, above
+the prediction and below it (a learner scrolls on before answering), every code cell's source, every
+stored output, and every docs file the notebook names. A failure names the cell (or the docs file's
+paragraph) and what in it answers which prediction.
+
+Each prediction asks about a case no cell runs (``docs/decisions.md``, "what a kept prediction resists"),
+so a cell a learner runs early, or a withheld cell's names, answer the notebook's own case, not the
+prediction's; the tells below are the prediction's case, stated.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import inspect
 import re
+import runpy
 from pathlib import Path
 
 import nbformat
@@ -41,57 +45,66 @@ TELLS: dict[str, tuple[tuple[str, str], ...]] = {
         (r"A-rush[^\n]{0,80}\bzz-late\b.*\n?.*claimed", "a claim order with both custom ids"),
     ),
     "01.4": (
-        (r"(wrong|nobody|another|unknown)[\w ]{0,12}token[^\n]{0,40}\b(stale|ok)\b", "a completion with a wrong token"),
-        (r"(again|redeliver\w*|twice)[^\n]{0,30}\b(stale|ok)\b\W*$", "a completion sent again"),
-        (r"jobs\.STALE, True, jobs\.OK, jobs\.STALE", "the three completions, asserted"),
+        (r"(another|other|x's|one) job'?s? token[^.\n]{0,60}\b(ok|stale|passes|refused)\b",
+         "a completion with another job's token"),
+        (r"tokens?[^.\n]{0,40}\b1, 1(,| and) 1\b|\b1, 2, 3\b[^.\n]{0,40}tokens?", "three claims' tokens"),
     ),
     "02.1": (
         (r"\blate\b[^\n]{0,60}:\s*'?(ok|stale)\b", "a late worker's completion, printed"),
         (r"settles:\s*\['(ok|stale)', '(ok|stale)'\]", "two workers' completions of one job, printed"),
         (r"jobs\.(STALE|OK), jobs\.(STALE|OK)\)", "completions, asserted"),
         (r"late\w*\s*==\s*jobs\.(OK|STALE)", "a late completion, asserted"),
-        (r"late worker still completes|a late worker[^.]{0,40}completes when no sweep", "case 1, stated"),
+        (r"is now \*\*stale\*\*|so its completion passes", "a completion after a lapse, stated"),
+        (r"(lapsed|lapse)[^.\n]{0,80}\bclaim\w*[^.\n]{0,40}\b(nothing|empty|none|finds pending empty)\b",
+         "a claim while a lapsed lease is not swept, stated"),
+        (r"tokens?:?\s*1,? then 2", "the token after a reap, printed"),
     ),
     "03.4": (
         (r"stalled count[^\n]{0,30}\b\d\b", "a stalled count after the rounds"),
     ),
     "04.1": (
-        (r"on a paused queue:\s*\[", "a raw claim on a paused queue, printed"),
-        (r"raw_reply\s*==\s*\[", "a raw claim on a paused queue, asserted"),
-        (r"the claim answered \[", "a raw claim after pause() returned, printed"),
-        (r"script error:|native refusal:", "a claim with a lease of 'soon', printed"),
-        (r"first claim: (None|\[)", "a claim with a ghost at the head, printed"),
-        (r"window\[\"wire (4|6)\"\]", "a claim in the pause window, asserted"),
-        (r"ghost[^.\n]{0,40}answered alike|answered alike by both", "the ghost case, stated"),
-        (r"\"arithmetic on a nil value\"|startswith\(\"EMQARG\"\)", "a lease of 'soon', asserted"),
+        (r"(paused[^.\n]{0,60}ghost|ghost[^.\n]{0,60}paused)[^.\n]{0,80}\b(answers|answered|pops|popped|"
+         r"stays|left)\b (empty|the empty|\[\]|it|in pending|where)", "a paused queue with a ghost, stated"),
+        (r"('soon'|not a number)[^.\n]{0,60}ghost[^.\n]{0,80}(answers? (empty|the empty|an error|\[\])|errs\b)|"
+         r"ghost[^.\n]{0,60}('soon'|not a number)[^.\n]{0,80}(answers? (empty|the empty|an error|\[\])|errs\b)",
+         "a bad lease with a ghost at the head, stated"),
+        (r"('soon'|not a number)[^.\n]{0,60}paused[^.\n]{0,80}(in no set|is nowhere|(stays|is left|waits) in pending)|"
+         r"paused[^.\n]{0,60}('soon'|not a number)[^.\n]{0,80}(in no set|is nowhere|(stays|is left|waits) in pending)",
+         "a bad lease on a paused queue, stated"),
     ),
     "05.1": (
         (r"(share an id|already a job's|one short)[^\n]{0,40}(BadInput|DuplicateJob|landed)\b", "a land's answer"),
     ),
     "05.4": (
-        (r":dependencies[^\n]{0,40}\[2, 2, 2, 1, 0\]", "the counter after the five steps"),
+        (r":dependencies[^\n]{0,40}\[3, 3, 3, 2, 1, 0\]", "the counter after the six steps"),
+        (r"(lapsed|lapse)[^.\n]{0,80}(no sweep|not swept|unswept)[^.\n]{0,80}\b(counts|counted|takes one off|"
+         r"decrements?)\b", "a lapsed child's late completion, counted"),
     ),
     "06.1": (
         (r"token when it completed[^\n]{0,20}\d", "the token of the traced child's completion"),
     ),
     "07.1": (
-        (r"charge_first[^\n]{0,80}(handler runs|charges)\s*[:=]\s*\d", "charge_first under a crash, counted"),
+        (r"(two|second|both)[^.\n]{0,30}(crash|kill)\w*[^.\n]{0,80}(handler runs|charges|charged)\s*[:=]?\s*\d",
+         "two crashes on one job, counted"),
+        (r"(claimed|handler|handled|settle-sent), then (claimed|handler|handled|settle-sent)[^\n]{0,40}\d",
+         "a pair of crash points, counted"),
     ),
     "08.1": (
-        (r"floor: \d+ rows · stream: \d+ entries · in both", "a driver killed between commit and trim, counted"),
-        (r"trimmed \d+ · stream \d+ · floor \d+", "the next driver's first fold, counted"),
-        (r"\(20, 30, 10, 0\)", "the kill's counts, asserted"),
-        (r"nothing lost, nothing twice", "the next driver's outcome, stated"),
+        (r"(second|next) driver[^.\n]{0,80}(write|transaction)[^.\n]{0,80}\b(rolled back|rolls back|nothing of|"
+         r"never reached|\d+ rows)", "a driver killed inside its write, counted or stated"),
+        (r"(killed|dies|died)[^.\n]{0,40}(write|transaction)[^.\n]{0,80}floor[^.\n]{0,40}\b\d+\b",
+         "the floor after a kill inside a write"),
     ),
     "09.1": (
-        (r"verdict:\s*(valid|invalid)\b", "a failover's verdict, printed"),
-        (r"without an answer:\s*\d+", "the burst's unanswered enqueues, printed"),
-        (r"enqueue_unknown\s*==\s*\d+", "the burst's unanswered enqueues, asserted"),
-        (r"assert (not )?(r|w|plain\.report|waited\.report)\.valid", "a failover's verdict, asserted"),
-        (r"what asynchronous replication lost", "the verdict without WAIT, stated"),
-        (r"guarantees\.md#wait-keeps-confirmed-writes", "the verdict with WAIT, named by its ledger entry"),
+        (r"hold (ends|ended|is let go|was let go|lifted)[^.\n]{0,120}\b(valid|invalid|lost|nothing lost)\b",
+         "a failover after the hold ended, judged"),
+        (r"WAIT 1 100[^\n]{0,80}\b(valid|invalid|lost|loses)\b", "WAIT 1 100's run, judged"),
+        (r"(replica|hold)[^.\n]{0,60}(catch(es)? up|caught up|applies (them|everything|the backlog))[^.\n]{0,80}"
+         r"before the kill", "the replica caught up before the kill, stated"),
     ),
 }
+#: a docs file a notebook names, as its prose or code does
+DOCS = re.compile(r"\bdocs/[\w.-]+\.md\b")
 
 
 def _tags(cell) -> list[str]:
@@ -101,11 +114,8 @@ def _tags(cell) -> list[str]:
 def _answer_values(key: str) -> list[str]:
     """The reference answer's lists and dicts, as a print or an assert shows them (a lone word is no tell)."""
     path = SOLUTIONS / registry.REGISTRY[key].solution
-    spec = importlib.util.spec_from_file_location(f"blind_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    (fn,) = [f for _, f in inspect.getmembers(module, inspect.isfunction) if f.__module__ == module.__name__]
-    answer = fn(*[None] * len(inspect.signature(fn).parameters))
+    names = runpy.run_path(str(path))
+    (answer,) = [v for k, v in names.items() if not k.startswith("_") and isinstance(v, (dict, list))]
     values = list(answer.values()) if isinstance(answer, dict) else [answer]
     return [repr(v) for v in values if isinstance(v, (list, tuple, dict))]
 
@@ -126,18 +136,33 @@ def _where(key: str) -> tuple[str, int]:
     raise AssertionError(f"no notebook checks {key}")
 
 
+def _paragraphs(path: Path) -> list[tuple[int, str]]:
+    """A docs file's paragraphs (a table's rows are one paragraph), numbered from 1."""
+    text = path.read_text(encoding="utf-8")
+    return [(n, p) for n, p in enumerate(re.split(r"\n\s*\n", text), 1) if p.strip()]
+
+
 def seen_before_committing(key: str) -> list[tuple[str, str]]:
-    """What a learner can read before committing ``key``: (where, text), where naming the cell and the part."""
+    """What a learner can read before committing ``key``: (where, text), where naming the cell and the part.
+
+    All of the notebook's prose, above the prediction and below it; every code cell's source and stored
+    output; and each docs file the notebook names, paragraph by paragraph.
+    """
     notebook, at = _where(key)
     seen = []
+    named: set[str] = set()
     for nb, i, c in CELLS:
         if nb != notebook:
             continue
-        if c.cell_type == "markdown" and i < at:
-            seen.append((f"{nb} cell {i} (prose above {key})", c.source))
+        named |= set(DOCS.findall(c.source))
+        if c.cell_type == "markdown":
+            seen.append((f"{nb} cell {i} (prose {'above' if i < at else 'below'} {key})", c.source))
         elif c.cell_type == "code":
             seen.append((f"{nb} cell {i} (its source)", c.source))
             seen.append((f"{nb} cell {i} (its stored output)", stored_text(c.outputs)))
+    for doc in sorted(named):
+        for n, para in _paragraphs(ROOT / doc):
+            seen.append((f"{doc} paragraph {n} (a docs file {notebook[:2]} names)", para))
     return seen
 
 
@@ -146,7 +171,8 @@ def leaks(key: str, seen: list[tuple[str, str]]) -> list[str]:
     fix = {
         "source": "move the assert into a test",
         "output": f'wrap the cell in `with exercises.reveals("{key}"):` and tag it reveals:{key}',
-        "prose": f"say it after {key}",
+        "prose": f'say it in the output of a cell `with exercises.reveals("{key}"):` (tag reveals:{key})',
+        "docs": f"reword it so that it does not state {key}'s case",
     }
     found = []
     tells = [*TELLS[key], *((re.escape(v), "the reference answer's values") for v in _answer_values(key))]
@@ -154,7 +180,8 @@ def leaks(key: str, seen: list[tuple[str, str]]) -> list[str]:
         for pattern, gives in tells:
             m = re.search(pattern, text, re.MULTILINE)
             if m:
-                part = "source" if "source" in where else "output" if "output" in where else "prose"
+                part = ("source" if "source" in where else "output" if "output" in where else
+                        "docs" if where.startswith("docs/") else "prose")
                 found.append(f"{where} shows {gives} ({m.group(0)!r}): {fix[part]}")
     return found
 
@@ -195,24 +222,40 @@ def test_a_cell_that_withholds_its_output_is_tagged():
 
 
 def test_the_tells_catch_the_leaks_issue_31_names():
-    # what the notebooks showed before: each must be caught, where it was
+    # what a learner could read before (each a leak the attacks found, reworded to the case asked now): each
+    # must be caught, where it was
     old = {
-        "02.1": [("02 cell (its source)",
-                  "assert (first.attempts, second.attempts, late, on_time) == (1, 2, jobs.STALE, jobs.OK)"),
-                 ("02 cell (prose above 02.1)", "so a late worker still completes when no sweep ran first."),
+        "02.1": [("02 cell (its source)", "assert (first.attempts, second.attempts, late, on_time) == "
+                  "(1, 2, jobs.STALE, jobs.OK)"),
+                 ("02 cell (prose below 02.1)", "The first worker's completion, still carrying token 1, is now "
+                  "**stale** and writes nothing."),
+                 ("02 cell (prose below 02.1)", "still holds the current token and an `active` row, so its completion "
+                  "passes:"),
+                 ("02 cell (prose below 02.1)", "While a lapsed lease is not swept, another worker's claim finds "
+                  "nothing."),
                  ("02 cell (its stored output)", "the first worker's late completion: stale")],
-        "04.1": [("04 cell (prose above 04.1)", "4. See a ghost at the head answered alike by both."),
-                 ("04 cell (its stored output)", "raw EMQ.CLAIM on a paused queue: []")],
-        "08.1": [("08 cell (its source)", "assert (len(on_floor), len(in_stream), len(both), len(neither)) == "
-                                          "(20, 30, 10, 0)"),
-                 ("08 cell (its stored output)", "floor: 20 rows · stream: 30 entries · in both: 10 · in neither: 0")],
-        "09.1": [("09 cell (its source)", "assert w.valid and w.enqueue_unknown == 20"),
-                 ("09 cell (its stored output)", "no WAIT — verdict: invalid · every lost job is one of the burst")],
+        "04.1": [("04 cell (prose below 04.1)", "On a paused queue with a ghost at its head, the script pops the ghost "
+                  "and answers empty."),
+                 ("04 cell (prose below 04.1)", "A lease of 'soon' with a ghost at the head: the script answers empty, "
+                  "the command an error.")],
+        "05.4": [("05 cell (its stored output)", ":dependencies after each step: [3, 3, 3, 2, 1, 0]")],
+        "07.1": [("07 cell (its stored output)", "handler, then handled   3 3")],
+        "08.1": [("08 cell (prose below 08.1)", "The second driver, killed inside its write, leaves 30 rows on the "
+                  "floor: its transaction rolled back.")],
+        "09.1": [("docs/cluster.md paragraph 1 (a docs file 09 names)", "When the hold ends before the kill, WAIT 1 "
+                  "100 answers the burst short and the run is valid."),
+                 ("09 cell (prose below 09.1)", "The replica catches up before the kill.")],
     }
     for key, seen in old.items():
-        found = leaks(key, seen)
-        assert {where for where, _ in seen} == {f.split(" shows ")[0] for f in found}, (key, found)
+        for place in seen:
+            assert leaks(key, [place]), (key, place)
     assert "move the assert into a test" in leaks("02.1", old["02.1"][:1])[0]
+    assert "reword it" in leaks("09.1", old["09.1"][:1])[0]
+
+
+def test_a_notebook_names_the_docs_files_it_is_scanned_with():
+    seen = {where.split(" ")[0] for where, _ in seen_before_committing("09.1")}
+    assert "docs/cluster.md" in seen and "docs/guarantees.md" in seen
 
 
 # -- the mechanism: withheld until committed, on a kernel or not ------------------------------------------------

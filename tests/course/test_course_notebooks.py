@@ -61,8 +61,8 @@ def _solution_lines(key: str) -> list[str]:
     lines = []
     for line in (SOLUTIONS / name).read_text(encoding="utf-8").splitlines():
         s = line.split("#")[0].strip()
-        if len(s) < 8 or s.startswith(("def ", "from ", "import ", "]", "}", ")")):
-            continue
+        if len(s) < 8 or s.startswith(("def ", "from ", "import ", "]", "}", ")")) or s.endswith(("= {", "= [")):
+            continue  # a prediction's answer opens as its starter does: its lines inside are the answer
         lines.append(s)
     return lines
 

@@ -19,9 +19,11 @@ WRONG = {
         "scored last": (early.c_scored_last, "every pending score is 0"),
     },
     "01.4": {
-        "idempotent": (early.completion_is_idempotent,
-                       "the same completion again: you predicted 'ok'; the run gave 'stale'"),
-        "no fence": (early.token_is_not_checked, "a token nobody was given: you predicted 'ok'; the run gave 'stale'"),
+        "a token per queue": (early.TOKEN_PER_QUEUE, "the tokens the three claims answer, in order: you predicted "
+                                                     "[1, 2, 3]; the run gave [1, 1, 1]"),
+        "a token names its worker": (early.TOKEN_NAMES_ITS_WORKER, "z, completed with the token x's claim "
+                                                                   "answered: you predicted 'stale'; the run gave "
+                                                                   "'ok'"),
     },
     "03.1": {
         "every active row": (early.every_active_row, "you named it, and the node refused its late worker's "
@@ -33,9 +35,9 @@ WRONG = {
         "enqueued afresh": (early.enqueued_afresh, "'0' claims, and its crashed worker holds token"),
     },
     "03.4": {
-        "buried at the cap": (early.sweep_buried_at_the_cap,
+        "buried at the cap": (early.SWEEP_BURIED_AT_THE_CAP,
                               "stalled count at the end: you predicted 2; the run gave 3"),
-        "never buried": (early.sweep_never_buried, "the run gave ['pending', 'pending', 'pending', 'pending', 'dead']"),
+        "never buried": (early.SWEEP_NEVER_BURIED, "the run gave ['pending', 'pending', 'pending', 'pending', 'dead']"),
     },
     "03.5": {
         "promote only": (early.promote_only, "in active with a stall count of"),
@@ -72,24 +74,17 @@ def test_no_transcription_is_left_in_01_to_03():
 
 
 # -- the exercises that were already real: two wrong answers each ---------------------------------------------------
-def _order_reversed(labels):
-    return list(labels)[::-1]
+from echomq_teach.course.checks import claim_and_lease as late  # noqa: E402
+from echomq_teach.course.checks.lifecycle import ORDER_LABELS  # noqa: E402
 
-
-def _order_as_enqueued(labels):
-    return list(labels)
-
-
-def _late_all_ok():
-    from echomq_teach.course.checks.claim_and_lease import SCENARIOS
-
-    return dict.fromkeys(SCENARIOS, jobs.OK)
-
-
-def _late_clock():
-    from echomq_teach.course.checks.claim_and_lease import SCENARIOS
-
-    return dict(zip(SCENARIOS, (jobs.STALE, jobs.STALE, jobs.STALE, jobs.OK)))
+ORDER_REVERSED = list(ORDER_LABELS)[::-1]
+ORDER_AS_ENQUEUED = [ORDER_LABELS[-1], *ORDER_LABELS[:-1]]  # the reaped job was enqueued first
+# a lapsed lease taken to free the job: B's claim takes it at once
+LATE_LAPSE_FREES_THE_JOB = {late.B_CLAIMS: "the job", late.B_TOKEN: 2, late.A_LATE: jobs.STALE, late.B_LATE: jobs.OK}
+# the deadline taken for the fence: a lapsed lease completes nothing
+LATE_CLOCK = {late.B_CLAIMS: "nothing", late.B_TOKEN: 2, late.A_LATE: jobs.STALE, late.B_LATE: jobs.STALE}
+# the reap taken to hand the job a fresh count: B's claim answers token 1
+LATE_REAP_RESETS = {late.B_CLAIMS: "nothing", late.B_TOKEN: 1, late.A_LATE: jobs.STALE, late.B_LATE: jobs.OK}
 
 
 def _transitions_by_set(conn, queue, job_ids):
@@ -102,13 +97,6 @@ def _transitions_by_set(conn, queue, job_ids):
 
 def _transitions_all_enqueue(conn, queue, job_ids):
     return dict.fromkeys(job_ids, "enqueue")
-
-
-def _late_reap_forgives():
-    from echomq_teach.course.checks.claim_and_lease import SCENARIOS
-
-    # a reap taken to leave the lease to its old holder until someone claims again
-    return dict(zip(SCENARIOS, (jobs.OK, jobs.OK, jobs.STALE, jobs.OK)))
 
 
 def _empty_ghosts_given_rows(conn, queue, job_id):
@@ -140,13 +128,15 @@ def _empty_zrem_ghosts_only(conn, queue, job_id):
 
 
 MORE = {
-    "01.3": {"reversed": (_order_reversed, "you predicted"), "as enqueued": (_order_as_enqueued, "you predicted")},
+    "01.3": {"reversed": (ORDER_REVERSED, "you predicted"), "as enqueued": (ORDER_AS_ENQUEUED, "you predicted")},
     "01.1": {"by set": (_transitions_by_set, "not enqueue: it is in pending, and an enqueue leaves attempts at 0"),
              "all enqueue": (_transitions_all_enqueue, "not enqueue: it is in ")},
-    "02.1": {"all ok": (_late_all_ok, "you predicted 'ok'; the run gave 'stale'"),
-             "the clock decides": (_late_clock, "you predicted 'stale'; the run gave 'ok'"),
-             "a reap forgives": (_late_reap_forgives, "lease lapsed, a reap ran: the first worker completes: you "
-                                                      "predicted 'ok'; the run gave 'stale'")},
+    "02.1": {"a lapse frees the job": (LATE_LAPSE_FREES_THE_JOB, "B's claim, while A's lapsed lease is not swept: "
+                                                                 "you predicted 'the job'; the run gave 'nothing'"),
+             "the clock decides": (LATE_CLOCK, "B completes, after A's try (no sweep since): you predicted 'stale'; "
+                                               "the run gave 'ok'"),
+             "a reap resets the count": (LATE_REAP_RESETS, "B's token, when it claims after the reap: you predicted "
+                                                           "1; the run gave 2")},
     "02.3": {"resume only": (_empty_resume_only, "should be claimed (active)"),
              "ghosts only": (_empty_zrem_ghosts_only, "the queue is still paused"),
              "ghosts given rows": (_empty_ghosts_given_rows, "rows appeared for ids that were no job")},

@@ -21,11 +21,19 @@ def _key(path: Path) -> str:
 
 
 def _solution(path: Path):
+    """A reference solution: the function of a diagnose, repair or build; a prediction's answer, as data."""
     spec = importlib.util.spec_from_file_location(f"solution_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    if registry.REGISTRY[_key(path)].kind == "predict":
+        (answer,) = [v for k, v in vars(module).items() if not k.startswith("_") and isinstance(v, (dict, list))]
+        return answer
     (fn,) = [f for _, f in inspect.getmembers(module, inspect.isfunction) if f.__module__ == module.__name__]
     return fn
+
+
+NOT_PREDICTIONS = [p for p in SOLUTIONS if registry.REGISTRY[_key(p)].kind != "predict"]
+PREDICTIONS = [p for p in SOLUTIONS if registry.REGISTRY[_key(p)].kind == "predict"]
 
 
 def _conns(key: str, conn, native_conn):
@@ -54,7 +62,7 @@ def test_reference_solution_passes(path, conn, native_conn):
     assert [set(c.client.keys("*")) for c in conns] == before
 
 
-@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOT_PREDICTIONS, ids=lambda p: p.stem)
 def test_unsolved_starter_fails_without_the_answer(path, conn, native_conn):
     key = _key(path)
     params = list(inspect.signature(_solution(path)).parameters)
@@ -78,6 +86,38 @@ def test_unsolved_starter_fails_without_the_answer(path, conn, native_conn):
     assert exercises.hint(key).startswith("Hint:")  # after a try that did not pass, on request
 
 
+def _kept(folder: Path) -> list[str]:
+    """What a check left in the predictions folder and its seal: nothing, before a prediction is kept."""
+    return sorted(str(p.relative_to(folder.parent)) for where in (folder, folder.with_name(folder.name + ".seal"))
+                  if where.exists() for p in where.rglob("*") if p.name != "lock")
+
+
+@pytest.mark.parametrize("path", PREDICTIONS, ids=lambda p: p.stem)
+def test_a_prediction_keeps_nothing_and_earns_no_hint_until_its_form_is_right(path, conn, native_conn,
+                                                                            predictions_folder):
+    key = _key(path)
+    ex = registry.REGISTRY[key]
+    conns = _conns(key, conn, native_conn)
+    registry.TRIED.discard(key)
+    assert exercises.hint(key) == exercises.NO_HINT_BEFORE_PREDICTING
+    # the notebook's starter: the form with a `...` for each answer; not a try
+    starter = exercises.check(key, ex.form.starter(), *conns)
+    assert not starter.ok and "still holds `...`" in str(starter) and 'exercises.hint("' not in str(starter)
+    # a function (it could run the scenario), and answers of the wrong form: refused, naming the form expected
+    for wrong in (lambda: _solution(path), None, "ok", 3.5):
+        verdict = exercises.check(key, wrong, *conns)
+        text = str(verdict)
+        assert not verdict.ok and "nothing was kept" in text, text
+        assert "the run gave" not in text and "why:" not in text and 'exercises.hint("' not in text, text
+        assert ex.form.describe() in text, text
+    assert _kept(predictions_folder) == []  # nothing written
+    assert exercises.hint(key) == exercises.NO_HINT_BEFORE_PREDICTING
+    # a prediction of the right form is kept: the run shows, and the hint is there on request
+    assert exercises.check(key, _solution(path), *conns).ok
+    assert predictions.committed(key) is not None
+    assert exercises.hint(key).startswith("Hint:")
+
+
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
 def test_do_nothing_answer_is_named_not_crashed(path, conn, native_conn):
     key = _key(path)
@@ -97,7 +137,7 @@ def test_a_learner_bug_is_reported_with_its_line(conn):
 
 
 def test_a_wrong_prediction_is_told_what_the_run_gave(conn):
-    verdict = exercises.check("03.4", lambda: WRONG_SWEEP, conn)
+    verdict = exercises.check("03.4", WRONG_SWEEP, conn)
     assert not verdict.ok
     assert any("the run gave ['pending', 'pending', 'pending', 'pending', 'dead']" in f for f in verdict.findings), (
         verdict.findings)
@@ -152,13 +192,12 @@ def test_the_catalog_names_every_exercise_with_its_kind_and_notebook():
     assert "02.99" not in registry.REGISTRY  # refused: nothing registered
 
 
-def test_no_prediction_is_handed_a_connection():
+def test_every_prediction_is_answered_with_data():
     predicts = [k for k, e in registry.REGISTRY.items() if e.kind == "predict"]
-    assert len(predicts) >= 7
-    for path in SOLUTIONS:
-        if _key(path) in predicts:
-            params = list(inspect.signature(_solution(path)).parameters)
-            assert not any("conn" in p or p == "queue" for p in params), (path.name, params)
+    assert len(predicts) >= 7 and len(PREDICTIONS) == len(predicts)
+    for path in PREDICTIONS:
+        answer = _solution(path)
+        assert not callable(answer) and registry.REGISTRY[_key(path)].form.problem(answer) is None, path.name
 
 
 def test_progress_tells_solved_tried_and_hinted(conn):
@@ -179,7 +218,7 @@ RIGHT_SWEEP = {"where after each round": ["pending", "pending", "pending", "pend
 
 
 def test_the_first_prediction_is_kept_and_graded(conn, predictions_folder):
-    first = exercises.check("03.4", lambda: WRONG_SWEEP, conn)
+    first = exercises.check("03.4", WRONG_SWEEP, conn)
     assert not first.ok
     kept = predictions_folder / "03.4.json"
     assert kept.is_file()
@@ -187,7 +226,7 @@ def test_the_first_prediction_is_kept_and_graded(conn, predictions_folder):
     assert any("the run gave ['pending', 'pending', 'pending', 'pending', 'dead']" in f for f in first.findings)
     assert any(f.startswith("why: ") for f in first.findings)
     # a second try copies the run's answer: the first prediction is still the one graded, shown beside it
-    second = exercises.check("03.4", lambda: RIGHT_SWEEP, conn)
+    second = exercises.check("03.4", RIGHT_SWEEP, conn)
     assert not second.ok
     text = str(second)
     assert "graded: your first prediction" in text and "not graded" in text
@@ -196,31 +235,30 @@ def test_the_first_prediction_is_kept_and_graded(conn, predictions_folder):
 
 
 def test_a_kept_prediction_outlives_the_kernel(conn, predictions_folder):
+    import os
     import subprocess
     import sys
 
-    assert exercises.check("03.4", lambda: RIGHT_SWEEP, conn).ok
-    # another process (a restarted kernel) finds it, in the folder the environment names
+    assert exercises.check("03.4", RIGHT_SWEEP, conn).ok
+    # another process (a restarted kernel) finds it, in the folder its environment names as it starts
     out = subprocess.run(
         [sys.executable, "-c", "from echomq_teach.course import predictions as p; print(p.committed('03.4').answer)"],
         capture_output=True, text=True, timeout=60, check=True,
+        env={**os.environ, predictions.PREDICTIONS_ENV: str(predictions_folder)},
     )
     assert "dead" in out.stdout
 
 
-def test_the_learners_own_folder_is_the_jupyter_data_folder(monkeypatch):
-    from jupyter_core.paths import jupyter_data_dir
+def test_the_learners_own_folder_is_the_jupyter_data_folder(tmp_path):
+    import os
+    import subprocess
+    import sys
 
-    monkeypatch.delenv(predictions.PREDICTIONS_ENV)
-    assert predictions.folder() == Path(jupyter_data_dir()) / "echomq-teach" / "predictions"
-
-
-def test_a_prediction_of_the_wrong_form_is_not_kept_and_shows_no_run(conn, predictions_folder):
-    for answer in (None, {"where after each round": {"a", "b"}, "stalled count at the end": 3}, ["dead"]):
-        verdict = exercises.check("03.4", lambda answer=answer: answer, conn)
-        assert not verdict.ok
-        assert "the run gave" not in str(verdict) and "why:" not in str(verdict)
-        assert not predictions_folder.exists() or not any(predictions_folder.iterdir())  # nothing written
+    env = {k: v for k, v in os.environ.items() if k != predictions.PREDICTIONS_ENV}
+    env["JUPYTER_DATA_DIR"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", "from echomq_teach.course import predictions as p; print(p.folder())"],
+                         capture_output=True, text=True, timeout=60, check=True, env=env)
+    assert out.stdout.strip() == str(tmp_path / "echomq-teach" / "predictions")
 
 
 # -- 02.2: a build judged by the checker, on a node of the judge's own ----------------------------------------

@@ -12,56 +12,45 @@ from typing import Any
 
 from ... import ids, jobs, keyspace, snapshots
 from ...connector import Connector
+from .. import forms
 from ..judges.renewal import judge_lease_extension
 from ..registry import Findings, exercise, judged, prediction, setup_for
 
 # -- 02.1 · late, but not too late ---------------------------------------------------------------------
-SCENARIOS = (
-    "lease lapsed, no sweep yet: the first worker completes",
-    "lease lapsed, a reap ran: the first worker completes",
-    "reaped and claimed again: the first worker completes",
-    "reaped and claimed again: the second worker completes",
-)
-
-
-def _late_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
-    if not isinstance(answer, dict) or set(answer) != set(SCENARIOS):
-        return f"return a dict with exactly the keys {sorted(SCENARIOS)}; got {answer!r}."
-    bad = sorted({v for v in answer.values() if v not in (jobs.OK, jobs.STALE)}, key=str)
-    return f'each prediction is "ok" or "stale" (jobs.OK, jobs.STALE); {bad} is not.' if bad else None
+B_CLAIMS = "B's claim, while A's lapsed lease is not swept"
+B_TOKEN = "B's token, when it claims after the reap"
+A_LATE = "A completes, after B's lease lapsed too (no sweep since)"
+B_LATE = "B completes, after A's try (no sweep since)"
+SETTLE = forms.words(jobs.OK, jobs.STALE)
 
 
 @prediction(
     "02.1",
     "Late, but not too late",
-    "Hint: read the first lines of @complete (scripts.show('complete')): which two fields of the row does "
-    "the fence compare, and does it read the clock at all?",
+    "Hint: read @claim2 (above) for where a claim takes its job from and what it raises, and the first lines of "
+    "@complete (scripts.show('complete')): which two fields of the row does the fence compare, and does either "
+    "script read a lease's deadline?",
     solution="02_1_late_worker.py",
-    shape=_late_shape,
-    explain="@complete compares the caller's token with the row's attempts, and wants the row active; it never "
-    "reads the clock. A lapsed lease nobody swept is still the caller's; a reap moved the row out of active; a "
-    "new claim raised attempts past the first worker's token.",
+    form=forms.record({B_CLAIMS: forms.words("the job", "nothing"), B_TOKEN: forms.Count(1),
+                       A_LATE: SETTLE, B_LATE: SETTLE}),
+    explain="a lapsed lease moves nothing by itself: the job stays in active until a sweep, so B's first claim "
+    "finds pending empty. The reap put it back, and B's claim raised attempts to 2. @complete compares the "
+    "caller's token with the row's attempts and wants the row active; it never reads the clock. A's token 1 is "
+    "behind; B's 2 is the row's own and the row is active (no sweep ran since its lease lapsed), so B's passes.",
 )
-def _run_late_worker(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, str]:
-    seen: dict[str, str] = {}
-    # each scenario on a job of its own, leases of 30 ms
-    job = jobs.enqueue(conn, queue, "no sweep")
-    first = jobs.claim(conn, queue, 30)
+def _run_late_worker(conn: Connector, queue: str) -> dict[str, Any]:
+    # one job, leases of 30 ms, each worker back 50 ms later
+    job = jobs.enqueue(conn, queue, "one job, three tries")
+    a = jobs.claim(conn, queue, 30)
     time.sleep(0.05)
-    seen[SCENARIOS[0]] = jobs.complete(conn, queue, job, first.attempts)
-    job = jobs.enqueue(conn, queue, "a reap ran")
-    first = jobs.claim(conn, queue, 30)
-    time.sleep(0.05)
+    seen: dict[str, Any] = {B_CLAIMS: "nothing" if jobs.claim(conn, queue, 30) is None else "the job"}
     jobs.reap(conn, queue)
-    seen[SCENARIOS[1]] = jobs.complete(conn, queue, job, first.attempts)
-    jobs.remove(conn, queue, job)
-    job = jobs.enqueue(conn, queue, "claimed again")
-    first = jobs.claim(conn, queue, 30)
+    b = jobs.claim(conn, queue, 30)
+    seen[B_TOKEN] = b.attempts if b else 0
     time.sleep(0.05)
-    jobs.reap(conn, queue)
-    second = jobs.claim(conn, queue, 30_000)
-    seen[SCENARIOS[2]] = jobs.complete(conn, queue, job, first.attempts)
-    seen[SCENARIOS[3]] = jobs.complete(conn, queue, job, second.attempts)
+    seen[A_LATE] = jobs.complete(conn, queue, job, a.attempts if a else 1)
+    seen[B_LATE] = jobs.complete(conn, queue, job, b.attempts if b else 2)
+    jobs.drop(conn, queue)  # the check's queue goes with its run
     return seen
 
 

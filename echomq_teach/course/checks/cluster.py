@@ -1,9 +1,10 @@
 """Notebook 09 · the cluster: predict a failover's verdicts; a design for a short WAIT that keeps what it would lose.
 
-09.1 is a prediction: what the checker says of a queue without WAIT and of one
-with ``WAIT 1 2000`` when their primary dies with its replica held back, and
-how many of the window's enqueues each producer was told were stored. Its run
-is a failover on a cluster the check starts.
+09.1 is a prediction: what the checker says of a queue with ``WAIT 1 100`` and
+of one with ``WAIT 1 2000`` when their replica is held back, then let go before
+their primary dies, and how many of the window's enqueues each producer was
+told were stored. Its run is a failover on a cluster the check starts, a case
+the notebook does not run (its own hold outlasts the kill).
 
 09.2 is a build judged on a cluster of the judge's own (never the learner's
 notebook cluster): the learner designs what a worker does when WAIT confirms a
@@ -17,8 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...lab.failover import Failover, failover
+from ...lab.failover import Failover, failover_after_the_hold
 from ...nodes.cluster import start_cluster
+from .. import forms
 from ..judges.failover import FAILOVER, judge_failover
 from ..registry import Findings, judged, prediction
 
@@ -39,22 +41,19 @@ def _judge_keep_what_failover_loses(answer: Any, f: Findings) -> None:
 
 # -- 09.1 · predict the failover ------------------------------------------------------------------------------
 PREDICT_BURST = 20
-FAILOVER_FACTS = (
-    "no WAIT: verdict",
-    "no WAIT: burst enqueues answered",
+#: the replica held for HOLD_MS, then let go; the primary killed WINDOW_S after the hold began. The notebook's
+#: run keeps the hold past the kill; this one does not, and no cell runs it
+HOLD_MS, WINDOW_S = 250, 0.7
+SHORT, LONG = (1, 100), (1, 2000)
+SHORT_VERDICT, SHORT_ANSWERED, SHORT_WAITS, LONG_VERDICT, LONG_ANSWERED = (
+    "WAIT 1 100: verdict",
+    "WAIT 1 100: burst enqueues answered",
+    "WAIT 1 100: writes answered short",
     "WAIT 1 2000: verdict",
     "WAIT 1 2000: burst enqueues answered",
 )
-
-
-def _failover_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
-    if not isinstance(answer, dict) or set(answer) != set(FAILOVER_FACTS):
-        return f"return a dict with exactly the keys {list(FAILOVER_FACTS)}; got {answer!r}."
-    bad = [k for k in FAILOVER_FACTS if k.endswith("verdict") and answer[k] not in ("valid", "invalid")]
-    bad += [k for k in FAILOVER_FACTS if k.endswith("answered") and (
-        isinstance(answer[k], bool) or not isinstance(answer[k], int) or not 0 <= answer[k] <= PREDICT_BURST)]
-    return (f'a verdict is "valid" or "invalid", a count a whole number 0 … {PREDICT_BURST}; {bad} are not.'
-            if bad else None)
+VERDICT = forms.words("valid", "invalid")
+ANSWERED = forms.Count(0, PREDICT_BURST)
 
 
 def _answered_in_window(fo: Failover) -> int:
@@ -67,31 +66,34 @@ def _answered_in_window(fo: Failover) -> int:
 @prediction(
     "09.1",
     "Predict the failover",
-    "Hint: without WAIT, the primary answers each enqueue at once, whatever its replica holds. With WAIT, each "
-    "write waits for a replica that is applying nothing, until the kill cuts the link. The checker counts an "
-    "answered write that is gone; a write nobody was answered about is an unknown outcome, never a loss.",
+    "Hint: follow one write of the burst on each queue: when is its caller answered, and is it then on the "
+    "replica, or only received and not yet applied? Then ask what the replica has applied by the moment of the "
+    "kill. The checker counts an answered write that the new primary lacks; nothing else is a loss.",
     solution="09_1_predict_the_failover.py",
-    shape=_failover_shape,
-    explain="the primary answered the burst's enqueues itself, and its replica, held back, never applied them: "
-    "the new primary lacks writes the producer was told were stored (lost, or a settle gone and the job run "
-    "again), so the checker says invalid. With WAIT 1 2000 each of those writes waited for the replica, which "
-    "confirmed none; the kill cut the links first, so no enqueue of the window was answered, and nothing "
-    "answered was lost: valid.",
+    form=forms.record({SHORT_VERDICT: VERDICT, SHORT_ANSWERED: ANSWERED, SHORT_WAITS: forms.words("none", "some"),
+                       LONG_VERDICT: VERDICT, LONG_ANSWERED: ANSWERED}),
+    explain="while the replica is held, WAIT 1 100 times out: each write of the window is answered short, by the "
+    "primary alone, and WAIT 1 2000 holds its writes until the hold ends and the replica confirms them. Either "
+    "way the producer is told about the whole burst. But the replica received every write while it was held, and "
+    "applies them all once the hold ends, before the kill: the new primary lacks nothing anyone was told, so "
+    "both runs are valid. A short WAIT confirms nothing; it loses a write only when the replica never applies "
+    "it before it takes over.",
 )
-def _run_predict_the_failover(conn: Any, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
+def _run_predict_the_failover(conn: Any, queue: str) -> dict[str, Any]:
     # the run on a cluster of the check's own: the learner's cluster keeps its primaries
     cluster = start_cluster(native=True)
     try:
-        plain_q, waited_q = cluster.queue_on(1, f"{queue}-plain"), cluster.queue_on(1, f"{queue}-waited")
-        runs = failover(cluster, {plain_q: None, waited_q: (1, 2000)}, jobs_n=FAILOVER.JOBS,
-                        workers=FAILOVER.WORKERS, hold_ms=1_500, window_s=0.4, burst=PREDICT_BURST,
-                        timeout=FAILOVER.TIMEOUT_S)
+        short_q, long_q = cluster.queue_on(1, f"{queue}-short"), cluster.queue_on(1, f"{queue}-long")
+        runs = failover_after_the_hold(cluster, {short_q: SHORT, long_q: LONG}, hold_ms=HOLD_MS, window_s=WINDOW_S,
+                                       jobs_n=FAILOVER.JOBS, workers=FAILOVER.WORKERS, burst=PREDICT_BURST,
+                                       timeout=FAILOVER.TIMEOUT_S)
     finally:
         cluster.stop()
-    plain, waited = runs[plain_q], runs[waited_q]
+    short, long_ = runs[short_q], runs[long_q]
     return {
-        "no WAIT: verdict": plain.report.verdict,
-        "no WAIT: burst enqueues answered": _answered_in_window(plain),
-        "WAIT 1 2000: verdict": waited.report.verdict,
-        "WAIT 1 2000: burst enqueues answered": _answered_in_window(waited),
+        SHORT_VERDICT: short.report.verdict,
+        SHORT_ANSWERED: _answered_in_window(short),
+        SHORT_WAITS: "some" if short.wait_short else "none",
+        LONG_VERDICT: long_.report.verdict,
+        LONG_ANSWERED: _answered_in_window(long_),
     }

@@ -8,8 +8,9 @@ from typing import Any
 
 from ... import jobs, keyspace, snapshots, stalled
 from ...connector import Connector
+from .. import forms
 from ..judges.reap import judge_reap
-from ..registry import Calls, Findings, exercise, judged, keyed_dict, prediction, setup_for
+from ..registry import Calls, Findings, exercise, judged, prediction, setup_for
 from . import diagnosis, staging
 
 
@@ -235,14 +236,19 @@ MAX_STALLED = 2
 @prediction(
     "03.4",
     "Predict the counted sweep",
-    "Hint: only the counted sweep counts, and only a lapse: a reap forgives the lapse it returns, and a retry is "
-    "no lapse at all. The job is buried when its count goes OVER max_stalled; a buried job is in no pending set, "
-    "so a later round's claim finds nothing.",
+    "Hint: which of the three recoveries writes the row's stalled field, and for what? Read @stalled_check and "
+    "@reap (scripts.show) side by side, and @retry's first lines: is a handler's failure a lapse? Then count: a "
+    "job is buried when its count goes over max_stalled, and a buried job is in no pending set.",
     solution="03_4_predict_the_sweep.py",
-    shape=keyed_dict(("where after each round", "stalled count at the end")),
+    form=forms.record({"where after each round": forms.Each(forms.words("pending", "active", "dead", "nowhere"), 5,
+                                                            tuple(f"round {n}" for n in range(1, 6))),
+                       "stalled count at the end": forms.Count()}),
+    explain="only the counted sweep counts, and only a lapse: a reap forgives the lapse it returns, and a retry is "
+    "no lapse at all. Rounds 1 and 4 count 1 and 2 (not over max_stalled=2: back to pending); round 5 counts 3, "
+    "over the cap: buried in dead.",
 )
-def _run_predict_the_sweep(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
-    (job_id,) = args
+def _run_predict_the_sweep(conn: Connector, queue: str) -> dict[str, Any]:
+    job_id = jobs.enqueue(conn, queue, "a job whose workers keep dying")
     where_after: list[str] = []
     for rnd in ROUNDS:
         if rnd.startswith("its handler fails"):
@@ -260,12 +266,8 @@ def _run_predict_the_sweep(conn: Connector, queue: str, args: tuple[Any, ...]) -
                 stalled.check(conn, queue, max_stalled=MAX_STALLED)
         where_after.append("/".join(snapshots.snapshot(conn, queue).where(job_id)) or "nowhere")
     row = snapshots.snapshot(conn, queue).rows.get(job_id, {})
+    jobs.drop(conn, queue)  # the check's queue goes with its run
     return {"where after each round": where_after, "stalled count at the end": int(row.get("stalled", 0))}
-
-
-@setup_for("03.4")
-def _setup_predict_the_sweep(conn: Connector, queue: str) -> tuple[Any, ...]:
-    return (jobs.enqueue(conn, queue, "a job whose workers keep dying"),)
 
 
 # -- 03.5 · repair: what each pool's metronome would have done --------------------------------------------------

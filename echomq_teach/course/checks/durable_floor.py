@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...connector import Connector
+from .. import forms
 from ..judges.fold import judge_fold
 from ..registry import Findings, exercise, judged, prediction, setup_for
 from . import diagnosis, staging
@@ -25,52 +26,55 @@ def _floor_path(queue: str) -> str:
     return str(Path(folder) / "floor.sqlite3")
 
 
-_CRASH_KEYS = ("floor", "stream", "floor_after")
-
-
-def _crash_keys_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
-    if not isinstance(answer, dict) or set(answer) != set(_CRASH_KEYS):
-        return f"return a dict with exactly the keys {list(_CRASH_KEYS)}; got {answer!r}."
-    bad = [k for k in _CRASH_KEYS if isinstance(answer[k], bool) or not isinstance(answer[k], int)]
-    return f"each prediction is a whole number; {bad} are not." if bad else None
+STREAM_2, FLOOR_2, FLOOR_END = (
+    "stream, when the second driver is killed",
+    "floor, when the second driver is killed",
+    "floor, once the third driver is done",
+)
 
 
 @prediction(
     "08.1",
     "Predict the crash",
-    "Hint: each fold reads 10 entries, commits them, then trims them. The crash lands between the third "
-    "commit and its trim. The next driver trims to its cursor first, then reads only after it.",
+    "Hint: list a fold's steps in order, then for each driver ask what it does before its first read, and "
+    "which of its steps reached the disk or the node before it died. What does SQLite keep of a transaction "
+    "that never committed?",
     solution="08_1_predict_the_crash.py",
-    shape=_crash_keys_shape,
+    form=forms.record({STREAM_2: forms.Count(), FLOOR_2: forms.Count(), FLOOR_END: forms.Count()}),
+    explain="the first driver committed three folds (30 rows) and trimmed two: 15 entries stay, 10 of them "
+    "already on the floor. The second driver first finishes that trim (5 left), reads the last 5 and dies "
+    "inside its SQLite transaction: nothing of it reached the disk, so the floor still holds 30 and its cursor "
+    "is where the first driver left it. The third driver trims nothing new, folds the 5 after the cursor: 35, "
+    "each once.",
 )
-def _run_predict_the_crash(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, int]:
-    from ... import floor
+def _run_predict_the_crash(conn: Connector, queue: str) -> dict[str, int]:
+    from ... import floor, jobs
     from ...floor.process import DriverProcess
-    from ...floor.workload import stream_len
-
-    (path,) = args
-    # the real run: a driver process halted after its third commit, killed, then a second driver
-    first = DriverProcess(conn.address, queue, path, "--slice", "10", "--lease-ms", "1000", "--halt-at", "commit:3")
-    try:
-        first.wait_for("halted at commit of fold 3")
-        first.kill()
-    finally:
-        first.stop()
-    with floor.open_floor(path, readonly=True) as fl:
-        seen = {"floor": fl.count(), "stream": stream_len(conn, queue)}
-    second = DriverProcess(conn.address, queue, path, "--slice", "10", "--wait-s", "10")
-    second.finish()
-    with floor.open_floor(path, readonly=True) as fl:
-        seen["floor_after"] = fl.count()
-    return seen
-
-
-@setup_for("08.1")
-def _setup_predict_the_crash(conn: Connector, queue: str) -> tuple[Any, ...]:
-    from ...floor.workload import settle_jobs
+    from ...floor.workload import settle_jobs, stream_len
 
     settle_jobs(conn, queue, 35)
-    return (_floor_path(queue),)
+    path = _floor_path(queue)
+
+    def killed_at(point: str, *args: str) -> None:
+        d = DriverProcess(conn.address, queue, path, "--slice", "10", "--lease-ms", "1000", *args,
+                          "--halt-at", point)
+        try:
+            d.wait_for(f"halted at {point.replace(':', ' of fold ')}")
+            d.kill()
+        finally:
+            d.stop()
+
+    # real driver processes: one halted after its third commit and killed, then one killed inside the
+    # write of its first fold (its SQLite transaction open), then one that runs to the end
+    killed_at("commit:3")
+    killed_at("write:1", "--wait-s", "10")
+    with floor.open_floor(path, readonly=True) as fl:
+        seen = {STREAM_2: stream_len(conn, queue), FLOOR_2: fl.count()}
+    DriverProcess(conn.address, queue, path, "--slice", "10", "--wait-s", "10").finish()
+    with floor.open_floor(path, readonly=True) as fl:
+        seen[FLOOR_END] = fl.count()
+    jobs.drop(conn, queue)  # the check's queue (and the dead drivers' lease) goes with its run
+    return seen
 
 
 #: what 08.3's setup lost, by queue (kept from the learner)

@@ -10,8 +10,9 @@ from typing import Any
 from ... import flows, ids, jobs, snapshots
 from ...connector import Connector
 from ...errors import BadInput, DuplicateJob
+from .. import forms
 from ..judges.fan_in import judge_fan_in
-from ..registry import Findings, exercise, judged, keyed_dict, prediction, setup_for
+from ..registry import Findings, exercise, judged, prediction, setup_for
 from . import staging
 
 # -- 05.1 · what a refused land leaves -----------------------------------------------------------------------------
@@ -20,27 +21,20 @@ LEFT = "jobs in the queue after the three"
 ERRORS = ("BadInput", "DuplicateJob", "landed")
 
 
-def _land_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
-    wrong = keyed_dict((*LANDS, LEFT))(answer, args)
-    if wrong:
-        return wrong
-    bad = sorted({str(answer[k]) for k in LANDS if answer[k] not in ERRORS})
-    if bad:
-        return f"each land's answer is one of {ERRORS}; {bad} is not."
-    if not isinstance(answer[LEFT], int) or isinstance(answer[LEFT], bool):
-        return f"{LEFT!r} is a number of jobs (rows); got {answer[LEFT]!r}."
-    return None
-
-
 @prediction(
     "05.1",
     "What a refused land leaves",
-    "Hint: flows.add checks its arguments on the host before it sends anything (BadInput), and @enqueue_flow "
-    "checks every id before its first write (DuplicateJob): a refused land writes nothing at all.",
+    "Hint: two places can refuse a land: flows.add, on the host, before anything is sent, and @enqueue_flow "
+    "(printed above) on the node. Which of the three can the host see is wrong without asking the node, and "
+    "what has the script written by the time it refuses?",
     solution="05_1_refused_lands.py",
-    shape=_land_shape,
+    form=forms.record({**{land: forms.words(*ERRORS) for land in LANDS}, LEFT: forms.Count()}),
+    explain="flows.add checks its arguments on the host before it sends anything (BadInput: two children with "
+    "one id, a policy list that does not match the children), and @enqueue_flow checks every id before its "
+    "first write (DuplicateJob): a refused land writes nothing at all, so the queue holds only the job that was "
+    "there.",
 )
-def _run_refused_lands(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
+def _run_refused_lands(conn: Connector, queue: str) -> dict[str, Any]:
     taken = jobs.enqueue(conn, queue, "already here")
     fresh = ids.mint()
     seen: dict[str, Any] = {}
@@ -56,6 +50,7 @@ def _run_refused_lands(conn: Connector, queue: str, args: tuple[Any, ...]) -> di
         except (BadInput, DuplicateJob) as exc:
             seen[name] = type(exc).__name__
     seen[LEFT] = len(snapshots.snapshot(conn, queue).rows)
+    jobs.drop(conn, queue)  # the check's queue goes with its run
     return seen
 
 
@@ -159,48 +154,66 @@ def _setup_never_releases(conn: Connector, queue: str) -> tuple[Any, ...]:
 
 # -- 05.4 · predict the counter ------------------------------------------------------------------------------------
 STEPS = (
-    "a completes",
-    "a's completion is delivered again",
-    "b's first worker completes late, after a reap and a new claim",
-    "b's second worker completes",
-    "c dies (policy ignore)",
+    "a's worker completes it after its 30 ms lease lapsed, no sweep since",
+    "b's worker dies; once its lease lapsed a reap runs; then that worker wakes and completes b",
+    "b is claimed again and fails at its cap of 2 attempts (b's policy: wait)",
+    "c is claimed and fails at its cap of 1 (c's policy: remove)",
+    "d is claimed and fails at its cap of 1 (d's policy: ignore)",
+    "b is reprocessed, claimed and completed",
 )
+COUNTER = "dependencies after each step"
+PARENT_END = "the parent's state at the end"
+UNSUCCESSFUL = "entries in the parent's :unsuccessful at the end"
+POLICIES_54 = ["fail", "wait", "remove", "ignore"]
 
 
 @prediction(
     "05.4",
     "Predict the counter",
-    "Hint: the DECR sits inside the branch that runs only when this completion took the child out of active, "
-    "and only after the token fence passed. Under ignore, a death counts as done.",
+    "Hint: for each step, ask two questions in @complete's order: does the token fence pass (the row's attempts "
+    "and its state, never the clock)? Did this call take the child out of active? For a death, read the "
+    "policies table: which policies count a death as done, and which one records it?",
     solution="05_4_predict_the_counter.py",
-    shape=keyed_dict(("dependencies after each step", "the parent's state at the end")),
+    form=forms.record({COUNTER: forms.Each(forms.Count(), len(STEPS), tuple(f"step {n}" for n in range(1, 7))),
+                       PARENT_END: forms.words("awaiting_children", "pending", "active", "dead"),
+                       UNSUCCESSFUL: forms.Count()}),
+    explain="the fence reads no clock: a's lapsed lease, never swept, still passes, and a's completion takes it "
+    "out of active: 4 → 3. The reap made b's row pending, so its old worker is stale and counts nothing. b's "
+    "death under wait counts nothing either; c's under remove and d's under ignore count as done (3 → 2 → 1), "
+    "and only ignore records the failure in :unsuccessful. The reprocessed b completes: 0, the parent is "
+    "released to pending.",
 )
-def _run_predict_the_counter(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
-    (parent,) = args
+def _run_predict_the_counter(conn: Connector, queue: str) -> dict[str, Any]:
+    flow = flows.add(conn, queue, "parent", ["a", "b", "c", "d"], policy=POLICIES_54)
+    parent, (a, b, c, d) = flow.parent_id, flow.child_ids
     counter: list[int] = []
-    a = jobs.claim(conn, queue, 30_000)
-    jobs.complete(conn, queue, a.id, a.attempts, "a")
-    counter.append(flows.dependencies(conn, queue, parent))
-    jobs.complete(conn, queue, a.id, a.attempts, "a again")
-    counter.append(flows.dependencies(conn, queue, parent))
-    b = jobs.claim(conn, queue, 20)
+
+    def step() -> None:
+        counter.append(flows.dependencies(conn, queue, parent))
+
+    first = jobs.claim(conn, queue, 30)
+    time.sleep(0.05)
+    jobs.complete(conn, queue, a, first.attempts if first else 1, "a, late")
+    step()
+    dies = jobs.claim(conn, queue, 20)
     time.sleep(0.03)
     jobs.reap(conn, queue)
-    b2 = jobs.claim(conn, queue, 30_000)
-    jobs.complete(conn, queue, b.id, b.attempts, "b, late")
-    counter.append(flows.dependencies(conn, queue, parent))
-    jobs.complete(conn, queue, b2.id, b2.attempts, "b")
-    counter.append(flows.dependencies(conn, queue, parent))
-    c = jobs.claim(conn, queue, 30_000)
-    jobs.retry(conn, queue, c.id, c.attempts, "c broke", max_attempts=1)
-    counter.append(flows.dependencies(conn, queue, parent))
-    return {"dependencies after each step": counter,
-            "the parent's state at the end": snapshots.snapshot(conn, queue).state(parent)}
-
-
-@setup_for("05.4")
-def _setup_predict_the_counter(conn: Connector, queue: str) -> tuple[Any, ...]:
-    return (flows.add(conn, queue, "parent", ["a", "b", "c"], policy="ignore").parent_id,)
+    jobs.complete(conn, queue, b, dies.attempts if dies else 1, "b, from a worker that woke")
+    step()
+    for child, cap in ((b, 2), (c, 1), (d, 1)):
+        got = jobs.claim(conn, queue, 30_000)
+        assert got is not None and got.id == child, (got, child)
+        jobs.retry(conn, queue, child, got.attempts, f"{child} broke", max_attempts=cap)
+        step()
+    jobs.reprocess(conn, queue, b)
+    again = jobs.claim(conn, queue, 30_000)
+    assert again is not None and again.id == b
+    jobs.complete(conn, queue, b, again.attempts, "b")
+    step()
+    seen = {COUNTER: counter, PARENT_END: snapshots.snapshot(conn, queue).state(parent),
+            UNSUCCESSFUL: len(flows.ignored_failures(conn, queue, parent))}
+    jobs.drop(conn, queue)  # the check's queue goes with its run
+    return seen
 
 
 # -- 05.2 · build: the fan-in, judged by the checker under kills ---------------------------------------------------

@@ -1,4 +1,4 @@
-"""Notebook 01 · the lifecycle: put c last, three completions, predict the order, name the transition."""
+"""Notebook 01 · the lifecycle: put c last, whose token, predict the order, name the transition."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from ... import ids, jobs, snapshots
 from ...connector import Connector
+from .. import forms
 from ..registry import Findings, exercise, prediction, setup_for
 from . import diagnosis
 
@@ -65,77 +66,66 @@ def _setup_put_c_last(conn: Connector, queue: str) -> tuple[Any, ...]:
     return ()
 
 
-# -- 01.4 · predict: three completions -------------------------------------------------------------------------
-COMPLETIONS = ("a token nobody was given", "the token the claim answered", "the same completion again")
-
-
-def _completions_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
-    keys = (*COMPLETIONS, "completed count")
-    if not isinstance(answer, dict) or set(answer) != set(keys):
-        return f"return a dict with exactly the keys {sorted(keys)}; got {answer!r}."
-    bad = sorted({str(answer[k]) for k in COMPLETIONS if answer[k] not in (jobs.OK, jobs.STALE)})
-    if bad:
-        return f'each completion\'s answer is "ok" or "stale" (jobs.OK, jobs.STALE); {bad} is not.'
-    if not isinstance(answer["completed count"], int) or isinstance(answer["completed count"], bool):
-        return f"the completed count is an int; got {answer['completed count']!r}."
-    return None
+# -- 01.4 · predict: whose token? -------------------------------------------------------------------------------
+TOKENS = "the tokens the three claims answer, in order"
+Z_WITH_X = "z, completed with the token x's claim answered"
+X_OWN = "x, then completed with its own claim's token"
+COUNT = "completed count at the end"
+SETTLE = forms.words(jobs.OK, jobs.STALE)
 
 
 @prediction(
     "01.4",
-    "Three completions",
-    "Hint: @complete compares the token with the row's attempts, and a completion deletes the row. What is "
-    "left for a second completion to compare with?",
-    solution="01_4_three_completions.py",
-    shape=_completions_shape,
-    explain="@complete passes only when the token equals the row's attempts (the claim's answer) and the row is "
-    "active; anything else answers stale and writes nothing. The right completion deletes the row, so the same "
-    "completion sent again finds no row and is stale too: the job is counted once.",
+    "Whose token?",
+    "Hint: a claim's token is what HINCRBY answered: which key did it raise, one per queue or one per job? "
+    "And @complete compares a token with which row's attempts?",
+    solution="01_4_whose_token.py",
+    form=forms.record({TOKENS: forms.Each(forms.Count(1), 3), Z_WITH_X: SETTLE, X_OWN: SETTLE,
+                       COUNT: forms.Count()}),
+    explain="a token is the job's own row's attempts: each job counts its own claims, so three first claims "
+    "answer 1 each. @complete compares the token with the attempts of the row it completes, and z's is 1, the "
+    "very number x's claim answered: it passes, though nobody handed that token to z's worker. x's own "
+    "completion passes too, and the queue counted two completions.",
 )
-def _run_three_completions(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
-    (job_id,) = args
-    c = jobs.claim(conn, queue, 30_000)
-    assert c is not None and c.id == job_id
-    seen: dict[str, Any] = {COMPLETIONS[0]: jobs.complete(conn, queue, job_id, c.attempts + 1)}
-    seen[COMPLETIONS[1]] = jobs.complete(conn, queue, job_id, c.attempts)
-    seen[COMPLETIONS[2]] = jobs.complete(conn, queue, job_id, c.attempts)
-    seen["completed count"] = snapshots.snapshot(conn, queue).completed
+def _run_whose_token(conn: Connector, queue: str) -> dict[str, Any]:
+    x, y, z = (jobs.enqueue(conn, queue, f"job {name}") for name in "xyz")
+    claims = [jobs.claim(conn, queue, 30_000) for _ in range(3)]
+    assert [c.id if c else None for c in claims] == [x, y, z]
+    seen: dict[str, Any] = {TOKENS: [c.attempts for c in claims if c]}
+    x_token = claims[0].attempts if claims[0] else 0
+    seen[Z_WITH_X] = jobs.complete(conn, queue, z, x_token)
+    seen[X_OWN] = jobs.complete(conn, queue, x, x_token)
+    seen[COUNT] = snapshots.snapshot(conn, queue).completed
+    jobs.drop(conn, queue)  # the check's queue goes with its run
     return seen
 
 
-@setup_for("01.4")
-def _setup_three_completions(conn: Connector, queue: str) -> tuple[Any, ...]:
-    return (jobs.enqueue(conn, queue, "the job to finish"),)
-
-
 # -- 01.3 · predict the order ---------------------------------------------------------------------------
-def _order_shape(answer: Any, args: tuple[Any, ...]) -> str | None:
-    (labels,) = args
-    if isinstance(answer, list) and sorted(answer) == sorted(labels):
-        return None
-    return f"return a list of the {len(labels)} labels, each once, in the order the claims will hand them out."
+ORDER_LABELS = (
+    "this process, first",
+    "this process, second",
+    "custom id A-rush",
+    "custom id zz-late",
+    "another producer, clock 5 s behind, enqueued last",
+    "reaped back to pending, minted before all",
+)
 
 
 @prediction(
     "01.3",
     "Predict the claim order",
     "Hint: ZPOPMIN with every score 0 compares the members byte by byte. Write each id down and compare "
-    "them as strings: 'A' < 'J' < 'z', and a reap or a promote puts an id back with its old bytes.",
+    "them as strings: what does a minted id start with, which characters sort before it and after it, and what "
+    "does an id minted 5 seconds earlier look like?",
     solution="01_3_predict_the_order.py",
-    shape=_order_shape,
-    given=lambda args: args,  # the labels: what each job is, never its id
+    form=forms.order(ORDER_LABELS),
+    explain="ZPOPMIN with every score 0 takes the smallest member, compared byte by byte: 'A-rush' before every "
+    "'JOB…' id ('A' < 'J'); then the other producer's id, whose clock part is 5 s earlier although it was "
+    "enqueued last; then the reaped job, back with its old early id; then this process's two mints in order; "
+    "'zz-late' last (lowercase sorts after every capital).",
 )
-def _run_predict_the_order(conn: Connector, queue: str, args: tuple[Any, ...]) -> list[str]:
-    (labels,) = args
-    # the run: claim everything, smallest id by bytes first
-    order = []
-    while (c := jobs.claim(conn, queue, 30_000)) is not None:
-        order.append(next(label for label, i in labels.items() if i == c.id))
-    return order
-
-
-@setup_for("01.3")
-def _setup_predict_the_order(conn: Connector, queue: str) -> tuple[Any, ...]:
+def _run_predict_the_order(conn: Connector, queue: str) -> list[str]:
+    # built only now, once the prediction is kept: no id existed while the learner answered
     reaped = jobs.enqueue(conn, queue, "minted before all the others")
     jobs.claim(conn, queue, 20)  # its worker crashes: the lease lapses
     first = jobs.enqueue(conn, queue, "this process, first")
@@ -145,15 +135,12 @@ def _setup_predict_the_order(conn: Connector, queue: str) -> tuple[Any, ...]:
     behind = jobs.enqueue(conn, queue, "another producer", job_id=ids.id_at(time.time_ns() // 1_000_000 - 5_000))
     time.sleep(0.03)
     assert jobs.reap(conn, queue) == [reaped]
-    labels = {
-        "this process, first": first,
-        "this process, second": second,
-        "custom id A-rush": rush,
-        "custom id zz-late": late,
-        "another producer, clock 5 s behind, enqueued last": behind,
-        "reaped back to pending, minted before all": reaped,
-    }
-    return (labels,)
+    label = dict(zip((first, second, rush, late, behind, reaped), ORDER_LABELS))
+    order = []
+    while (c := jobs.claim(conn, queue, 30_000)) is not None:  # the run: smallest id by bytes first
+        order.append(label[c.id])
+    jobs.drop(conn, queue)
+    return order
 
 
 # -- 01.1 · which transition put it there? -------------------------------------------------------------

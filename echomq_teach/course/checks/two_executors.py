@@ -12,7 +12,8 @@ from ...connector import Connector
 from ...errors import WireError
 from ...nodes.node import Node
 from ...nodes.providers import start_node
-from ..registry import Findings, exercise, keyed_dict, prediction, setup_for
+from .. import forms
+from ..registry import Findings, exercise, prediction, setup_for
 from . import diagnosis, staging
 
 # -- 04.2 · diagnose: what the native stall sweep will do with each lease ---------------------------------------
@@ -195,13 +196,13 @@ def _setup_which_wire(conns: Any, queue: str) -> tuple[Any, ...]:
 
 
 # -- 04.1 · where the two part ways --------------------------------------------------------------------------
-ANSWERS = ("claimed", "empty", "error")
-PARTS = (
-    "a raw call on a paused queue",
-    "a ghost at the head, a real job behind it",
-    "a lease of 'soon'",
-)
-WHERE = "after the lease of 'soon', where the job is"
+ANSWERS = forms.pair(forms.words("claimed", "empty", "error"))
+PLACES = forms.pair(forms.words("pending", "active", "nowhere"))
+PAUSED_GHOST = "a paused queue, a ghost at its head: the raw claim answers"
+GHOST_AFTER = "after that claim, the ghost is"
+SOON_GHOST = "a lease of 'soon', a ghost at its head: the raw claim answers"
+SOON_PAUSED = "a lease of 'soon' on a paused queue: its one job is then"
+GHOST = "JOB00000000000"  # sorts before every minted id: the head
 
 
 def _raw_claim(conn: Connector, queue: str, lease: object) -> str:
@@ -215,38 +216,41 @@ def _raw_claim(conn: Connector, queue: str, lease: object) -> str:
     return "claimed" if reply else "empty"
 
 
+def _where(conn: Connector, queue: str, job: str) -> str:
+    return "/".join(snapshots.snapshot(conn, queue).where(job)) or "nowhere"
+
+
 @prediction(
     "04.1",
     "Where the two part ways",
-    "Hint: the pause flag is read by claim/3 and by EMQ.CLAIM, never by the @claim2 script; a script that "
-    "fails after its first write keeps what it wrote, while the command checks everything before it writes.",
+    "Hint: for each executor, list what it does in order — its argument checks, the pause read, the pop, the "
+    "ghost guard, its writes — and stop at the first step that answers or fails. Where is the pause flag read "
+    "(claim/3, @claim2, EMQ.CLAIM), and where is the lease turned into a number?",
     solution="04_1_part_ways.py",
-    shape=keyed_dict((*PARTS, WHERE)),
+    form=forms.record({PAUSED_GHOST: ANSWERS, GHOST_AFTER: PLACES, SOON_GHOST: ANSWERS, SOON_PAUSED: PLACES}),
+    explain="@claim2 reads no pause flag and checks no argument: it pops the head first, and a ghost ends it with "
+    "an empty answer before the lease is ever used (the ghost is gone); with a real job it writes the token and "
+    "the state, then fails on 'soon', the job in no set. EMQ.CLAIM checks its lease first (an error before "
+    "anything else), then the pause flag (empty, the ghost left where it was), then the head.",
 )
-def _run_part_ways(conns: Any, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
-    seen: dict[str, Any] = {part: () for part in PARTS}
-    where: list[str] = []
+def _run_part_ways(conns: Any, queue: str) -> dict[str, Any]:
+    seen: dict[str, list[str]] = {k: [] for k in (PAUSED_GHOST, GHOST_AFTER, SOON_GHOST, SOON_PAUSED)}
     for n, conn in enumerate(conns):
         q = f"{queue}-{n}"
-        waiting = jobs.enqueue(conn, q, "held")
-        jobs.pause(conn, q)
-        paused = _raw_claim(conn, q, 30_000)
-        assert waiting
-        jobs.drop(conn, q)  # the job, its row and the pause flag
         jobs.enqueue(conn, q, "behind the ghost")
-        conn.call("ZADD", keyspace.queue_key(q, "pending"), 0, "JOB00000000000")
-        ghost = _raw_claim(conn, q, 30_000)
+        conn.call("ZADD", keyspace.queue_key(q, "pending"), 0, GHOST)
+        jobs.pause(conn, q)
+        seen[PAUSED_GHOST].append(_raw_claim(conn, q, 30_000))
+        pending = conn.call("ZRANGE", keyspace.queue_key(q, "pending"), 0, -1)
+        seen[GHOST_AFTER].append("pending" if GHOST in pending else "nowhere")
+        jobs.drop(conn, q)  # the jobs, their rows and the pause flag
+        jobs.enqueue(conn, q, "behind the ghost")
+        conn.call("ZADD", keyspace.queue_key(q, "pending"), 0, GHOST)
+        seen[SOON_GHOST].append(_raw_claim(conn, q, "soon"))
         jobs.drop(conn, q)
         fragile = jobs.enqueue(conn, q, "fragile")
-        soon = _raw_claim(conn, q, "soon")
-        where.append("/".join(snapshots.snapshot(conn, q).where(fragile)) or "nowhere")
+        jobs.pause(conn, q)
+        _raw_claim(conn, q, "soon")
+        seen[SOON_PAUSED].append(_where(conn, q, fragile))
         jobs.drop(conn, q)
-        for part, kind in zip(PARTS, (paused, ghost, soon)):
-            seen[part] += (kind,)
-    seen[WHERE] = tuple(where)
     return seen
-
-
-@setup_for("04.1")
-def _setup_part_ways(conns: Any, queue: str) -> tuple[Any, ...]:
-    return ()

@@ -7,7 +7,8 @@ from typing import Any
 
 from ... import flows, jobs, snapshots
 from ...connector import Connector
-from ..registry import keyed_dict, prediction, setup_for
+from .. import forms
+from ..registry import prediction
 
 #: what happens to the flow's children, one step at a time
 STEPS = (
@@ -24,15 +25,25 @@ ANSWER_KEYS = ("where a is after each step", ":dependencies after each step", "a
 @prediction(
     "06.1",
     "Trace a flow child",
-    "Hint: a retry parks the child in schedule and promote brings it back to pending; a claim raises its token "
-    "every time, a lapsed lease included, and the reap gives nothing back. The counter moves only when a child "
-    "completes, or dies under a policy that counts a death as done (ignore); the last count to zero releases "
-    "the parent.",
+    "Hint: walk it with the stepper's three paths in mind: which set does each transition leave the child in, "
+    "what does each claim do to attempts, and what does a reap give back? For the counter: which two ways can a "
+    "child end, and which of them does the policy ignore count?",
     solution="06_1_trace_a_flow_child.py",
-    shape=keyed_dict(ANSWER_KEYS),
+    form=forms.record({
+        ANSWER_KEYS[0]: forms.Each(forms.words("pending", "active", "schedule", "dead", "nowhere"), 5,
+                                   tuple(f"step {n}" for n in range(1, 6))),
+        ANSWER_KEYS[1]: forms.Each(forms.Count(), 5, tuple(f"step {n}" for n in range(1, 6))),
+        ANSWER_KEYS[2]: forms.Count(1),
+        ANSWER_KEYS[3]: forms.words("awaiting_children", "pending", "active", "dead"),
+    }),
+    explain="a retry parks the child in schedule and promote brings it back to pending; a claim raises its token "
+    "every time, a lapsed lease included, and the reap gives nothing back, so a's completing claim is its third. "
+    "The counter moves only when a child completes, or dies under a policy that counts a death as done (ignore); "
+    "the last count to zero releases the parent to pending.",
 )
-def _run_trace_a_flow_child(conn: Connector, queue: str, args: tuple[Any, ...]) -> dict[str, Any]:
-    parent, a, b = args
+def _run_trace_a_flow_child(conn: Connector, queue: str) -> dict[str, Any]:
+    flow = flows.add(conn, queue, "the parent", ["a", "b"], policy="ignore")
+    parent, (a, b) = flow.parent_id, flow.child_ids
     where: list[str] = []
     deps: list[int] = []
 
@@ -61,11 +72,6 @@ def _run_trace_a_flow_child(conn: Connector, queue: str, args: tuple[Any, ...]) 
     jobs.retry(conn, queue, b, c.attempts, "broken", max_attempts=1)
     after()
     end = snapshots.snapshot(conn, queue).state(parent)
+    jobs.drop(conn, queue)  # the check's queue goes with its run
     return {"where a is after each step": where, ":dependencies after each step": deps,
             "a's token when it completed": token, "the parent at the end": end}
-
-
-@setup_for("06.1")
-def _setup_trace_a_flow_child(conn: Connector, queue: str) -> tuple[Any, ...]:
-    flow = flows.add(conn, queue, "the parent", ["a", "b"], policy="ignore")
-    return (flow.parent_id, *flow.child_ids)

@@ -20,19 +20,18 @@ def claim_the_urgent_one(conn, queue):
     jobs.enqueue(conn, queue, "c")
 
 
-def custom_id_first_then_as_enqueued(labels):
-    # 01.3: the cell above: the custom id "A-rush" was claimed first, the mints after it in the order they went in
-    rest = [label for label in labels if label != "custom id A-rush"]
-    order = ["reaped back to pending, minted before all", "this process, first", "this process, second",
-             "custom id zz-late", "another producer, clock 5 s behind, enqueued last"]
-    assert sorted(rest) == sorted(order)
-    return ["custom id A-rush", *order]
-
-
-def every_completion_ok():
-    # 01.4: the cell above completed with the claim's token: ok, and the count went up by one; so, three times
-    return {"a token nobody was given": jobs.OK, "the token the claim answered": jobs.OK,
-            "the same completion again": jobs.OK, "completed count": 3}
+# 01.3: the cell above: the custom id "A-rush" was claimed first, the mints after it in the order they went in
+CUSTOM_ID_FIRST_THEN_AS_ENQUEUED = ["custom id A-rush", "reaped back to pending, minted before all",
+                                    "this process, first", "this process, second", "custom id zz-late",
+                                    "another producer, clock 5 s behind, enqueued last"]
+# 01.4: 03's completion cell: "a token nobody was given" is stale; x's token was given to x's worker, not z's
+AS_03S_WRONG_TOKEN = {"the tokens the three claims answer, in order": [1, 1, 1],
+                      "z, completed with the token x's claim answered": "stale",
+                      "x, then completed with its own claim's token": "ok", "completed count at the end": 1}
+# 01.4: 01's own cells: each claim's token is the claim's attempts, 1; each completion ok and counted: 0 -> 1
+AS_01S_COMPLETE_CELL = {"the tokens the three claims answer, in order": [1, 1, 1],
+                        "z, completed with the token x's claim answered": "ok",
+                        "x, then completed with its own claim's token": "ok", "completed count at the end": 1}
 
 
 # -- 03 ---------------------------------------------------------------------------------------------------------
@@ -60,9 +59,9 @@ def reap_claim_complete(conn, queue, crashed):
             jobs.complete(conn, queue, rescuer.id, rescuer.attempts)
 
 
-def sweep_as_shown_above():
-    # 03.4: the counted sweep above, every lapse counted and the job buried once the count passes the cap
-    return {"where after each round": ["pending", "pending", "pending", "dead", "dead"], "stalled count at the end": 3}
+# 03.4: the counted sweep above, every lapse counted and the job buried once the count passes the cap
+SWEEP_AS_SHOWN_ABOVE = {"where after each round": ["pending", "pending", "pending", "dead", "dead"],
+                        "stalled count at the end": 3}
 
 
 def pump_and_reap(conn, queue):
@@ -87,10 +86,9 @@ def epoch_against_run_id(s_conn, n_conn, queue):
 
 
 # -- 05 ---------------------------------------------------------------------------------------------------------
-def every_land_lands():
-    # 05.1: the land above went through in one script: so do these three, four rows each
-    return {"two children share an id": "landed", "a child's id is already a job's": "landed",
-            "a policy list one short": "landed", "jobs in the queue after the three": 13}
+# 05.1: the land above went through in one script: so do these three, four rows each
+EVERY_LAND_LANDS = {"two children share an id": "landed", "a child's id is already a job's": "landed",
+                    "a policy list one short": "landed", "jobs in the queue after the three": 13}
 
 
 def reprocess_the_dead_child(conn, queue, parents):
@@ -106,23 +104,24 @@ def reprocess_the_dead_child(conn, queue, parents):
     return held
 
 
-def counter_ticks_down():
-    # 05.4: the fan-in above ticked 3, 2, 1, 0 with each completion, and the parent went to pending at zero
-    return {"dependencies after each step": [2, 1, 0, 0, 0], "the parent's state at the end": "pending"}
+# 05.4: "Never twice" above: a child whose lapsed lease came back late is stale and counts nothing, and the
+# policies table; the lapse of step 1 taken for the reaped one of that cell
+LAPSE_TAKEN_FOR_THE_REAP_ABOVE = {"dependencies after each step": [4, 4, 4, 3, 2, 1],
+                                  "the parent's state at the end": "awaiting_children",
+                                  "entries in the parent's :unsuccessful at the end": 1}
 
 
 # -- 06 ---------------------------------------------------------------------------------------------------------
-def trace_as_the_stepper_showed():
-    # 06.1: the failure fork's walk and the composer's counter, read off the cells above
-    return {"where a is after each step": ["schedule", "pending", "active", "nowhere", "nowhere"],
-            ":dependencies after each step": [2, 1, 0, 0, 0], "a's token when it completed": 2,
-            "the parent at the end": "pending"}
+# 06.1: the failure fork's walk and the composer's counter, read off the cells above
+TRACE_AS_THE_STEPPER_SHOWED = {"where a is after each step": ["schedule", "pending", "active", "nowhere", "nowhere"],
+                               ":dependencies after each step": [2, 1, 0, 0, 0], "a's token when it completed": 2,
+                               "the parent at the end": "pending"}
 
 
 # -- 08 ---------------------------------------------------------------------------------------------------------
-def each_commit_trimmed_at_once():
-    # 08.1: the fold above read ten, committed and trimmed ten: three such folds, then the rest
-    return {"floor": 30, "stream": 5, "floor_after": 35}
+# 08.1: the kill below, scaled: a driver killed mid-fold leaves ten in both places, and the heir folds the rest
+TEN_IN_BOTH_AS_BELOW = {"stream, when the second driver is killed": 15, "floor, when the second driver is killed": 30,
+                        "floor, once the third driver is done": 35}
 
 
 # -- 10 ---------------------------------------------------------------------------------------------------------

@@ -1,14 +1,12 @@
 """Wrong answers to 08.1 (predict the crash) and 08.3 (find what was lost), each with the finding that must name why."""
 
 
-def crash_rolls_back():
-    # 08.1: "a crash undoes the fold it was in": but the third commit was on disk before the crash
-    return {"floor": 20, "stream": 15, "floor_after": 35}
-
-
-def folds_twice():
-    # 08.1: "the next driver folds again what it finds in the stream": it trims to its cursor first
-    return {"floor": 30, "stream": 15, "floor_after": 45}
+# 08.1: "the next driver folds again what it finds in the stream": it trims to its cursor first
+FOLDS_AGAIN = {"stream, when the second driver is killed": 5, "floor, when the second driver is killed": 30,
+               "floor, once the third driver is done": 45}
+# 08.1: "the rows were written, so they are on the floor": a write inside a transaction never committed is not
+WRITE_TAKEN_FOR_COMMIT = {"stream, when the second driver is killed": 5, "floor, when the second driver is killed": 35,
+                          "floor, once the third driver is done": 35}
 
 
 def stream_only(conn, queue, floor_path, settled):

@@ -22,17 +22,21 @@ def c_scored_last(conn, queue):
     conn.call("ZADD", keyspace.queue_key(queue, "pending"), "XX", 1, "A-c-urgent")
 
 
-# -- 01.4 · three completions -----------------------------------------------------------------------------------
-def completion_is_idempotent():
-    # "completing twice is harmless, so it answers ok": the second call finds no row to compare with
-    return {"a token nobody was given": jobs.STALE, "the token the claim answered": jobs.OK,
-            "the same completion again": jobs.OK, "completed count": 1}
-
-
-def token_is_not_checked():
-    # "the job is active, any completion goes through": the fence is forgotten, and counted twice
-    return {"a token nobody was given": jobs.OK, "the token the claim answered": jobs.STALE,
-            "the same completion again": jobs.STALE, "completed count": 2}
+# -- 01.4 · whose token? ----------------------------------------------------------------------------------------
+TOKEN_PER_QUEUE = {
+    # the token taken for a counter of the queue's claims: 1, 2, 3, and z's row then says 3
+    "the tokens the three claims answer, in order": [1, 2, 3],
+    "z, completed with the token x's claim answered": "stale",
+    "x, then completed with its own claim's token": "ok",
+    "completed count at the end": 1,
+}
+TOKEN_NAMES_ITS_WORKER = {
+    # the token taken for the worker's name: x's token cannot complete z
+    "the tokens the three claims answer, in order": [1, 1, 1],
+    "z, completed with the token x's claim answered": "stale",
+    "x, then completed with its own claim's token": "ok",
+    "completed count at the end": 1,
+}
 
 
 # -- 03.1 · who can still settle it? ------------------------------------------------------------------------------
@@ -64,14 +68,11 @@ def enqueued_afresh(conn, queue, crashed):
 
 
 # -- 03.4 · predict the counted sweep ---------------------------------------------------------------------------
-def sweep_buried_at_the_cap():
-    # buried when the count reaches max_stalled, not when it goes over
-    return {"where after each round": ["pending", "pending", "pending", "dead", "dead"], "stalled count at the end": 2}
-
-
-def sweep_never_buried():
-    # the retry taken to start the count again
-    return {"where after each round": ["pending"] * 5, "stalled count at the end": 2}
+# buried when the count reaches max_stalled, not when it goes over
+SWEEP_BURIED_AT_THE_CAP = {"where after each round": ["pending", "pending", "pending", "dead", "dead"],
+                           "stalled count at the end": 2}
+# the retry taken to start the count again
+SWEEP_NEVER_BURIED = {"where after each round": ["pending"] * 5, "stalled count at the end": 2}
 
 
 # -- 03.5 · the metronome stopped --------------------------------------------------------------------------------

@@ -61,47 +61,37 @@ def wire_by_module_alone(s_conn, n_conn, queue, nodes):
 
 
 # -- 04.1 · where the two part ways --------------------------------------------------------------------------
-def part_ways_alike():
+PART_WAYS_ALIKE = {
     # "one transition, two executors" read as "no difference at all"
-    return {
-        "a raw call on a paused queue": ("empty", "empty"),
-        "a ghost at the head, a real job behind it": ("empty", "empty"),
-        "a lease of 'soon'": ("error", "error"),
-        "after the lease of 'soon', where the job is": ("pending", "pending"),
-    }
-
-
-def part_ways_ghost_skipped():
-    # the ghost taken for a job the claim steps over to reach the real one
-    return {
-        "a raw call on a paused queue": ("claimed", "empty"),
-        "a ghost at the head, a real job behind it": ("claimed", "claimed"),
-        "a lease of 'soon'": ("error", "error"),
-        "after the lease of 'soon', where the job is": ("nowhere", "pending"),
-    }
-
-
-def part_ways_command_errs_when_paused():
-    # the native command's pause read taken for a refusal: an error, as its brand check answers
-    return {
-        "a raw call on a paused queue": ("claimed", "error"),
-        "a ghost at the head, a real job behind it": ("empty", "empty"),
-        "a lease of 'soon'": ("error", "error"),
-        "after the lease of 'soon', where the job is": ("nowhere", "pending"),
-    }
+    "a paused queue, a ghost at its head: the raw claim answers": ("empty", "empty"),
+    "after that claim, the ghost is": ("nowhere", "nowhere"),
+    "a lease of 'soon', a ghost at its head: the raw claim answers": ("error", "error"),
+    "a lease of 'soon' on a paused queue: its one job is then": ("pending", "pending"),
+}
+PART_WAYS_COMMAND_POPS_FIRST = {
+    # the command taken to pop the head before its checks, as the script does
+    "a paused queue, a ghost at its head: the raw claim answers": ("empty", "empty"),
+    "after that claim, the ghost is": ("nowhere", "nowhere"),
+    "a lease of 'soon', a ghost at its head: the raw claim answers": ("empty", "empty"),
+    "a lease of 'soon' on a paused queue: its one job is then": ("nowhere", "pending"),
+}
+PART_WAYS_SCRIPT_READS_THE_FLAG = {
+    # the pause flag taken to stop the script too, before its pop
+    "a paused queue, a ghost at its head: the raw claim answers": ("empty", "empty"),
+    "after that claim, the ghost is": ("pending", "pending"),
+    "a lease of 'soon', a ghost at its head: the raw claim answers": ("empty", "error"),
+    "a lease of 'soon' on a paused queue: its one job is then": ("pending", "pending"),
+}
 
 
 # -- 05.1 · what a refused land leaves -----------------------------------------------------------------------
-def refused_lands_half_written():
-    # the land taken for a host-side loop: the children before the taken id were written
-    return {"two children share an id": "BadInput", "a child's id is already a job's": "DuplicateJob",
-            "a policy list one short": "BadInput", "jobs in the queue after the three": 3}
-
-
-def refused_lands_duplicates_allowed():
-    # a child sharing an id taken for a harmless repeat
-    return {"two children share an id": "landed", "a child's id is already a job's": "DuplicateJob",
-            "a policy list one short": "BadInput", "jobs in the queue after the three": 3}
+# the land taken for a host-side loop: the children before the taken id were written
+REFUSED_LANDS_HALF_WRITTEN = {"two children share an id": "BadInput", "a child's id is already a job's": "DuplicateJob",
+                              "a policy list one short": "BadInput", "jobs in the queue after the three": 3}
+# a child sharing an id taken for a harmless repeat
+REFUSED_LANDS_DUPLICATES_ALLOWED = {"two children share an id": "landed",
+                                    "a child's id is already a job's": "DuplicateJob",
+                                    "a policy list one short": "BadInput", "jobs in the queue after the three": 3}
 
 
 # -- 05.3 · why do these parents never release? -------------------------------------------------------------
@@ -143,26 +133,26 @@ def force_the_parents(conn, queue, parents):
 
 
 # -- 05.4 · predict the counter -------------------------------------------------------------------------------
-def counter_counts_every_call():
-    # every completion taken to count, the repeated and the late too
-    return {"dependencies after each step": [2, 1, 0, -1, -2], "the parent's state at the end": "pending"}
-
-
-def counter_death_fails_the_parent():
-    # a death under ignore taken to count as nothing
-    return {"dependencies after each step": [2, 2, 2, 1, 1], "the parent's state at the end": "awaiting_children"}
+COUNTER_COUNTS_EVERY_CALL = {
+    # every completion taken to count, the late worker's after the reap too
+    "dependencies after each step": [3, 2, 2, 1, 0, 0],
+    "the parent's state at the end": "pending",
+    "entries in the parent's :unsuccessful at the end": 1,
+}
+COUNTER_REMOVE_RECORDS_TOO = {
+    # remove taken to record the failure as ignore does
+    "dependencies after each step": [3, 3, 3, 2, 1, 0],
+    "the parent's state at the end": "pending",
+    "entries in the parent's :unsuccessful at the end": 2,
+}
 
 
 # -- 06.1 · trace a flow child --------------------------------------------------------------------------------
-def trace_token_given_back():
-    # the reap taken to give back the attempt the dead worker spent
-    return {"where a is after each step": ["schedule", "pending", "pending", "nowhere", "nowhere"],
-            ":dependencies after each step": [2, 2, 2, 1, 0], "a's token when it completed": 2,
-            "the parent at the end": "pending"}
-
-
-def trace_death_counts_nothing():
-    # b's death taken to count for nothing, so the parent waits on
-    return {"where a is after each step": ["schedule", "pending", "pending", "nowhere", "nowhere"],
-            ":dependencies after each step": [2, 2, 2, 1, 1], "a's token when it completed": 3,
-            "the parent at the end": "awaiting_children"}
+# the reap taken to give back the attempt the dead worker spent
+TRACE_TOKEN_GIVEN_BACK = {"where a is after each step": ["schedule", "pending", "pending", "nowhere", "nowhere"],
+                          ":dependencies after each step": [2, 2, 2, 1, 0], "a's token when it completed": 2,
+                          "the parent at the end": "pending"}
+# b's death taken to count for nothing, so the parent waits on
+TRACE_DEATH_COUNTS_NOTHING = {"where a is after each step": ["schedule", "pending", "pending", "nowhere", "nowhere"],
+                              ":dependencies after each step": [2, 2, 2, 1, 1], "a's token when it completed": 3,
+                              "the parent at the end": "awaiting_children"}

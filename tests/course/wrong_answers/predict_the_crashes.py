@@ -1,21 +1,17 @@
 """Wrong predictions of 07.1 (predict the crash points), each with the finding that must name why."""
 
-
-def as_charge():
-    # the table of handlers.charge, copied: as if charging first changed nothing
-    return {
-        "claimed": {"handler runs": 1, "charges": 1},
-        "handler": {"handler runs": 2, "charges": 1},
-        "handled": {"handler runs": 2, "charges": 2},
-        "settle-sent": {"handler runs": 1, "charges": 1},
-    }
-
-
-def unseen_settle_runs_again():
-    # "the worker never heard the settle's answer, so the job runs again": the node settled it all the same
-    return {
-        "claimed": {"handler runs": 1, "charges": 1},
-        "handler": {"handler runs": 2, "charges": 2},
-        "handled": {"handler runs": 2, "charges": 2},
-        "settle-sent": {"handler runs": 2, "charges": 2},
-    }
+#: the table of handlers.charge above, each pair read as its first crash alone: as if charging first, and a
+#: second crash, changed nothing
+AS_CHARGE = {
+    "claimed, then claimed": {"handler runs": 1, "charges": 1, "settled with token": 2},
+    "handler, then handled": {"handler runs": 2, "charges": 1, "settled with token": 2},
+    "handled, then settle-sent": {"handler runs": 2, "charges": 2, "settled with token": 2},
+    "claimed, then handler": {"handler runs": 1, "charges": 1, "settled with token": 2},
+}
+#: "the worker never heard the settle's answer, so the job runs again": the node settled it all the same
+UNSEEN_SETTLE_RUNS_AGAIN = {
+    "claimed, then claimed": {"handler runs": 1, "charges": 1, "settled with token": 3},
+    "handler, then handled": {"handler runs": 3, "charges": 3, "settled with token": 3},
+    "handled, then settle-sent": {"handler runs": 3, "charges": 3, "settled with token": 3},
+    "claimed, then handler": {"handler runs": 2, "charges": 2, "settled with token": 3},
+}
