@@ -5,7 +5,9 @@ queue, the floor's path, the module and function of the learner's fold step,
 and ``kill_at``, the step event to die at, 0 for none). The node comes from
 ``ECHOMQ_ADDRESS``. The stream has a second reader, the shop's notifier, which
 keeps the last id it has read in ``notifier_key(queue)``: it still needs every
-entry after it. The runner takes the stream's floor lease (waiting,
+entry after it. A fold takes one slice of at most ``slice`` settles (``SLICE``
+unless the spec says): the kit refuses a read or a commit of more, so that every
+fold has steps a kill can land between. The runner takes the stream's floor lease (waiting,
 bounded, for one a killed runner left), hands the fold step a ``FoldKit``,
 and calls it until it answers 0. Every step the kit takes is printed as one
 line, ``step <n> <fold> <name>``, so the judge knows the steps of a fold; at
@@ -25,13 +27,15 @@ from typing import Any
 
 from ..completions import Settle, StreamId, completions_stream, parse_entry
 from ..connector import Connector, connect
-from ..errors import DriverBusy
+from ..errors import BadInput, DriverBusy
 from ..floor.embedded import Floor, open_floor
 from ..floor.lease import Lease
 from ..keyspace import queue_key
 
 MAX_FOLDS = 20
 LEASE_MS = 1_000
+#: the most settles one fold may read, or commit
+SLICE = 10
 
 
 def notifier_key(queue: str) -> str:
@@ -43,9 +47,9 @@ class FoldKit:
     """What a fold step is handed: the floor's cursor, and the steps a fold is made of.
 
     kit.commit(since, settles)  the settles' rows and the new cursor, in one SQLite transaction;
-                                refused when the floor's cursor is no longer `since`
+                                refused when the floor's cursor is no longer `since`, or for more than 10
     kit.cursor()                the last stream id the floor holds (0-0 before the first commit)
-    kit.read(after, n)          at most n entries of the stream after the id `after`, as Settles
+    kit.read(after, n)          at most n entries of the stream after the id `after`, as Settles (n at most 10)
     kit.notified()              the last stream id the shop's notifier has read (0-0 before it read any)
     kit.trim(minid)             XTRIM MINID minid: every entry of the stream below minid goes
     kit.trim_below()            the first stream id the floor does not hold (None before a commit)
@@ -53,10 +57,15 @@ class FoldKit:
     Stream ids (StreamId) compare as the stream orders them; ``sid.next()`` is the smallest id after ``sid``.
     """
 
-    def __init__(self, conn: Connector, queue: str, floor: Floor, lease: Lease, kill_at: int) -> None:
+    def __init__(self, conn: Connector, queue: str, floor: Floor, lease: Lease, kill_at: int,
+                 slice_max: int = SLICE) -> None:
         self.conn, self.queue, self.floor, self.lease = conn, queue, floor, lease
         self.stream = completions_stream(queue)
-        self.kill_at, self.steps, self.fold = kill_at, 0, 0
+        self.kill_at, self.steps, self.fold, self.slice_max = kill_at, 0, 0, slice_max
+
+    def _bounded(self, what: str, n: int) -> None:
+        if n > self.slice_max:
+            raise BadInput(f"{what} {n} settles: a fold takes one slice of at most {self.slice_max}")
 
     def _step(self, name: str) -> None:
         self.steps += 1
@@ -68,11 +77,13 @@ class FoldKit:
         return self.floor.cursor(self.stream)
 
     def read(self, after: StreamId | str, n: int) -> list[Settle]:
+        self._bounded("kit.read asked for", int(n))
         entries = self.conn.call("XRANGE", self.stream, f"({after}", "+", "COUNT", int(n))
         self._step("read")
         return [parse_entry(self.stream, eid, fields) for eid, fields in entries]
 
     def commit(self, since: StreamId, settles: list[Settle]) -> StreamId:
+        self._bounded("kit.commit was handed", len(settles))
         last = self.floor.commit(self.stream, since, settles, self.lease.token, midway=lambda: self._step("write"))
         self._step("commit")
         return last
@@ -113,7 +124,7 @@ def main(argv: list[str]) -> int:
         lease = Lease(conn, spec["queue"], LEASE_MS)
         stream = completions_stream(spec["queue"])
         floor.fence(stream, _take(lease, floor, stream))
-        kit = FoldKit(conn, spec["queue"], floor, lease, int(spec["kill_at"]))
+        kit = FoldKit(conn, spec["queue"], floor, lease, int(spec["kill_at"]), int(spec.get("slice", SLICE)))
         for kit.fold in range(1, MAX_FOLDS + 1):
             print(f"fold {kit.fold}", flush=True)
             n = fold_step(kit)

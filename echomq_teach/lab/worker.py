@@ -218,8 +218,9 @@ class Worker:
         if self._due("handler"):
             self.ctx.midway = lambda: self.crash("handler", job)
         self.rec.note("run", job=job.id, token=job.attempts)
+        self.ctx.job = job
         result = consumer.run_handler(self.handler, job, self.ctx)  # a crash is an {:error, reason}
-        self.ctx.midway = None
+        self.ctx.midway, self.ctx.job = None, None
         failed = isinstance(result, consumer.Error)
         self.rec.note("ran", job=job.id, token=job.attempts, outcome="error" if failed else "value")
         if self._due("handled"):

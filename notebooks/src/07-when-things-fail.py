@@ -557,8 +557,9 @@ print(source.getsource(handlers.careless_charge))
 # up), and gives each run 15 seconds to drain. It does that for three seeds it draws, side by side, one
 # queue each on your node. It passes only if, on every seed, the checker says *valid*, the queue keeps
 # notebook 01's table, no handler that no fault touched lost its lease, every job completed (none dead,
-# none left over), and **every order was charged exactly once**, which the queue alone does not give
-# ([ledger](docs/guarantees.md#one-settle-per-life)).
+# none left over) by a run that had done the order's work (`ctx.work`, recorded with the time it took)
+# before it sent the completion, and **every order was charged exactly once**, which the queue alone
+# does not give ([ledger](docs/guarantees.md#one-settle-per-life)).
 #
 # Your function returns your choices: `{"lease_ms": …, "max_attempts": …, "handler": h}`, where `h`
 # is a handler you write in this cell: a function `h(job, ctx)` that stands alone, as every handler

@@ -356,15 +356,18 @@ from echomq_teach.course.fold_runner import FoldKit  # noqa: E402
 print(cleandoc(FoldKit.__doc__))
 
 # %% [markdown]
-# The check starts a node of its own, settles 25 jobs, lets the notifier read the first 15 of them, and
-# calls your `fold_step` in a process of its own until it answers 0. Then, for **each step** of its
-# second fold (each read, each commit, the middle of each commit's transaction, each trim), it starts
-# again on 25 fresh settles with a process that kills itself with SIGKILL right at that step, and then a
-# second process that folds until your step answers 0. The settles' enqueues, claims and completions
-# were recorded, so the checker of notebook 07 reads that history against the floor and the stream
-# together, as one archive. It passes when, after every one of those kills, the checker says *valid*,
-# every settle is on the floor once and only once, the stream still holds every settle the notifier has not
-# read, and nothing that both readers have. A try takes a few seconds; a failed one names the step
+# The check starts a node of its own, settles 25 jobs, and calls your `fold_step` in a process of its own
+# until it answers 0: once with the notifier having read the first 15 settles, once with it having read
+# all 25. A slice is at most 10 settles: the kit refuses a read, or a commit, of more. Then, for **every
+# step of every fold** that changed what the floor or the stream holds (each commit, each trim, in the
+# first fold, the last, partial one and those between), it starts again on 25 fresh settles, the notifier
+# having read them all, with a process that kills itself with SIGKILL right after that step, and then a
+# second process that folds until your step answers 0. (A kill right after a read, or inside a commit's
+# transaction, leaves what the step before it left.) The settles' enqueues, claims and completions were
+# recorded, so the checker of notebook 07 reads that history against the floor and the stream together,
+# as one archive. It passes when, after every one of those runs, the checker says *valid*, every settle is
+# on the floor once and only once, and the stream still holds every settle the notifier has not read; and,
+# with no kill, nothing that both readers have. A try takes several seconds; a failed one names the step
 # whose kill broke it. *Solution: `solutions/08_2_survive_every_kill.py`.*
 
 # %%

@@ -341,13 +341,18 @@ with exercises.reveals("09.1"):  # its output waits until 09.1 is committed
 #
 # The judge starts a cluster of its own (three primaries, one replica each; yours is left alone). Every
 # process it runs sends `WAIT 1 200` after each write — not your choice this time. First it holds a
-# replica (it applies nothing, like a replica that is down) and sends an enqueue, a completion and a
-# claim through your design. Then, for each of two seeds it draws, it runs the failover above on a
-# small queue: worker processes draining 60 jobs, the replica held back 0.4 to 1.2 s, a burst of
+# replica (it applies nothing, like a replica that is down) and sends each of the six kinds of write
+# through your design: an enqueue, a claim, a completion, a retry that buries its job at its last attempt,
+# a sweep that buries a job stalled past its cap, a promotion of a due job. Then it sends each of them but
+# the claim again, with a replica that is only behind: it lets the replica go the moment your design is
+# called, and it has caught up by then. Last, for each of two seeds it draws, it runs the failover above
+# on a small queue: worker processes draining 60 jobs, the replica held back 0.4 to 1.2 s, a burst of
 # enqueues, the primary killed, the replica promoted. It passes when nothing was told "done" that only
-# the primary held, no write waited for ever, no claim went twice, and on every seed the checker says
-# *valid* and every job is done. A try takes about half a minute.
-# *Solution: `solutions/09_2_keep_what_failover_loses.py`.*
+# the primary held, no write waited for ever, no write was applied twice and no claim went twice; when a
+# replica only behind left no caller an unknown outcome that your design could have resolved without
+# that risk (an unknown outcome has a price: a producer that cannot tell a stored job from a lost one, a
+# worker that cannot tell whether its job ended); and when on every seed the checker says *valid* and
+# every job is done. A try takes about half a minute. *Solution: `solutions/09_2_keep_what_failover_loses.py`.*
 
 # %%
 def keep_what_failover_loses():

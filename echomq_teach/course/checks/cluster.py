@@ -28,11 +28,11 @@ from ..registry import Findings, judged, prediction
 @judged(
     "09.2",
     "Keep what the failover would lose",
-    "Hint: a write WAIT confirmed short is the primary's alone, so its caller must not be told it happened: raise "
-    "Unconfirmed, and the caller treats it as a lost link (the producer may send it again, the worker runs "
-    "nothing, the lease lapses). Never wait until a replica confirms: a shard without one never does. If you send "
-    "a write again first, send only what the node refuses a second time: a settle (the token fence) or an enqueue "
-    "(its id) — never a claim, which would hand out another job.",
+    "Hint: take the kinds of write one at a time. If its caller hears 'done' and the primary then dies with its "
+    "replica behind, what does the new primary hold, and what runs next? If the very same write reaches the node "
+    "a second time, what keeps the copy from applying (03's fence, an id already taken, nothing left to do), and "
+    "for which write does nothing? And a replica may be down for good or only a moment behind: one short WAIT "
+    "does not tell you which.",
     solution="09_2_keep_what_failover_loses.py",
 )
 def _judge_keep_what_failover_loses(answer: Any, f: Findings) -> None:

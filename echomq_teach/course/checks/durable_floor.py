@@ -134,11 +134,9 @@ def _setup_find_the_lost(conn: Connector, queue: str) -> tuple[Any, ...]:
 @judged(
     "08.2",
     "A fold that survives a kill at every step, for two readers",
-    "Hint: read after the floor's cursor (kit.cursor()), never from the stream's start; commit the slice with "
-    "that same cursor as since; only then trim, and only below what both readers hold: the floor's first id not "
-    "yet held (kit.trim_below()) and the first id after the notifier's (kit.notified().next()), whichever is "
-    "lower. A kill between any two of those leaves either nothing done or a commit the next fold will not read "
-    "again.",
+    "Hint: for each two steps of your fold, ask what a kill between them leaves: which settles the floor holds, "
+    "which are still in the stream, and what the next fold reads first. A settle may leave the stream only once "
+    "both of its readers have it; the kit's list above says how to ask each one how far it has got.",
     solution="08_2_survive_every_kill.py",
 )
 def _judge_survive_every_kill(answer: Any, f: Findings) -> None:

@@ -74,11 +74,11 @@ def _crashes_in_turn(node: Any, queue: str, points: tuple[str, ...]) -> CrashOut
 @exercise(
     "07.2",
     "Pass the nemesis",
-    "Hint: three things, one each. The lease must outlast the handler's 60 ms of work (and a loaded machine's "
-    "pauses), yet bring a killed worker's job back well inside the deadline. A provider timeout leaves you not "
-    "knowing whether the money was taken: let the job fail (raise) so it is tried again, and give it attempts "
-    "enough for that and for the nemesis's faults. And a charge asked for twice must be made once per ORDER: "
-    "hand the provider a key that every run of the order shares, the second job of an order sent twice too.",
+    "Hint: take the findings one at a time; each is a rule this notebook taught. A lease against the runs of a "
+    "healthy handler: the pool and the lone consumer above. A run that stops between an effect and its settle, "
+    "and a provider's timeout, which leaves you not knowing whether the money was taken: 07.1's crash points, "
+    "and what the queue does with a handler that fails. An effect made once: 07's idempotent handler made it "
+    "once per job; ask what this shop's customer must be charged once for.",
     solution="07_2_pass_the_nemesis.py",
     kind="build",
 )

@@ -6,7 +6,9 @@ twice (a customer's double click: two jobs, one order), and every customer must 
 order. Per seed, three worker processes run the learner's handler on 60 jobs for 50 orders; the provider times
 out on the first call of some (before taking the money, or after); the nemesis kills a worker and freezes
 another inside its handler past a sound lease (a zombie that wakes and charges). Besides the checker's
-verdict and the queue's own state against notebook 01's table, the judge reads the handlers' runs: a lease
+verdict and the queue's own state against notebook 01's table, the judge reads the handlers' runs: an order
+is done only when the run that completed it did the order's work (``ctx.work``, recorded with the ms it took,
+before the completion was sent), so a handler cannot pass the lease's lesson by skipping the work; and a lease
 shorter than every run of a healthy handler lapses under each of them, whatever the seed draws (a lease only
 a little longer than the work is not refused by a rule: on a loaded machine it lapses now and then, and what
 that costs — runs again, attempts spent — shows in the other findings).
@@ -73,6 +75,15 @@ def _outlived(history: Any, lease_ms: int) -> bool:
     return len(runs) >= 3 and min(runs) > lease_ms
 
 
+def _unworked(history: Any) -> list[str]:
+    """The jobs completed (answered ``ok``) by a run that had not done the job's whole work before it sent the
+    completion: no ``worked`` note of that worker, job and token, or one shorter than the work."""
+    worked = {(o.worker, o.job, o.token): o for o in history.notes("worked")}
+    return [o.job for o in history.calls("complete") if o.ok and o.reply == jobs.OK
+            and ((w := worked.get((o.worker, o.job, o.token))) is None or w.sent > o.sent
+                 or float(w.extra.get("ms") or 0) < CAPSTONE.WORK_MS)]
+
+
 def capstone(conn: Connector, queue: str, lease_ms: int, max_attempts: int, handler: Any, seed: int) -> dict[str, Any]:
     """One seed of the capstone: 60 jobs for 50 orders, 3 workers, the provider's timeouts, the seeded nemesis;
     what it gave."""
@@ -83,8 +94,9 @@ def capstone(conn: Connector, queue: str, lease_ms: int, max_attempts: int, hand
         run.start()
         watched = Watched(AtWork(run))
         faults = CAPSTONE.nemesis(seed).run(watched, deadline_s=CAPSTONE.DEADLINE_S)  # type: ignore[arg-type]
-        # the lease's verdict is known once healthy handlers outlived it: waiting on would only take time
-        drained = wait_drained(run, CAPSTONE.DEADLINE_S, lambda h: _outlived(h, lease_ms))
+        # the verdict is known once healthy handlers outlived the lease, or an order was completed with its work
+        # not done: waiting on would only take time
+        drained = wait_drained(run, CAPSTONE.DEADLINE_S, lambda h: _outlived(h, lease_ms) or bool(_unworked(h)))
         run.stop()
         history = run.history()
         report = run.check()
@@ -92,10 +104,12 @@ def capstone(conn: Connector, queue: str, lease_ms: int, max_attempts: int, hand
         state = [*watched.broken, *(f"at the end of the run, the queue's own state breaks notebook 01's table: {b}"
                                     for b in left[:1])]
         made = handlers.charges(run.conn, queue)
+        asked = handlers.provider_calls(run.conn, queue)
         dead = set(run.conn.client.zrange(keyspace.queue_key(queue, "dead"), 0, -1))
         jobs.drop(run.conn, queue)
     return {"report": report, "drained": drained, "faults": faults, "enqueued": enqueued, "history": history,
-            "charges": {j: made[j] for j in enqueued}, "dead": dead, "state": state, "lease_ms": lease_ms}
+            "charges": {j: made[j] for j in enqueued}, "asked": {j: asked.get(j, 0) for j in enqueued},
+            "dead": dead, "state": state, "lease_ms": lease_ms}
 
 
 def _one_seed(out: dict[str, Any], seed: int, f: Findings) -> None:
@@ -107,6 +121,13 @@ def _one_seed(out: dict[str, Any], seed: int, f: Findings) -> None:
                  f"fault touched took {min(runs):.0f} ms (the work alone is {CAPSTONE.WORK_MS} ms): every lease lapses "
                  "before its holder settles, and a sweep in that gap hands the order to a second worker.")
         return
+    order = {j: CAPSTONE.order(i) for i, j in enumerate(out["enqueued"])}
+    unworked = sorted({order[j] for j in _unworked(history)})
+    if unworked:
+        f.expect(False, f"{said}: {len(unworked)} orders were completed by a handler run that had not done the "
+                 f"order's {CAPSTONE.WORK_MS} ms of work (ctx.work) when it sent the completion (e.g. order "
+                 f"{unworked[0]}): the shop settled an order whose work was never done, and would ship nothing.")
+        return
     f.expect(report.valid, f"{said}: the checker says invalid: {report.counts()}.")
     f.items.extend(f"{said}: {b}." for b in out["state"])
     left = report.unfinished
@@ -114,19 +135,25 @@ def _one_seed(out: dict[str, Any], seed: int, f: Findings) -> None:
              f"active at the {CAPSTONE.DEADLINE_S:.0f} s deadline.")
     f.expect(report.dead == 0, f"{said}: {report.dead} jobs ended in dead: a provider timeout, or a fault, took "
              "their last attempt.")
-    order = {j: CAPSTONE.order(i) for i, j in enumerate(out["enqueued"])}
     per_order: Counter[int] = Counter()
+    asked: Counter[int] = Counter()
     for j, n in charges.items():
         per_order[order[j]] += n
+        asked[order[j]] += out["asked"][j]
     settled = {order[j] for j in out["enqueued"] if j not in left and j not in out["dead"]}
     twice = sorted(n for n, c in per_order.items() if c > 1)
-    never = sorted(n for n in settled if per_order[n] == 0)
+    never = sorted(n for n in settled if per_order[n] == 0 and asked[n])
+    unasked = sorted(n for n in settled if asked[n] == 0)
     doubled = sorted({order[j] for j in out["enqueued"][CAPSTONE.ORDERS:]})
     f.expect(not twice, f"{said}: {len(twice)} customers were charged more than once for one order (e.g. order "
              f"{twice[0] if twice else ''}: {per_order[twice[0]] if twice else 0} charges; orders {doubled[0]} … "
              f"{doubled[-1]} came in twice, as two jobs each).")
-    f.expect(not never, f"{said}: {len(never)} orders settled without their customer ever being charged "
-             f"(e.g. order {never[0] if never else ''}): a provider timeout is not a charge.")
+    f.expect(not unasked, f"{said}: {len(unasked)} orders settled without the payment provider ever being asked "
+             f"to charge their customer (e.g. order {unasked[0] if unasked else ''}): the shop's money is taken by the "
+             "provider alone, and no record of your own takes any.")
+    f.expect(not never, f"{said}: {len(never)} orders settled though the provider never took their customer's "
+             f"money (e.g. order {never[0] if never else ''}: asked {asked[never[0]] if never else 0} time(s), it "
+             "took nothing): a provider timeout is not a charge.")
 
 
 def judge_capstone(conn: Connector, queue: str, result: Any, f: Findings, seeds: list[int] | None = None) -> None:

@@ -69,3 +69,38 @@ def the_notebooks_runs(conn, queue):
     # the settings of 07's nemesis run (a 500 ms lease) and the idempotent handler it printed: charge_once keeps
     # its own record, and never asks the provider at all
     return {"lease_ms": 500, "max_attempts": 5, "handler": "echomq_teach.lab.handlers:charge_once"}
+
+
+# -- lazy routes past the lease (attack b, and ours) -----------------------------------------------------------
+def skips_the_work(conn, queue):
+    # attack b's pass: the team's 50 ms lease kept, the 60 ms of work skipped: a handler that returns in a
+    # millisecond never outlives its lease, and every order is settled with its work never done
+    def h(job, ctx):
+        ctx.charge(job, key=job.payload)
+        return "ok"
+
+    return {"lease_ms": 50, "max_attempts": 3, "handler": h}
+
+
+def work_made_instant(conn, queue):
+    # the work "done" in no time: the context's work time set to 0 before the call, the team's lease kept
+    def h(job, ctx):
+        ctx.work_ms = 0
+        ctx.work()
+        ctx.charge(job, key=job.payload)
+        return "ok"
+
+    return {"lease_ms": 50, "max_attempts": 5, "handler": h}
+
+
+def work_left_running(conn, queue):
+    # the work started off the handler's run (a thread of its own) and the order settled at once: the completion
+    # goes before the work is done, under the team's lease
+    def h(job, ctx):
+        import threading
+
+        threading.Thread(target=ctx.work, daemon=True).start()
+        ctx.charge(job, key=job.payload)
+        return "ok"
+
+    return {"lease_ms": 50, "max_attempts": 5, "handler": h}

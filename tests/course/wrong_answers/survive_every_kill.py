@@ -59,3 +59,70 @@ def for_the_notifier_alone():
         return len(settles)
 
     return fold_step
+
+
+# -- lazy routes past the kills (attack b, and ours) -----------------------------------------------------------
+def one_big_slice_trimmed_first():
+    # attack b's pass: the whole stream read in one slice (not at most 10), trimmed before its commit: with one
+    # fold, a judge that killed only a second fold's steps had none to kill. The kit now refuses the slice
+    def fold_step(kit):
+        cur = kit.cursor()
+        s = kit.read(cur, 1000)
+        if not s:
+            return 0
+        kit.trim(min(s[-1].stream_id.next(), kit.notified().next()))
+        kit.commit(cur, s)
+        return len(s)
+
+    return fold_step
+
+
+def two_slices_in_one_commit():
+    # the bound kept on each read, not on the fold: two reads of 10, one commit of 20
+    def fold_step(kit):
+        cur = kit.cursor()
+        s = kit.read(cur, 10)
+        if not s:
+            return 0
+        s += kit.read(s[-1].stream_id, 10)
+        kit.commit(cur, s)
+        kit.trim(min(kit.trim_below(), kit.notified().next()))
+        return len(s)
+
+    return fold_step
+
+
+def trims_first_in_the_last_fold():
+    # the right order while slices are full, and trim-then-commit for the last, partial one ("nothing comes after
+    # it"): a kill between that trim and its commit loses the last slice
+    def fold_step(kit):
+        cursor = kit.cursor()
+        settles = kit.read(cursor, 10)
+        if not settles:
+            return 0
+        if len(settles) < 10:
+            kit.trim(min(settles[-1].stream_id.next(), kit.notified().next()))
+            kit.commit(cursor, settles)
+        else:
+            kit.commit(cursor, settles)
+            kit.trim(min(kit.trim_below(), kit.notified().next()))
+        return len(settles)
+
+    return fold_step
+
+
+def stops_before_the_last_trim():
+    # a state left half-written: the last, partial slice is committed and the fold answers 0 at once ("nothing
+    # more to read"), so its trim never comes: the stream keeps what both readers hold
+    def fold_step(kit):
+        cursor = kit.cursor()
+        settles = kit.read(cursor, 10)
+        if not settles:
+            return 0
+        kit.commit(cursor, settles)
+        if len(settles) < 10:
+            return 0
+        kit.trim(min(kit.trim_below(), kit.notified().next()))
+        return len(settles)
+
+    return fold_step
