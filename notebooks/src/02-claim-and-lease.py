@@ -170,9 +170,11 @@ assert t0 <= deadline - 30_000 <= t1
 #
 # 1. worker A claims the job. Its lease lapses; no sweep runs. Then worker B asks for a job: does B's
 #    claim get `"the job"`, or `"nothing"`?
-# 2. A reap runs, and B claims the job: with which token (a number)?
-# 3. B's lease lapses too, and no sweep runs. A comes back and completes with its own token, then B
-#    with its own: what does each completion answer, `"ok"` or `"stale"` (`jobs.OK`, `jobs.STALE`)?
+# 2. A reap runs. Before anyone claims again, A comes back and completes with its own token: what does
+#    that completion answer, `"ok"` or `"stale"` (`jobs.OK`, `jobs.STALE`)?
+# 3. B claims the job: with which token (a number)?
+# 4. B's lease lapses too, and no sweep runs. A completes with its own token again, then B with its own:
+#    what does each completion answer?
 #
 # The check runs exactly that on your node, once your answer is kept.
 # *Solution: `solutions/02_1_late_worker.py`.*
@@ -185,7 +187,8 @@ from echomq_teach.course import exercises  # noqa: E402
 
 late_worker = {  # your prediction
     "B's claim, while A's lapsed lease is not swept": ...,
-    "B's token, when it claims after the reap": ...,
+    "A completes, after a reap and before anyone claims again": ...,
+    "B's token, when it claims after that": ...,
     "A completes, after B's lease lapsed too (no sweep since)": ...,
     "B completes, after A's try (no sweep since)": ...,
 }
@@ -217,8 +220,6 @@ with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
     print("the first worker's late completion:", late, "· the queue unchanged by it:", unchanged)
     on_time = jobs.complete(conn, Q2, job, second.attempts)
     print("the second worker's completion:", on_time)
-    print("the second claim raised the token, and @complete compared the first worker's number with it:",
-          "still carrying token", first.attempts, "that worker is stale, and wrote nothing")
 
 # %% [markdown]
 # Nothing else guards the job: there is no lock to take and no heartbeat to keep renewing.
@@ -267,8 +268,6 @@ with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
     lapsed = snapshots.snapshot(conn, Q5).relative("active", late_job) < 0
     late_answer = jobs.complete(conn, Q5, late_job, late_claim.attempts)
     print("lease lapsed:", lapsed, "· no sweep ran · the late completion:", late_answer)
-    print("the fence reads no clock: with no sweep since, that worker still held the current token and an",
-          "active row")
     assert lapsed
 
 # %% [markdown]
@@ -302,9 +301,9 @@ with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
 #
 # and answers `1` when it renewed the lease: the job's deadline becomes the **server's clock now**
 # plus the new lease. It answers `0`, and writes nothing, when the caller no longer holds the job.
-# Who holds a job is the fence's question, not the clock's: a caller whose lease lapsed, with no sweep
-# since, still holds it; a caller whose job a sweep put back in pending does not, even before anyone
-# claims it again. Return your script's source as a string.
+# Who holds a job is the fence's question: the caller holds it exactly when `@complete`'s fence would
+# let its completion through (02.1's run, and the cells after it, show which callers those are). Return
+# your script's source as a string.
 #
 # The judge starts a node of its own (not this notebook's) and calls your script first for callers whose
 # answers are known: a holder, a stale token, a holder whose lease lapsed, and one whose lapsed lease a
@@ -476,8 +475,8 @@ view
 #   from the server's `TIME`.
 # - The lease lives in the active score, the fencing token in `attempts`: one holder per lease on one
 #   node ([ledger](docs/guarantees.md#one-holder-per-lease)), a handler that may run more than once,
-#   one settle per job in each life ([ledger](docs/guarantees.md#one-settle-per-life)) — and a late
-#   worker that completes when no sweep ran first.
+#   one settle per job in each life ([ledger](docs/guarantees.md#one-settle-per-life)) — and what
+#   the fence makes of a late worker (02.1).
 # - The row key is built inside the script from the declared base, in the same slot.
 #
 # Next: **03-completion-and-recovery** — how a claimed job ends: completed, failed and retried, or

@@ -58,6 +58,20 @@ TELLS: dict[str, tuple[tuple[str, str], ...]] = {
         (r"(lapsed|lapse)[^.\n]{0,80}\bclaim\w*[^.\n]{0,40}\b(nothing|empty|none|finds pending empty)\b",
          "a claim while a lapsed lease is not swept, stated"),
         (r"tokens?:?\s*1,? then 2", "the token after a reap, printed"),
+        (r"(reap|sweep)\w*[^.\n]{0,80}\b(stale|does not|refused|is not|no longer)\b[^.\n]{0,40}"
+         r"before (anyone|any|the next|a new)\w* claim|"
+         r"(reap|sweep)\w*[^.\n]{0,80}before (anyone|any|the next|a new)\w* claim\w*[^.\n]{0,60}"
+         r"\b(stale|does not|refused|is not|no longer)\b",
+         "a completion after a reap and before the next claim, stated"),
+        (r"(late worker|lease lapsed|lapsed lease)[^.\n]{0,60}\b(completes|passes|still holds?|still held)\b"
+         r"[^.\n]{0,40}\b(no sweep|before any sweep)|"
+         r"(no sweep since|before any sweep)[^.\n]{0,30}\b(still holds?|still held|passes)\b",
+         "a lapsed lease's completion with no sweep since, stated"),
+        (r"fence reads no clock", "the fence's clock, stated"),
+        (r"fence[^.\n]{0,60}\b(compares|reads|wants)\b[^.\n]{0,60}\b(state|active)\b",
+         "the fence's state test, stated"),
+        (r"(with|carrying|still holds?|still held) the current token[^.\n]{0,60}\b(active|state)\b",
+         "the fence's two tests, stated"),
     ),
     "03.4": (
         (r"stalled count[^\n]{0,30}\b\d\b", "a stalled count after the rounds"),
@@ -86,7 +100,8 @@ TELLS: dict[str, tuple[tuple[str, str], ...]] = {
     "07.1": (
         (r"(two|second|both)[^.\n]{0,30}(crash|kill)\w*[^.\n]{0,80}(handler runs|charges|charged)\s*[:=]?\s*\d",
          "two crashes on one job, counted"),
-        (r"(claimed|handler|handled|settle-sent), then (claimed|handler|handled|settle-sent)[^\n]{0,40}\d",
+        (r"(claimed|handler|handled|settle-sent), then (claimed|handler|handled|settle-sent)"
+         r"(\s{2,}|\s*[:=→]\s*|[^\n`]{0,40}?\b(runs?|charges?|charged|token)\b\W{0,4})\d",
          "a pair of crash points, counted"),
     ),
     "08.1": (
@@ -176,7 +191,9 @@ def leaks(key: str, seen: list[tuple[str, str]]) -> list[str]:
     }
     found = []
     tells = [*TELLS[key], *((re.escape(v), "the reference answer's values") for v in _answer_values(key))]
-    for where, text in seen:
+    for where, raw in seen:
+        # a sentence wraps: a paragraph's (or a call's) lines are read as one, so a tell may span them
+        text = re.sub(r"[ \t]*(?<!\n)\n(?!\n)[ \t]*", " ", raw)
         for pattern, gives in tells:
             m = re.search(pattern, text, re.MULTILINE)
             if m:
@@ -233,7 +250,16 @@ def test_the_tells_catch_the_leaks_issue_31_names():
                   "passes:"),
                  ("02 cell (prose below 02.1)", "While a lapsed lease is not swept, another worker's claim finds "
                   "nothing."),
-                 ("02 cell (its stored output)", "the first worker's late completion: stale")],
+                 ("02 cell (its stored output)", "the first worker's late completion: stale"),
+                 # found by the second round of attacks: wrapped over lines, in a build's text, a recap, a docs file
+                 ("02 cell (prose below 02.1)", "a caller whose job a sweep put back in pending does not, even before "
+                  "anyone\nclaims it again."),
+                 ("02 cell (prose below 02.1)", "- the fence, and a late\n  worker that completes when no sweep ran "
+                  "first."),
+                 ("docs/decisions.md paragraph 11 (a docs file 02 names)", "The deadline is not checked: a\nworker "
+                  "whose lease lapsed still completes if no sweep ran first."),
+                 ("02 cell (its source)", 'print("the fence reads no clock: with no sweep since, that worker still '
+                  'held the current token and an",\n          "active row")')],
         "04.1": [("04 cell (prose below 04.1)", "On a paused queue with a ghost at its head, the script pops the ghost "
                   "and answers empty."),
                  ("04 cell (prose below 04.1)", "A lease of 'soon' with a ghost at the head: the script answers empty, "

@@ -79,12 +79,16 @@ from echomq_teach.course.checks.lifecycle import ORDER_LABELS  # noqa: E402
 
 ORDER_REVERSED = list(ORDER_LABELS)[::-1]
 ORDER_AS_ENQUEUED = [ORDER_LABELS[-1], *ORDER_LABELS[:-1]]  # the reaped job was enqueued first
+LATE_RIGHT = {late.B_CLAIMS: "nothing", late.A_REAPED: jobs.STALE, late.B_TOKEN: 2, late.A_LATE: jobs.STALE,
+              late.B_LATE: jobs.OK}
 # a lapsed lease taken to free the job: B's claim takes it at once
-LATE_LAPSE_FREES_THE_JOB = {late.B_CLAIMS: "the job", late.B_TOKEN: 2, late.A_LATE: jobs.STALE, late.B_LATE: jobs.OK}
+LATE_LAPSE_FREES_THE_JOB = {**LATE_RIGHT, late.B_CLAIMS: "the job"}
 # the deadline taken for the fence: a lapsed lease completes nothing
-LATE_CLOCK = {late.B_CLAIMS: "nothing", late.B_TOKEN: 2, late.A_LATE: jobs.STALE, late.B_LATE: jobs.STALE}
+LATE_CLOCK = {**LATE_RIGHT, late.B_LATE: jobs.STALE}
 # the reap taken to hand the job a fresh count: B's claim answers token 1
-LATE_REAP_RESETS = {late.B_CLAIMS: "nothing", late.B_TOKEN: 1, late.A_LATE: jobs.STALE, late.B_LATE: jobs.OK}
+LATE_REAP_RESETS = {**LATE_RIGHT, late.B_TOKEN: 1}
+# the fence taken to read the token only: A's own token, still the row's after the reap, passes
+LATE_TOKEN_ONLY = {**LATE_RIGHT, late.A_REAPED: jobs.OK}
 
 
 def _transitions_by_set(conn, queue, job_ids):
@@ -135,8 +139,10 @@ MORE = {
                                                                  "you predicted 'the job'; the run gave 'nothing'"),
              "the clock decides": (LATE_CLOCK, "B completes, after A's try (no sweep since): you predicted 'stale'; "
                                                "the run gave 'ok'"),
-             "a reap resets the count": (LATE_REAP_RESETS, "B's token, when it claims after the reap: you predicted "
-                                                           "1; the run gave 2")},
+             "a reap resets the count": (LATE_REAP_RESETS, "B's token, when it claims after that: you predicted "
+                                                           "1; the run gave 2"),
+             "the fence reads the token only": (LATE_TOKEN_ONLY, "A completes, after a reap and before anyone claims "
+                                                                 "again: you predicted 'ok'; the run gave 'stale'")},
     "02.3": {"resume only": (_empty_resume_only, "should be claimed (active)"),
              "ghosts only": (_empty_zrem_ghosts_only, "the queue is still paused"),
              "ghosts given rows": (_empty_ghosts_given_rows, "rows appeared for ids that were no job")},

@@ -18,7 +18,8 @@ from ..registry import Findings, exercise, judged, prediction, setup_for
 
 # -- 02.1 · late, but not too late ---------------------------------------------------------------------
 B_CLAIMS = "B's claim, while A's lapsed lease is not swept"
-B_TOKEN = "B's token, when it claims after the reap"
+A_REAPED = "A completes, after a reap and before anyone claims again"
+B_TOKEN = "B's token, when it claims after that"
 A_LATE = "A completes, after B's lease lapsed too (no sweep since)"
 B_LATE = "B completes, after A's try (no sweep since)"
 SETTLE = forms.words(jobs.OK, jobs.STALE)
@@ -31,12 +32,13 @@ SETTLE = forms.words(jobs.OK, jobs.STALE)
     "@complete (scripts.show('complete')): which two fields of the row does the fence compare, and does either "
     "script read a lease's deadline?",
     solution="02_1_late_worker.py",
-    form=forms.record({B_CLAIMS: forms.words("the job", "nothing"), B_TOKEN: forms.Count(1),
+    form=forms.record({B_CLAIMS: forms.words("the job", "nothing"), A_REAPED: SETTLE, B_TOKEN: forms.Count(1),
                        A_LATE: SETTLE, B_LATE: SETTLE}),
     explain="a lapsed lease moves nothing by itself: the job stays in active until a sweep, so B's first claim "
-    "finds pending empty. The reap put it back, and B's claim raised attempts to 2. @complete compares the "
-    "caller's token with the row's attempts and wants the row active; it never reads the clock. A's token 1 is "
-    "behind; B's 2 is the row's own and the row is active (no sweep ran since its lease lapsed), so B's passes.",
+    "finds pending empty. @complete compares the caller's token with the row's attempts and wants the row "
+    "active; it never reads the clock. After the reap the row is pending: A's token is still the row's own, "
+    "yet A is refused. A refusal writes nothing, so B's claim raises attempts to 2. Then A's 1 is behind; B's 2 "
+    "is the row's own and the row is active (no sweep ran since its lease lapsed), so B's passes.",
 )
 def _run_late_worker(conn: Connector, queue: str) -> dict[str, Any]:
     # one job, leases of 30 ms, each worker back 50 ms later
@@ -45,6 +47,7 @@ def _run_late_worker(conn: Connector, queue: str) -> dict[str, Any]:
     time.sleep(0.05)
     seen: dict[str, Any] = {B_CLAIMS: "nothing" if jobs.claim(conn, queue, 30) is None else "the job"}
     jobs.reap(conn, queue)
+    seen[A_REAPED] = jobs.complete(conn, queue, job, a.attempts if a else 1)
     b = jobs.claim(conn, queue, 30)
     seen[B_TOKEN] = b.attempts if b else 0
     time.sleep(0.05)
