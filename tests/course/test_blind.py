@@ -85,6 +85,9 @@ TELLS: dict[str, tuple[tuple[str, str], ...]] = {
         (r"('soon'|not a number)[^.\n]{0,60}paused[^.\n]{0,80}(in no set|is nowhere|(stays|is left|waits) in pending)|"
          r"paused[^.\n]{0,60}('soon'|not a number)[^.\n]{0,80}(in no set|is nowhere|(stays|is left|waits) in pending)",
          "a bad lease on a paused queue, stated"),
+        (r"checks (its|the) (arguments|lease)[^.\n]{0,40}(pause|brand)[^.\n]{0,40}(head|pop)|"
+         r"(pause|brand)[^.\n]{0,40}(arguments|lease)[^.\n]{0,40}(head|pop)[^.\n]{0,30}before",
+         "the order of the native command's checks, stated"),
     ),
     "05.1": (
         (r"(share an id|already a job's|one short)[^\n]{0,40}(BadInput|DuplicateJob|landed)\b", "a land's answer"),
@@ -109,6 +112,9 @@ TELLS: dict[str, tuple[tuple[str, str], ...]] = {
          r"never reached|\d+ rows)", "a driver killed inside its write, counted or stated"),
         (r"(killed|dies|died)[^.\n]{0,40}(write|transaction)[^.\n]{0,80}floor[^.\n]{0,40}\b\d+\b",
          "the floor after a kill inside a write"),
+        (r"(kill\w*|dies|died|crash\w*)[^.\n]{0,40}\b(inside|in|during)\b[^.\n]{0,30}transaction[^.\n]{0,60}"
+         r"\b(leaves what|leaves nothing|writes nothing|rolled back|rolls back|as it was|unchanged|changes nothing)",
+         "what a kill inside a transaction leaves, stated"),
     ),
     "09.1": (
         (r"hold (ends|ended|is let go|was let go|lifted)[^.\n]{0,120}\b(valid|invalid|lost|nothing lost)\b",
@@ -263,11 +269,15 @@ def test_the_tells_catch_the_leaks_issue_31_names():
         "04.1": [("04 cell (prose below 04.1)", "On a paused queue with a ghost at its head, the script pops the ghost "
                   "and answers empty."),
                  ("04 cell (prose below 04.1)", "A lease of 'soon' with a ghost at the head: the script answers empty, "
-                  "the command an error.")],
+                  "the command an error."),
+                 ("04 cell (prose below 04.1)", "The native command checks its arguments, the brand, the pause flag "
+                  "and the head *before* its first\nwrite")],
         "05.4": [("05 cell (its stored output)", ":dependencies after each step: [3, 3, 3, 2, 1, 0]")],
         "07.1": [("07 cell (its stored output)", "handler, then handled   3 3")],
         "08.1": [("08 cell (prose below 08.1)", "The second driver, killed inside its write, leaves 30 rows on the "
-                  "floor: its transaction rolled back.")],
+                  "floor: its transaction rolled back."),
+                 ("08 cell (prose below 08.1)", "(A kill right after a read, or inside a commit's\ntransaction, "
+                  "leaves what the step before it left.)")],
         "09.1": [("docs/cluster.md paragraph 1 (a docs file 09 names)", "When the hold ends before the kill, WAIT 1 "
                   "100 answers the burst short and the run is valid."),
                  ("09 cell (prose below 09.1)", "The replica catches up before the kill.")],
