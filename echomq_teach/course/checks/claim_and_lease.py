@@ -1,4 +1,4 @@
-"""Notebook 02 · claim and the lease: a late worker, an empty queue that is not, a lease renewed.
+"""Notebook 02 · claim and the lease: a late worker, your queue's claim and renewal, an empty queue that is not.
 
 (A five-second lease, a paused claim and the ghost guard are worked examples in the notebook, not exercises.)
 """
@@ -11,7 +11,8 @@ from typing import Any
 from ... import jobs, keyspace, snapshots
 from ...connector import Connector
 from .. import forms
-from ..judges.renewal import judge_lease_extension
+from ..judges.stages import judge_stage
+from ..my_queue.stages import stage as my_stage
 from ..registry import Findings, exercise, judged, prediction, setup_for
 
 # -- 02.1 · late, but not too late ---------------------------------------------------------------------
@@ -89,14 +90,17 @@ def _setup_empty_yet_not(conn: Connector, queue: str) -> tuple[Any, ...]:
     return (job_id,)
 
 
-# -- 02.2 · build: renew a lease, judged by the checker ------------------------------------------------------------
+# -- 02.2 · your queue, stage 1: claim and renew, judged by the checker ----------------------------------------------
 @judged(
     "02.2",
-    "Renew the lease, only while it is yours",
-    "Hint: two things decide whether this caller still holds the job: the job is in active, and the row's "
-    "attempts still equal the caller's token (a new claim raised it). Only then ZADD the active score to the "
-    "server's TIME plus the lease, in milliseconds; else answer 0 and write nothing.",
-    solution="02_2_renew_the_lease.py",
+    my_stage("02.2").title,
+    "Hint: claim.lua is a loop of at most ten turns: ZPOPMIN pending; nothing popped, answer {}; the row is "
+    "KEYS[3] .. 'job:' .. id, and when it EXISTS, HINCRBY its attempts by 1 (the token), HSET its state active, "
+    "ZADD active with TIME's milliseconds plus ARGV[1], and answer {id, payload, token}; when it does not, go "
+    "round. renew.lua: two things say the caller still holds the job, its ZSCORE in active and the row's "
+    "attempts equal to the caller's token; only then ZADD active XX with TIME's milliseconds plus ARGV[3] and "
+    "answer 1; else answer 0 and write nothing.",
+    solution="my_queue/02_2",
 )
-def _judge_renew_the_lease(answer: Any, f: Findings) -> None:
-    judge_lease_extension(answer, f)
+def _judge_stage_claim(answer: Any, f: Findings) -> None:
+    judge_stage("02.2", answer, f)
