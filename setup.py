@@ -35,6 +35,7 @@ SHIPPED = [
     "notebooks/*.ipynb",
     "notebooks/sanitize.cfg",
     "notebooks/solutions/*.py",
+    "notebooks/solutions/my_queue/*/*",
     "docs/*.md",
 ]
 #: the oldest glibc a manylinux tag may name

@@ -1,5 +1,8 @@
 """The judged builds' references under load: each run N times while two busy processes hold the cores.
 
+Your own queue's stages (02.2, 03.3, 03.6, 03.7, 05.2, 10.4) are checked on a folder grown by their references,
+the others on their reference solution's function.
+
 A learner's laptop is never quiet, so a judge must pass a right answer every time on a loaded machine
 (issue 31): this bench starts two processes that spin on the CPU (each a ``nodes.process.Child``, stopped
 by its PID at the end), then checks each build's reference solution N times (5 by default) with
@@ -8,7 +11,7 @@ judged check took (its dry run or probes, and all its seeds). A failed try print
 each reference once (tests/course/test_exercises.py); this is the five-times run, by hand.
 
     .venv/bin/python bench/bench_judges.py                   # every build, 5 tries each, 2 busy processes
-    .venv/bin/python bench/bench_judges.py --builds 03.3 05.2 --tries 3 --busy 0
+    .venv/bin/python bench/bench_judges.py --builds 03.6 05.2 --tries 3 --busy 0
 """
 
 from __future__ import annotations
@@ -18,22 +21,30 @@ import importlib.util
 import inspect
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from machine import print_header
 
 from echomq_teach import start_node
-from echomq_teach.course import exercises
+from echomq_teach.course import exercises, my_queue
+from echomq_teach.course.my_queue.stages import BY_KEY, upto
 from echomq_teach.nodes.process import Child
 
 ROOT = Path(__file__).resolve().parent.parent
-BUILDS = ("02.2", "03.3", "05.2", "07.2", "08.2", "09.2")
+BUILDS = (*BY_KEY, "07.2", "08.2", "09.2")
 SPIN = "while True:\n    pass\n"
 
 
 def reference(key: str):
-    """The reference solution's function of exercise ``key`` (``notebooks/solutions/NN_M_*.py``)."""
+    """The reference solution's function of exercise ``key`` (``notebooks/solutions/NN_M_*.py``), or for a stage of
+    your own queue a folder grown by the references up to it."""
+    if key in BY_KEY:
+        mine = my_queue.folder(Path(tempfile.mkdtemp(prefix="bench-my-queue-")) / "my_queue")
+        for s in upto(key):
+            mine.load_reference(s.key)
+        return mine
     path = next((ROOT / "notebooks" / "solutions").glob(f"{key.replace('.', '_')}_*.py"))
     spec = importlib.util.spec_from_file_location(f"solution_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)

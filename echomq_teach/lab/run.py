@@ -59,7 +59,7 @@ FAULTS = ("kill", "freeze", "drop_link", "drop_pump_link", "script_flush", "rest
 #: the lane (and the history file) of a run's Pump; its link carries ``client_name(PUMP)``
 PUMP = "pump"
 #: the worker options a run's ``spawn`` / ``start`` may override for some workers
-TUNABLE = ("lease_ms", "max_attempts", "retry_delay_ms", "handler", "handler_path", "work_ms", "idle_ms",
+TUNABLE = ("lease_ms", "max_attempts", "retry_delay_ms", "handler", "handler_path", "work_ms", "idle_ms", "budget",
            "record", "timeout", "wait", "batch")
 
 
@@ -177,7 +177,10 @@ class Run:
     scripts in their transitions' places for every process of the run: the
     workers (handed them as files in the run's folder), the producer, the
     metronome and the Pump; the checker judges what they did as it judges the
-    kit's.
+    kit's. ``beat`` (a Python file defining ``beat(queue, handle, budget)``,
+    ``lab.own_beat``) runs in every worker in the place of its own beat,
+    claiming within ``budget`` jobs a worker (None: no bound); its beats
+    promote and recover, so the run starts no metronome.
     """
 
     def __init__(
@@ -203,6 +206,8 @@ class Run:
         pump: bool = False,
         on_short_wait: Callable[..., Any] | None = None,
         scripts: ScriptSet | None = None,
+        beat: str | os.PathLike[str] | None = None,
+        budget: int | None = None,
     ) -> None:
         keyspace.check_queue(queue)
         scripts = KIT if scripts is None else scripts
@@ -232,6 +237,10 @@ class Run:
         if on_short_wait is not None and (wait is None or not callable(on_short_wait)):
             raise BadInput("on_short_wait is a function deciding what a write WAIT confirmed short answers: "
                            "it needs wait=(numreplicas, timeout_ms)")
+        if beat is not None and not Path(beat).is_file():
+            raise BadInput(f"beat must name a Python file defining beat(queue, handle, budget); no file at {beat!r}")
+        if beat is not None and batch > 1:
+            raise BadInput("a beat of your own claims one job a beat: it takes batch=1")
         if batch > 1 and "startup_nodes" in node.address:
             raise BadInput("batch > 1 needs a single node: a cluster routes every call on its own")
         source = handler_source(handler) if callable(handler) else None
@@ -250,10 +259,16 @@ class Run:
         short = write_handler(*handler_source(on_short_wait), self.folder) if on_short_wait is not None else None
         #: the scripts every process of this run runs (the kit's, but for those another stands in for)
         self.scripts = scripts
+        # a beat of your own travels to the workers as a handler does: a module in the run's folder
+        if beat is not None:
+            shutil.copyfile(beat, self.folder / "run_beat.py")
+        #: True when the workers beat with a beat of their own (which sweeps): then no metronome ticks
+        self.own_beat = beat is not None
         #: what every worker of this run is told (its name is filled in by ``spawn``)
         self.options = dataclasses.replace(told, history=str(self.folder), handler=str(handler),
                                            handler_path=str(handler_path) if handler_path else None,
-                                           on_short_wait=short,
+                                           on_short_wait=short, beat="run_beat:beat" if beat else None,
+                                           budget=budget,
                                            scripts=scripts.files(self.folder / "scripts") if scripts else None)
         self.wait = wait
         self.on_short_wait = on_short_wait
@@ -274,6 +289,8 @@ class Run:
         #: the run's last Pump (``pump=True``), kept after the run stops: its ``promoted``, ``ticks``, ``lost_links``
         self.pump_ticker: RecordedPump | None = None
         self.enqueued: list[str] = []
+        #: the round trips the run's stopped metronomes and Pumps made (``round_trips``)
+        self.sweep_trips = 0
         self.started_at = self._clock.now_ms()
         # a run dropped without stop() still ends its workers
         self._finalizer = weakref.finalize(self, stop_all, self.all)
@@ -302,7 +319,8 @@ class Run:
         started = [self.spawn(i, **options) for i, w in enumerate(self.slots) if w is None or not w.alive]
         for w in started:
             w.wait_ready()
-        self.start_metronome()
+        if not self.own_beat:
+            self.start_metronome()
         return started
 
     def spawn(self, slot: int, *, crash_at: str | None = None, crash_on: int = 1, **options: Any) -> WorkerProcess:
@@ -465,12 +483,17 @@ class Run:
     def stop(self) -> None:
         """Stop every worker by its PID (thawing a frozen one first), the metronome and the Pump."""
         stop_all(self.all)
-        if self._metronome is not None:
-            self._metronome.stop()
-            self._metronome = None
-        if self._pump is not None:
-            self._pump.stop()
-            self._pump = None
+        for ticker in (self._metronome, self._pump):
+            if ticker is not None:
+                ticker.stop()
+                self.sweep_trips += ticker.conn.round_trips
+        self._metronome = self._pump = None
+
+    def round_trips(self) -> int:
+        """The round trips the run's workers and its sweepers made (a command, or a pipeline: one each), once
+        the run has stopped; a worker killed before it stopped never said how many it made, and counts 0."""
+        said = sum(int(o.extra.get("round_trips") or 0) for o in self.history().notes("stop"))
+        return said + self.sweep_trips
 
     def history(self) -> History:
         return History.read(self.folder)

@@ -33,8 +33,9 @@ each claim and each settle as its own call.
 ``scripts`` names another Lua file in a transition's place (a learner's own
 ``claim``, say: ``transitions.ScriptSet``); the worker's connector runs it for
 every call of that transition, with the kit's keys and arguments, on either
-wire. ``flow_complete`` is the narrower hook of a judged fan-in: a loaded
-script that completes flow children only.
+wire. ``beat`` names a beat of your own (``lab.own_beat``) that the worker
+calls in the place of its own: it promotes, recovers, claims within its
+``budget``, and settles, each call recorded as the worker's own are.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ import dataclasses
 import importlib
 import json
 import os
-import re
 import signal
 import sys
 import time
@@ -51,7 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import connector, consumer, jobs, keyspace, transitions
+from .. import connector, consumer, jobs
 from ..cluster_connector import reconnect
 from ..connector import Connector
 from ..errors import BadInput
@@ -59,6 +59,7 @@ from ..shortcuts import NATIVE_READS, PIPELINE, Lane
 from ..transitions import KIT, ScriptSet
 from .handlers import Context
 from .history import Recorder, ServerClock
+from .own_beat import Calls, OwnBeat, handle_with, share_of
 
 CRASH_POINTS = ("claimed", "handler", "handled", "settle-sent")
 _SETTLE_COMMANDS = ("EVALSHA", "EMQ.COMPLETE", "EMQ.FAIL")
@@ -94,14 +95,17 @@ class WorkerOptions:
     batch: int = 1  # jobs per claim call (more than 1 on a single node only)
     crash_at: str | None = None  # one of CRASH_POINTS
     crash_on: int = 1  # the claim (1st, 2nd, …) to crash on
-    #: a loaded script's SHA that completes a flow child in place of @complete (a judged build's fan-in)
-    flow_complete: str | None = None
     #: on a cluster with ``wait``: ``module:function`` that decides what a write WAIT confirmed short answers
     #: (``cluster_connector.ShortWait``), imported from the run's folder (a judged build's design)
     on_short_wait: str | None = None
     #: another script in a transition's place, as a Lua file by transition (``transitions.ScriptSet.files``):
     #: every call of that transition this worker makes runs it, on either wire
     scripts: dict[str, str] | None = None
+    #: ``module:function``, imported from the run's folder: a beat of your own in the place of this worker's
+    #: (``lab.own_beat``: ``beat(queue, handle, budget)``, promote and recovery its own)
+    beat: str | None = None
+    #: the jobs a beat of your own may claim in this worker's life (``consumer.Budget``); None: no bound
+    budget: int | None = None
 
     def check(self) -> WorkerOptions:
         """The options as they are, or a ``BadInput`` naming the first one that is wrong."""
@@ -119,12 +123,14 @@ class WorkerOptions:
             raise BadInput(f"crash_at must be one of {CRASH_POINTS}, got {self.crash_at!r}")
         if self.crash_at == "settle-sent" and self.batch > 1:
             raise BadInput("crash_at 'settle-sent' is for one-job workers: a batch's settles share one round trip")
-        if self.flow_complete is not None and not re.fullmatch(r"[0-9a-f]{40}", str(self.flow_complete)):
-            raise BadInput(f"flow_complete must be a loaded script's SHA1 (40 hex digits), got {self.flow_complete!r}")
         if self.wait is not None and (len(self.wait) != 2 or not all(isinstance(v, int) for v in self.wait)):
             raise BadInput(f"wait must be (numreplicas, timeout_ms), two integers, got {self.wait!r}")
         if self.on_short_wait is not None and (self.wait is None or ":" not in str(self.on_short_wait)):
             raise BadInput(f"on_short_wait must be 'module:function', with a wait, got {self.on_short_wait!r}")
+        if self.beat is not None and ":" not in str(self.beat):
+            raise BadInput(f"beat must be 'module:function', got {self.beat!r}")
+        if self.budget is not None:
+            jobs.positive_int("budget", self.budget)
         self.script_set()  # every transition known, every file there and a script
         return self
 
@@ -186,6 +192,11 @@ class Worker:
         self.lane = Lane(conn, queue, frozenset({NATIVE_READS, PIPELINE}), lease_ms=options.lease_ms,
                          retry_delay_ms=options.retry_delay_ms, max_attempts=options.max_attempts,
                          record=options.record) if options.batch > 1 else None
+        #: a beat of your own (``options.beat``), its calls, its handler and its budget; None: the worker's own
+        self.own: OwnBeat | None = load_handler(options.beat) if options.beat else None
+        self.calls = Calls(conn, queue, rec, lease_ms=options.lease_ms, retry_delay_ms=options.retry_delay_ms,
+                           max_attempts=options.max_attempts, record=options.record)
+        self.share = share_of(options.budget)
 
     # -- crash points ----------------------------------------------------------------------------
     def _due(self, point: str) -> bool:
@@ -229,39 +240,36 @@ class Worker:
 
     def beat(self) -> bool:
         """Claim one job (or a batch), run the handler, settle. False when nothing was pending."""
+        if self.own is not None:
+            return self.own_beat(self.own)
         if self.lane is not None:
             return self.batch_beat(self.lane)
         a = self.options
         job = self.rec.claim(self.conn, self.queue, a.lease_ms)
         if job is None:
             return False
-        # a flow child's parent, read while the worker holds the job: a zombie settles it by the same script
-        parent = self.conn.call("HGET", keyspace.job_key(self.queue, job.id), "parent") if a.flow_complete else None
         ok, value = consumer.settle_args(self.work(job))
         self._settling, self._arm_settle = job, self._due("settle-sent")
         try:
             if not ok:
                 self.rec.retry(self.conn, self.queue, job.id, job.attempts, str(value), a.retry_delay_ms,
                                a.max_attempts, record=a.record)
-            elif parent and a.flow_complete:
-                self.complete_by_script(job, value, a.flow_complete, parent)
             else:
                 self.rec.complete(self.conn, self.queue, job.id, job.attempts, value, record=a.record)
         finally:
             self._arm_settle = False
         return True
 
-    def complete_by_script(self, job: jobs.Claimed, value: str | bytes, sha: str, parent: str) -> str:
-        """Complete a flow child of ``parent`` by the script ``sha`` (@complete's KEYS and ARGV), recorded as
-        ``complete``: the reply 1 is ``ok``, 0 ``stale``; anything else is kept as it came, for the judge to name.
-        """
-        c = transitions.complete(self.queue, job.id, job.attempts, value, parent)
-
-        def call() -> str:
-            reply = self.conn.call("EVALSHA", sha, len(c.keys), *c.keys, *c.argv)
-            return jobs.OK if reply == 1 else jobs.STALE if reply == 0 else f"not 1 or 0: {reply!r}"
-
-        return self.rec.call("complete", call, job=job.id, token=job.attempts)
+    def own_beat(self, own: OwnBeat) -> bool:
+        """One beat of your own (``lab.own_beat``); False when it claimed nothing. Its error is noted in the
+        history (``beat-error``) and the worker beats again, as it does after a refusal."""
+        try:
+            return own(self.calls, handle_with(self.work), self.share) is not None
+        except connector.LINK_ERRORS:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the learner's bug: recorded where the judge reads it
+            self.rec.note("beat-error", error=f"{type(exc).__name__}: {exc}"[:300])
+            return False
 
     def batch_beat(self, lane: Lane) -> bool:
         """Claim up to ``batch`` jobs in one call, run each handler in turn, send the settles in one round trip."""
@@ -336,8 +344,9 @@ def main(argv: list[str] | None = None) -> int:
     # named on every link it opens, so that a fault can find this worker in CLIENT LIST and drop it
     address["client_name"] = client_name(options.name)
     conn, clock = connect_when_up(address, options.wire, wait=options.wait, script_set=options.script_set())
+    if options.on_short_wait or options.beat:
+        sys.path.insert(0, options.history)  # the run wrote the design's (or the beat's) module into its folder
     if options.on_short_wait:
-        sys.path.insert(0, options.history)  # the run wrote the design's module into its folder
         conn.on_short_wait = load_handler(options.on_short_wait)  # type: ignore[attr-defined]
     rec = Recorder(options.history, options.name, clock)
     worker = Worker(conn, options.queue, rec, handler, options)
@@ -351,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         return worker.run()
     finally:
         # a cluster connector with wait= counts the writes that fewer replicas than asked acknowledged
-        rec.note("stop", wait_short=getattr(conn, "wait_short", None))
+        rec.note("stop", wait_short=getattr(conn, "wait_short", None), round_trips=conn.round_trips)
         rec.close()
         conn.close()
 

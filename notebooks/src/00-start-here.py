@@ -36,15 +36,15 @@
 # | --- | --- | --- |
 # | `00-start-here` | your node, the connector and its trace, the words and values used throughout | 20 min |
 # | `01-lifecycle` | the four sets and the row; every state and every way into it | 60 min |
-# | `02-claim-and-lease` | `@claim2` line by line; the lease, the fencing token, the ghost guard, pause | 75 min |
-# | `03-completion-and-recovery` | the fence; the retry fork; reap, the counted sweep, who calls them | 115 min |
-# | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | 70 min |
-# | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 85 min |
+# | `02-claim-and-lease` | `@claim2` line by line; the lease, the fencing token, the ghost guard, pause | 80 min |
+# | `03-completion-and-recovery` | the fence; the retry fork; reap, the counted sweep, who calls them | 175 min |
+# | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | 75 min |
+# | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 90 min |
 # | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | 30 min |
 # | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 80 min |
 # | `08-the-durable-floor` | what memory loses, and an archive of the settles its stream recorded | 85 min |
 # | `09-cluster` | the queue on a Valkey Cluster; a primary killed mid-run, with and without `WAIT` | 70 min |
-# | `10-case-files` | six real failures of other queues, modelled and run beside this one under one nemesis | 65 min |
+# | `10-case-files` | six real failures of other queues, modelled and run beside this one under one nemesis | 95 min |
 #
 # **Open a notebook on Binder** (a JupyterLab of your own in the browser, nothing to install): [00][b00] ·
 # [01][b01] · [02][b02] · [03][b03] · [04][b04] · [05][b05] · [06][b06] · [07][b07] · [08][b08] · [09][b09] ·

@@ -20,8 +20,8 @@
 # 4. Feed the ghost guard, and watch a paused queue answer empty.
 # 5. Tell at-least-once handler runs from one settle per life (on one node, ids not reused:
 #    [ledger](docs/guarantees.md#one-settle-per-life)).
-# 6. Write a lease extension in Lua, fenced by the token, and have a judge run it under injected
-#    faults (02.2).
+# 6. Start a queue of your own, in Lua files you edit in JupyterLab: a claim that goes past ghosts and a
+#    lease renewal fenced by the token, which a judge runs under injected faults (02.2).
 
 # %%
 import inspect  # the standard library's: it reads a function's source
@@ -170,9 +170,11 @@ assert t0 <= deadline - 30_000 <= t1
 #
 # 1. worker A claims the job. Its lease lapses; no sweep runs. Then worker B asks for a job: does B's
 #    claim get `"the job"`, or `"nothing"`?
-# 2. A reap runs, and B claims the job: with which token (a number)?
-# 3. B's lease lapses too, and no sweep runs. A comes back and completes with its own token, then B
-#    with its own: what does each completion answer, `"ok"` or `"stale"` (`jobs.OK`, `jobs.STALE`)?
+# 2. A reap runs. Before anyone claims again, A comes back and completes with its own token: what does
+#    that completion answer, `"ok"` or `"stale"` (`jobs.OK`, `jobs.STALE`)?
+# 3. B claims the job: with which token (a number)?
+# 4. B's lease lapses too, and no sweep runs. A completes with its own token again, then B with its own:
+#    what does each completion answer?
 #
 # The check runs exactly that on your node, once your answer is kept.
 # *Solution: `solutions/02_1_late_worker.py`.*
@@ -185,7 +187,8 @@ from echomq_teach.course import exercises  # noqa: E402
 
 late_worker = {  # your prediction
     "B's claim, while A's lapsed lease is not swept": ...,
-    "B's token, when it claims after the reap": ...,
+    "A completes, after a reap and before anyone claims again": ...,
+    "B's token, when it claims after that": ...,
     "A completes, after B's lease lapsed too (no sweep since)": ...,
     "B completes, after A's try (no sweep since)": ...,
 }
@@ -217,8 +220,6 @@ with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
     print("the first worker's late completion:", late, "· the queue unchanged by it:", unchanged)
     on_time = jobs.complete(conn, Q2, job, second.attempts)
     print("the second worker's completion:", on_time)
-    print("the second claim raised the token, and @complete compared the first worker's number with it:",
-          "still carrying token", first.attempts, "that worker is stale, and wrote nothing")
 
 # %% [markdown]
 # Nothing else guards the job: there is no lock to take and no heartbeat to keep renewing.
@@ -267,61 +268,7 @@ with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
     lapsed = snapshots.snapshot(conn, Q5).relative("active", late_job) < 0
     late_answer = jobs.complete(conn, Q5, late_job, late_claim.attempts)
     print("lease lapsed:", lapsed, "· no sweep ran · the late completion:", late_answer)
-    print("the fence reads no clock: with no sweep since, that worker still held the current token and an",
-          "active row")
     assert lapsed
-
-# %% [markdown]
-# ### How a build is judged
-#
-# The next exercise is a **build**: you write a mechanism, and a judge runs it for real, under faults,
-# on a node of its own. Three words for what the judge does (07 takes each of them apart):
-#
-# - it records every call its worker processes make, when it went out and what came back: a
-#   **history**; the **checker** reads that history with the queue's final state and says *valid* or
-#   *invalid* — a job lost, handed to two workers at once, or settled by a worker whose claim a later
-#   claim replaced — and shows the calls that prove it (its *counterexample*);
-# - a **nemesis** throws faults at the workers on a schedule drawn from a number, its **seed**: a kill
-#   (`SIGKILL`: the worker is gone, its job held until the lease lapses) or a freeze (`SIGSTOP`, then
-#   `SIGCONT`). The same seed draws the same schedule; the judge draws the seeds, not you;
-# - a worker frozen past its lease wakes up still believing it holds its job: a **zombie**. Whatever
-#   it sends next must be refused.
-#
-# Besides the runs, each judge calls your mechanism on a few cases whose answers are known, and after
-# each call holds the queue to the table of notebook 01: every row in the one set its state names.
-#
-# ### 02.2 · Build: renew the lease, only while it is yours
-#
-# A handler that works longer than its lease loses its job to a sweep, and runs twice. The usual
-# cure is a **lease extension**: every so often the handler asks the node to push its deadline on.
-# The queue has no such call; you write it, as a Lua script. It takes
-#
-# - `KEYS[1]`, the queue's active set, and `KEYS[2]`, the job's row;
-# - `ARGV[1]`, the job's id, `ARGV[2]`, the caller's token (the attempts its claim answered), and
-#   `ARGV[3]`, the new lease in milliseconds;
-#
-# and answers `1` when it renewed the lease: the job's deadline becomes the **server's clock now**
-# plus the new lease. It answers `0`, and writes nothing, when the caller no longer holds the job.
-# Who holds a job is the fence's question, not the clock's: a caller whose lease lapsed, with no sweep
-# since, still holds it; a caller whose job a sweep put back in pending does not, even before anyone
-# claims it again. Return your script's source as a string.
-#
-# The judge starts a node of its own (not this notebook's) and calls your script first for callers whose
-# answers are known: a holder, a stale token, a holder whose lease lapsed, and one whose lapsed lease a
-# sweep has just put back. Then three worker processes run handlers that work 2 s on a 1.5 s lease,
-# renewing every 100 ms, while a seeded nemesis freezes and kills them, on three seeds it draws. It
-# passes only when every answer is right, the queue keeps notebook 01's table, and on every seed the
-# checker finds the run valid **and** your renewal kept the lease of every handler no fault touched. A
-# Lua error comes back as a finding naming its line. About five seconds a check.
-# *Solution: `solutions/02_2_renew_the_lease.py`.*
-
-# %%
-def renew_the_lease():
-    # return your Lua script's source, a str
-    raise NotImplementedError
-
-
-print(exercises.check("02.2", renew_the_lease))
 
 # %% [markdown]
 # ## The ghost guard
@@ -345,6 +292,84 @@ assert ghost_claim is None and after.pending == [real] and sorted(after.rows) ==
 next_claim = jobs.claim(conn, Q3, 30_000)
 print("the next claim:", next_claim.id == real)
 assert next_claim.id == real
+
+# %% [markdown]
+# ### How a build is judged
+#
+# The next exercise is a **build**: you write a mechanism, and a judge runs it for real, under faults,
+# on a node of its own. Three words for what the judge does (07 takes each of them apart):
+#
+# - it records every call its worker processes make, when it went out and what came back: a
+#   **history**; the **checker** reads that history with the queue's final state and says *valid* or
+#   *invalid* — a job lost, handed to two workers at once, or settled by a worker whose claim a later
+#   claim replaced — and shows the calls that prove it (its *counterexample*);
+# - a **nemesis** throws faults at the workers on a schedule drawn from a number, its **seed**: a kill
+#   (`SIGKILL`: the worker is gone, its job held until the lease lapses) or a freeze (`SIGSTOP`, then
+#   `SIGCONT`). The same seed draws the same schedule; the judge draws the seeds, not you;
+# - a worker frozen past its lease wakes up still believing it holds its job: a **zombie**. Whatever
+#   it sends next must be refused.
+#
+# Besides the runs, each judge calls your mechanism on a few cases whose answers are known, and after
+# each call holds the queue to the table of notebook 01: every row in the one set its state names.
+#
+# ### Your own queue
+#
+# From here on you build a queue of your own beside the kit's, and grow it through the course: one Lua
+# file for each transition you write, each run **in the place of** the kit's script, and later your
+# consumer's beat. It lives in a folder of yours, `my_queue/`, beside these notebooks: open it in
+# JupyterLab's file browser (the panel on the left) and edit its files in JupyterLab's editor. The cell
+# below makes the folder, with a README, the first time; each stage copies its files in, a header and a
+# body still to write, when they are not there yet (a file you wrote is never overwritten). The kit runs
+# your scripts as it runs its own: the same keys, the same arguments, through the same connector, so its
+# workers, its nemesis, its checker and its timelines drive your queue as they drive the kit's.
+#
+# Six stages, each where its idea is taught: 02.2 the claim and a renewal, 03.3 complete and retry,
+# 03.6 recovery with a poison bound, 03.7 your consumer's beat, 05.2 a fan-in, and 10.4 the whole queue
+# under notebook 10's faults, then its speed beside the kit's. A stage's check runs every earlier stage's
+# checks again: the queue grows, and what it did keeps working. Stuck on a stage?
+# `mine.load_reference("02.2")` puts its reference into your folder (yours is kept in
+# `my_queue/replaced/`), and you go on.
+
+# %%
+from echomq_teach.course import my_queue
+
+mine = my_queue.folder()  # my_queue/ beside the notebooks, made on first use
+print(mine.begin("02.2"))  # stage 1's files, copied in from the starter when they are not there yet
+
+# %% [markdown]
+# ### 02.2 · Your queue, stage 1: claim and renew
+#
+# Two files. **`my_queue/claim.lua`** runs in the place of `@claim2`: its three keys (pending, active,
+# the base), its one argument (the lease in milliseconds) and its reply (`{}`, or `{id, payload,
+# attempts}`). It does what `@claim2` does — the oldest job, a token one more than any claim of it
+# before, the deadline on the server's clock, the row active — with one difference: where `@claim2`
+# answers empty at a ghost, yours drops the ghost and goes on to the next id, **at most ten ids a
+# call**, so that it answers empty only when no job can be handed out within reach, and a pile of
+# ghosts never holds the node for long.
+#
+# **`my_queue/renew.lua`** is a call the kit does not have, a **lease extension**: a handler that works
+# longer than its lease asks the node, every so often, to push its deadline on (else a sweep takes the
+# job and it runs twice). It takes `KEYS[1]`, the active set, and `KEYS[2]`, the job's row; `ARGV[1]`,
+# the job's id, `ARGV[2]`, the caller's token, and `ARGV[3]`, the new lease in milliseconds. It answers
+# `1` when it renewed: the deadline becomes the **server's clock now** plus the new lease. It answers
+# `0`, and writes nothing, when the caller no longer holds the job. Who holds a job is the fence's
+# question: the caller holds it exactly when `@complete`'s fence would let its completion through (02.1's
+# run, and the cells after it, show which callers those are).
+#
+# The check starts a node of its own (not this notebook's). It calls your claim on cases whose answers
+# are known (an empty queue, two jobs, two ghosts, eleven), records a zombie as a run records it
+# (claimed, lapsed, swept, claimed again; the first worker completes late) and hands that history to the
+# checker, then calls your renewal for four callers. Then, on two seeds it draws, three worker processes
+# claim with **your** claim.lua and run handlers that work 2 s on a 1.5 s lease, renewing every 100 ms by
+# **your** renew.lua, while a seeded nemesis freezes and kills them. It passes only when every answer is
+# right and, on every seed, the checker finds the run valid, the queue keeps notebook 01's table, and
+# your renewal kept the lease of every handler no fault touched. A Lua error comes back as a finding
+# naming the file and the line; a failing run shows the checker's counterexample and draws the run's
+# timeline. About ten seconds a check. *Reference: `solutions/my_queue/02_2/`
+# (`mine.load_reference("02.2")`).*
+
+# %%
+exercises.check("02.2", mine)
 
 # %% [markdown]
 # ## Pause
@@ -474,9 +499,11 @@ view
 #   from the server's `TIME`.
 # - The lease lives in the active score, the fencing token in `attempts`: one holder per lease on one
 #   node ([ledger](docs/guarantees.md#one-holder-per-lease)), a handler that may run more than once,
-#   one settle per job in each life ([ledger](docs/guarantees.md#one-settle-per-life)) — and a late
-#   worker that completes when no sweep ran first.
+#   one settle per job in each life ([ledger](docs/guarantees.md#one-settle-per-life)) — and what
+#   the fence makes of a late worker (02.1).
 # - The row key is built inside the script from the declared base, in the same slot.
+# - Your queue began in `my_queue/`: a claim that goes past ghosts, and a renewal only while the job is
+#   yours (02.2).
 #
 # Next: **03-completion-and-recovery** — how a claimed job ends: completed, failed and retried, or
 # recovered from a worker that vanished.

@@ -15,8 +15,9 @@
 # 5. Watch a poison job loop for ever under the default recovery leg, `reap`, and be buried under the
 #    counted sweep, `stalled`; choose between the two.
 # 6. See what a full node answers.
-# 7. Write a reap of your own, in Lua, that stops a poison job, and have the checker judge it under
-#    faults (03.3).
+# 7. Grow your queue (`my_queue/`): complete and retry, fenced, with a backoff and a job's own cap
+#    (03.3); a recovery that stops a poison job (03.6); your consumer's beat (03.7). The checker judges
+#    each under faults.
 
 # %%
 import time
@@ -257,6 +258,56 @@ def recovered_by_hand(conn, queue, job_id, old_token):
 print(exercises.check("03.2", recovered_by_hand, conn))
 
 # %% [markdown]
+# ### 03.3 · Your queue, stage 2: complete and retry
+#
+# Your queue settles now: two more files in `my_queue/` (the cell below copies their starters in).
+#
+# - **`complete.lua`** runs in the place of `@complete`, with its keys and arguments for a plain job (a
+#   flow child comes in notebook 05): `KEYS[1]` active, `KEYS[2]` the row; `ARGV[1]` the id, `ARGV[2]` the
+#   token, `ARGV[3]` the base `emq:{q}:`, `ARGV[4]` the parent's id (`''`), `ARGV[5]` the result, and the
+#   kit's optional `ARGV[6]`, the record flag. It answers `1` when this call completed the job: out of
+#   active, its one ending recorded on the completions stream, `ARGV[3] .. 'stream:completions'` (fields
+#   `id`, `outcome` `completed`, `attempts` the token, `result`), when `ARGV[6]` is `'1'`, and its row
+#   deleted.
+# - **`retry.lua`** runs in the place of `@retry`: `KEYS[1]` active, `[2]` schedule, `[3]` dead, `[4]` the
+#   row; `ARGV[1]` the id, `[2]` the token, `[3]` delay_ms, `[4]` max_attempts, `[5]` the reason, `[6]` the
+#   base, `[7]` the parent's id, `[8]` the record flag. Below the cap it parks the job in schedule, its row
+#   `scheduled` with the reason as `last_error`, and answers `'scheduled'`; at the cap it buries the job
+#   in dead (scored with the server's now), its row `dead` with `last_error`, records its ending when
+#   asked (`outcome` `dead`, `attempts` the token, `error` the reason), and answers `'dead'`.
+#
+# Both are fenced as `@complete` is: a caller whose token is not the row's attempts, or whose job is no
+# longer active, gets `0`, and nothing is written. Your retry differs from the kit's twice. Its delay
+# **doubles** with each try of the job's life: after the n-th try of this life failed, the next waits
+# `delay_ms · 2^(n-1)`, n being the row's attempts less its `prior_attempts` (which a reprocess sets). And
+# a job whose row carries a **`max_attempts` of its own** (its producer set it) is held to that cap, not
+# the caller's.
+#
+# The check runs stage 1's checks again, then calls your two scripts on cases whose answers are known: a
+# zombie recorded as a run records it (claimed, swept back, claimed again; the first worker retries and
+# completes late, the second completes, twice) and handed to the checker; a worker that wakes after a sweep,
+# before any claim, and settles; completions with and without the record flag; one job's way through its
+# backoff to dead; a job's own cap; a new life after a reprocess. Then, on two seeds it draws, three worker
+# processes drain jobs that fail once or twice before they work, and two that always fail under a cap of
+# their own, while a seeded nemesis freezes one worker past its lease and kills another. It passes only when
+# every answer is right and, on every seed, the checker says valid, the queue keeps notebook 01's table, no
+# job was claimed again before its backoff was over, and every job ended as its cap says. About fifteen
+# seconds a check.
+
+# %%
+from echomq_teach.course import my_queue
+
+mine = my_queue.folder()  # my_queue/ beside the notebooks
+print(mine.begin("03.3"))
+
+# %% [markdown]
+# Write them in JupyterLab's editor, then run the check. *Reference: `solutions/my_queue/03_3/`
+# (`mine.load_reference("03.3")`).*
+
+# %%
+exercises.check("03.3", mine)
+
+# %% [markdown]
 # ## The counted sweep — `Stalled.check/3` → `@stalled_check`
 #
 # A reap forgives every lapse. A job whose handler kills its worker every time (a poison message)
@@ -289,44 +340,6 @@ for _ in range(2):
           "· stalled", s.rows[poison].get("stalled"))
 assert rounds == [(["pending"], "1"), (["dead"], "2")]
 assert snapshots.snapshot(conn, Q7).rows[poison]["last_error"] == "stalled"
-
-# %% [markdown]
-# ### 03.3 · Build: a reap that stops a poison job
-#
-# The counted sweep stops a poison job by counting lapses. Count what the queue already counts instead:
-# write a reap, in Lua, that forgives a lapse while the job has tries left, and buries it once its
-# `attempts` reached the cap — whatever used those attempts up: handler errors, kills, or both. It takes
-#
-# - `KEYS[1]`, the queue's active set (each score a lease's deadline, in server milliseconds),
-#   `KEYS[2]`, its pending set, `KEYS[3]`, its dead set, and `KEYS[4]`, the queue's base `emq:{q}:`
-#   (a job's row is `KEYS[4] .. 'job:' .. id`);
-# - `ARGV[1]`, the most lapsed leases one call may handle, and `ARGV[2]`, the cap (`max_attempts`);
-#
-# and takes the lapsed leases, earliest deadline first. A job whose row's `attempts` is below the cap
-# goes back to pending, as `@reap` moves it. A job whose `attempts` reached the cap is buried: in dead
-# (scored with the server's now), its row's state `dead`, and its one ending recorded on the completions
-# stream, `KEYS[4] .. 'stream:completions'`, as the counted sweep records a burial: fields `id`,
-# `outcome` (`stalled`), `attempts` (the row's) and `error` (why). It answers two lists:
-# `{the ids moved back, the ids buried}`. Return your script's source as a string.
-#
-# The judge starts a node of its own (not this notebook's) and first calls your script on a small queue
-# whose answers are known: three lapsed leases — one on its last attempt after two handler errors — one
-# live, a limit of 2; after each call, the queue must keep notebook 01's table, and the workers that held
-# the lapsed leases wake before anyone claims again and try to complete. Then, on three seeds it draws,
-# three worker processes drain twelve jobs, one of them poison (its handler kills its worker, every
-# time), while a seeded nemesis kills one worker and freezes another past its lease; the run's sweeper
-# calls **your** script every 50 ms, one lease a call, with a cap of 3. It passes only when every answer
-# is right and, on every seed, the checker finds the run valid, the queue keeps the table, the poison was
-# tried three times and buried, and every other job was done. A Lua error comes back as a finding naming
-# its line. A few seconds a check. *Solution: `solutions/03_3_your_own_reap.py`.*
-
-# %%
-def your_own_reap():
-    # return your Lua script's source, a str
-    raise NotImplementedError
-
-
-print(exercises.check("03.3", your_own_reap))
 
 # %% [markdown]
 # ### 03.4 · Predict the counted sweep (predict)
@@ -503,7 +516,7 @@ print("all 30 settled; 10 of them after one retry; pending fell over many sample
 #
 # The cap on attempts (`max_attempts`, 3 by default) is read by one of the kit's scripts only:
 # `@retry` (and its native twin `EMQ.FAIL`), when a handler reports an error. `@reap` and `@claim2`
-# never read it (the reap you wrote in 03.3 does; the kit's does not), and a worker that dies never
+# never read it (your queue's recovery will, in 03.6; the kit's does not), and a worker that dies never
 # calls retry. So what stops a **poison**
 # job in a kit consumer, one that takes down every worker that runs it (a payload that crashes a
 # parser, a task that runs the machine out of memory)? Here is one, tried as you would try it with the
@@ -671,6 +684,83 @@ def metronome_stopped(conn, queue):
 print(exercises.check("03.5", metronome_stopped, conn))
 
 # %% [markdown]
+# ### 03.6 · Your queue, stage 3: recover, with a poison bound
+#
+# The poison loop above is the kit's `reap` leg; your queue stops it. **`my_queue/recover.lua`** runs in the
+# place of the counted sweep, `@stalled_check`: its keys, `KEYS[1]` active, `[2]` pending, `[3]` dead, `[4]`
+# the base; its arguments, `ARGV[1]` the cap (what the kit's callers pass as `max_stalled`: your queue reads
+# it as `max_attempts`) and the optional `ARGV[2]`, the record flag; its reply, `{the ids moved back, the ids
+# buried}`. So the kit's metronome, a consumer's `recovery="stalled"` leg and, next, your own beat all call
+# it. It counts no stalls: it counts what the queue already counts. It takes the lapsed leases, earliest
+# deadline first, at most 100 a call, each out of active. A job whose tries in this life are below its cap
+# (its row's own `max_attempts`, else `ARGV[1]`) goes back to pending, its row `pending`, its attempts
+# untouched. A job that reached its cap is buried: in dead, scored with the server's now, its row `dead`,
+# its one ending recorded when asked (`outcome` `stalled`, `attempts` the row's, `error` why). An id in
+# active whose row is gone leaves active and goes nowhere.
+#
+# The check runs stages 1 and 2's checks again, then calls your recovery on lapsed leases whose answers are
+# known (one on its last try after two handler errors, one on its first, one live, one with no row, one on
+# the first try of a new life, one under a cap of its own), holding the queue to notebook 01's table after
+# each call and waking the dead workers before anyone claims again (your complete.lua must refuse them),
+# then on 150 lapsed leases (100 a call). Then, on two seeds it draws, three worker processes drain twelve
+# jobs, one of them poison (its handler kills its worker, every time), while a seeded nemesis kills one
+# worker and freezes another past its lease; the run's metronome calls **your** recover.lua every 50 ms, with
+# a cap of 3. It passes only when every answer is right and, on every seed, the checker says valid, the
+# queue keeps the table, the poison was tried three times and buried, and every other job was done. A queue
+# that lets the poison loop drops no job, and the checker finds nothing wrong with it: then the check's own
+# finding says how often the poison ran, and why it never stopped. About fifteen seconds a check.
+
+# %%
+print(mine.begin("03.6"))
+
+# %% [markdown]
+# Write them in JupyterLab's editor, then run the check. *Reference: `solutions/my_queue/03_6/`
+# (`mine.load_reference("03.6")`).*
+
+# %%
+exercises.check("03.6", mine)
+
+# %% [markdown]
+# ### 03.7 · Your queue, stage 4: the beat
+#
+# Last in this notebook, your consumer. **`my_queue/beat.py`** defines `beat(queue, handle, budget)`, one
+# beat, which a worker process of yours calls again and again (pausing a moment after a beat that claimed
+# nothing). It is handed:
+#
+# - `queue`, your queue's calls, each one real call through your scripts, recorded for the checker:
+#   `queue.promote()`, `queue.recover()`, `queue.claim()` (a job, or `None`), `queue.complete(job, result)`
+#   and `queue.retry(job, reason)`, each answering as the kit's calls do;
+# - `handle(job)`, which runs the handler on a claimed job and answers `(True, result)` or
+#   `(False, reason)`;
+# - `budget`, how many jobs this worker may still claim (its share of a consumer's `Budget`):
+#   `budget.take()` answers 1, or 0 when none is left; `budget.give_back()` returns one.
+#
+# A beat promotes the retries that came due and recovers the lapsed leases, whatever its budget says: no
+# metronome runs beside your workers, so nobody else sweeps. Then, only with budget left, it claims one
+# job (a claim that brings nothing gives its budget back), hands it to `handle` and settles it as the
+# handler said. It answers the settle's outcome, or `None` when it claimed nothing. (A beat may sweep on
+# some beats only: the check allows ten beats for what must happen.)
+#
+# The check runs stages 1 to 3's checks again, then calls your beat in this kernel, on the judge's node, each
+# call recorded: on an empty queue, on one job, on a job whose handler fails, with no budget beside a lapsed
+# lease and a retry that came due, and with a budget of one beside three jobs. Then, on two seeds it draws,
+# three worker processes beat with **your** beat.py and your scripts, and no metronome: twelve jobs, two that
+# fail once, one poison, under a seeded nemesis of a kill and a freeze past the lease. It passes only when
+# every answer is right and, on every seed, the checker says valid, the queue keeps the table, every job
+# ended (the poison buried at its cap), and the jobs the killed workers held came back. A job that never
+# finishes is named, with where it was left and why. About ten seconds a check.
+
+# %%
+print(mine.begin("03.7"))
+
+# %% [markdown]
+# Write them in JupyterLab's editor, then run the check. *Reference: `solutions/my_queue/03_7/`
+# (`mine.load_reference("03.7")`).*
+
+# %%
+exercises.check("03.7", mine)
+
+# %% [markdown]
 # ## A full node
 #
 # Memory is the queue's only store, and a node has a ceiling: `maxmemory`. With the policy
@@ -723,8 +813,9 @@ full.stop()
 # - `max_attempts` is read only by `@retry`: under `reap`, the default recovery leg, a job that kills
 #   every worker loops for ever; under `stalled` it is buried past `max_stalled` lapses. Choose `reap`
 #   when a lapse usually means a slow or restarted worker, `stalled` when a job can take its worker down.
-# - A reap is a few lines of Lua: the server's clock, at most N a call, earliest deadline first, and
-#   `attempts` left alone, so that the next claim's token fences out the worker that died.
+# - Your queue grew three stages: complete and retry fenced by the token and the state, a backoff and a
+#   job's own cap (03.3); a recovery that buries a lapse at the cap, so a poison job stops (03.6); and a beat
+#   that promotes, recovers, claims within its budget, handles and settles (03.7).
 # - A full node (`maxmemory`, `noeviction`) refuses writes with `OOM`, and a refused `@enqueue` writes
 #   nothing.
 #

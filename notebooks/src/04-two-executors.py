@@ -222,9 +222,8 @@ with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
 
 # %% [markdown]
 # The job is now in no set at all, with state `active` — lost until someone repairs it by hand.
-# The native command checks its arguments, the brand, the pause flag and the head *before* its first
-# write (it peeks the head, then pops it and checks the pop against the peek), so a refusal writes
-# nothing:
+# The native command makes every one of its checks *before* its first write (it peeks the head, then
+# pops it and checks the pop against the peek), so a refusal writes nothing:
 
 # %% tags=["reveals:04.1"]
 with exercises.reveals("04.1"):  # its output waits until 04.1 is committed

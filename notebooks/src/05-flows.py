@@ -13,8 +13,8 @@
 #    once-only branch.
 # 4. Choose what a dying child does to its parent: the four policies.
 # 5. Read the children's results from the parent's handler.
-# 6. Write the completion of a child whose parent needs only a quorum of its children, and have the
-#    checker judge it under faults (05.2).
+# 6. Grow your queue's completion to flow children whose parent needs only a quorum of them, and have
+#    the checker judge it under faults (05.2).
 
 # %%
 import time
@@ -247,15 +247,17 @@ assert flows.children_values(conn, Q3, f3.parent_id) == {}
 # through such crash points.
 
 # %% [markdown]
-# ### 05.2 · Build: a parent that needs only a quorum
+# ### 05.2 · Your queue, stage 5: a parent that needs only a quorum
 #
-# A search fans out to five mirrors and answers as soon as three of them replied: the parent should
-# run once **a quorum** of its children completed, not all of them. Write the completion of a flow
-# child for such parents, as a Lua script. Each parent's row holds its quorum, in the field `quorum`
-# (the judge writes it when the flow lands; `:dependencies` still starts at the number of children).
-# The script takes `@complete`'s KEYS and ARGV for a child: KEYS `[1]` active, `[2]` the child's row,
-# `[3]` the parent's `:dependencies`, `[4]` its `:processed`, `[5]` the parent's row; ARGV `[1]` the
-# child's id, `[2]` the caller's token, `[3]` the base `emq:{q}:`, `[4]` the parent's id, `[5]` the result.
+# A search fans out to five mirrors and answers as soon as three of them replied: the parent should run
+# once **a quorum** of its children completed, not all of them. Your queue's completion grows:
+# **`my_queue/complete.lua`** now also completes a flow child, with `@complete`'s keys and arguments for
+# a child: KEYS `[1]` active, `[2]` the child's row, `[3]` the parent's `:dependencies`, `[4]` its
+# `:processed`, `[5]` the parent's row; ARGV `[1]` the child's id, `[2]` the caller's token, `[3]` the base
+# `emq:{q}:`, `[4]` the parent's id, `[5]` the result, `[6]` the record flag. A plain job (two keys) still
+# completes as stage 2 asked. Each parent's row holds its quorum in the field `quorum` (the judge writes it
+# when the flow lands; `:dependencies` still starts at the number of children; a parent without one waits
+# for all its children, as the kit's does).
 #
 # - It answers 1 when this call completed the child (its row deleted, out of active), 0 when the
 #   caller no longer holds it — and then writes nothing.
@@ -263,23 +265,28 @@ assert flows.children_values(conn, Q3, f3.parent_id) == {}
 # - A completion after that settles its own child and **counts nothing**: the parent is not counted
 #   down, not given a result, not released again, and not written at all once it is gone.
 #
-# The check does not run it on your node. It starts a node of its own, calls your script on two small
-# flows whose answers are known (holding the queue to notebook 01's table after every call, and waking a
-# worker whose child a sweep put back in pending), then drains two flows of five children, quorum three,
-# with three worker processes whose every flow child completes by **your** script, while a seeded nemesis
-# kills workers and freezes one inside its handler past its lease (a zombie). It passes only when every
-# answer is right and, on each of three seeds it draws, the checker says **valid**, the queue keeps the
-# table, no parent was claimed before three of its children completed, and each parent's `:processed`
-# holds three results. A Lua error comes back as a finding that names the line. A run takes a few
-# seconds. *Solution: `solutions/05_2_fan_in.py`.*
+# The check runs stages 1 to 4's checks again. It records a zombie's completion of a child as a run records
+# it and hands the history to the checker (a parent released before its quorum is a counterexample), then
+# calls your script on two small flows whose answers are known, holding the queue to notebook 01's table
+# after every call and waking a worker whose child a sweep put back in pending. Then, on two seeds it draws,
+# three worker processes beat with **your** beat.py and scripts through two flows of five children, quorum
+# three, while a seeded nemesis kills workers and freezes one inside its handler past its lease (a zombie).
+# It passes only when every answer is right and, on every seed, the checker says **valid**, the queue keeps
+# the table, no parent was claimed before three of its children completed, and each parent's `:processed`
+# holds three results. About ten seconds a check.
 
 # %%
-def fan_in():
-    # return your script's source, a str
-    raise NotImplementedError
+from echomq_teach.course import my_queue
 
+mine = my_queue.folder()  # my_queue/ beside the notebooks
+print(mine.begin("05.2"))
 
-print(exercises.check("05.2", fan_in))
+# %% [markdown]
+# Write them in JupyterLab's editor, then run the check. *Reference: `solutions/my_queue/05_2/`
+# (`mine.load_reference("05.2")`).*
+
+# %%
+exercises.check("05.2", mine)
 
 # %% [markdown]
 # ## When a child dies: the four policies
@@ -573,6 +580,7 @@ composer
 #   with a new `flow` number.
 # - Flows run only as scripts; the native commands refuse a flow child and the flow key layout.
 # - `dependencies/3` answers 0 when the counter is absent.
+# - Your queue's completion took flow children, released at a quorum, counting each child once (05.2).
 #
 # Next: **06-workshop** — the whole machine, end to end.
 

@@ -362,8 +362,8 @@ print(cleandoc(FoldKit.__doc__))
 # step of every fold** that changed what the floor or the stream holds (each commit, each trim, in the
 # first fold, the last, partial one and those between), it starts again on 25 fresh settles, the notifier
 # having read them all, with a process that kills itself with SIGKILL right after that step, and then a
-# second process that folds until your step answers 0. (A kill right after a read, or inside a commit's
-# transaction, leaves what the step before it left.) The settles' enqueues, claims and completions were
+# second process that folds until your step answers 0. (A kill right after a read is not among them: a
+# read changes neither.) The settles' enqueues, claims and completions were
 # recorded, so the checker of notebook 07 reads that history against the floor and the stream together,
 # as one archive. It passes when, after every one of those runs, the checker says *valid*, every settle is
 # on the floor once and only once, and the stream still holds every settle the notifier has not read; and,

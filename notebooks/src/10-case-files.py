@@ -15,6 +15,8 @@
 #    a parent released early.
 # 3. See this queue's verdict under the same faults, and where it shares a weakness, say so plainly.
 # 4. Diagnose three of the models from the state they leave on your node.
+# 5. Run your own queue through two of the cases and through the chaos widget, valid first; then see its
+#    cost beside the kit's (10.4).
 
 # %%
 import inspect as source  # the standard library's: it prints a function's code
@@ -381,7 +383,57 @@ show(model, ours)
 # `:processed` and `:unsuccessful`, kept an hour for reading (notebook 05), and the archive driver's
 # lease, whose late writes its token refuses (notebook 08). The kit's own nodes run with `noeviction`
 # anyway: a full node refuses writes with an error, and no key of the queue disappears.
+
+# %% [markdown]
+# ## Your queue, valid first, then fast
 #
+# The queue you grew in `my_queue/` since notebook 02 — your claim and renewal, complete and retry, your
+# recovery, your beat, your fan-in — meets the case files now, as this queue just did.
+#
+# ### 10.4 · Your queue, stage 6: valid first, then fast
+#
+# No new file: the whole queue runs. The check runs every earlier stage's checks again, then two of this
+# notebook's cases on **your** queue, each on a seed it draws, exactly as `both` ran this queue above: the
+# same workload, the same nemesis, your scripts in the kit's places and your beat in its workers.
+# `kombu_restore` freezes workers past their leases (zombies wake and settle late); `sidekiq_orphans` kills
+# workers and carries a poison job. It passes only when both runs are valid to the checker (with this
+# notebook's two added invariants), your queue keeps notebook 01's table, and every job ended. Then, valid,
+# it is measured: one clean drain of 200 jobs by three worker processes on the check's node, yours beside
+# the kit's, each with its **round trips per job** and its **jobs per second** — printed, not judged. The
+# kit's workers leave promote and recovery to one metronome; yours sweep in their own beats, two round
+# trips a beat. Can your beat sweep less and stay valid? About thirty seconds a check.
+
+# %%
+from echomq_teach.course import my_queue
+
+mine = my_queue.folder()  # my_queue/ beside the notebooks
+print(mine.begin("10.4"))
+
+# %% [markdown]
+# Then run the check. *Reference: `solutions/my_queue/10_4/`, a beat that sweeps less
+# (`mine.load_reference("10.4")`).*
+
+# %%
+exercises.check("10.4", mine)
+
+# %% [markdown]
+# And break it yourself: the chaos widget of notebook 07, on **your** queue (a node of its own, four of your
+# workers; kill, freeze, drop links, restart the node, flush the scripts, then read the checker's verdict and
+# the timeline). Until every stage's files are written, the cell says which are not.
+
+# %%
+from echomq_widgets import ChaosView
+from IPython.display import display
+
+if mine.unwritten("10.4"):
+    print("your queue is not whole yet: " + ", ".join(f"my_queue/{n}" for n, _ in mine.unwritten("10.4"))
+          + " still hold the starter")
+else:
+    yours = ChaosView(start_node(durable=True, provider="local"), workers=4, jobs=300, lease_ms=800, work_ms=20,
+                      title="your queue under your faults", **mine.run_options())
+    display(yours)
+
+# %% [markdown]
 # ## Recap
 #
 # - **Put back while running** (kombu): a timeout that nothing renews turns a long job into two
@@ -398,6 +450,8 @@ show(model, ours)
 # - **Evicted locks** (BullMQ): a lock kept as a key with a TTL can be evicted. Here a lease is a
 #   score, with no TTL to evict (the case ran this queue on the same `volatile-lru` node), and the
 #   kit's own nodes run `noeviction`.
+# - **Your queue** ran two of the cases and the chaos widget: valid first, then fast, its round trips and
+#   jobs per second beside the kit's (10.4).
 #
 # This is the last notebook of the course.
 

@@ -58,6 +58,20 @@ TELLS: dict[str, tuple[tuple[str, str], ...]] = {
         (r"(lapsed|lapse)[^.\n]{0,80}\bclaim\w*[^.\n]{0,40}\b(nothing|empty|none|finds pending empty)\b",
          "a claim while a lapsed lease is not swept, stated"),
         (r"tokens?:?\s*1,? then 2", "the token after a reap, printed"),
+        (r"(reap|sweep)\w*[^.\n]{0,80}\b(stale|does not|refused|is not|no longer)\b[^.\n]{0,40}"
+         r"before (anyone|any|the next|a new)\w* claim|"
+         r"(reap|sweep)\w*[^.\n]{0,80}before (anyone|any|the next|a new)\w* claim\w*[^.\n]{0,60}"
+         r"\b(stale|does not|refused|is not|no longer)\b",
+         "a completion after a reap and before the next claim, stated"),
+        (r"(late worker|lease lapsed|lapsed lease)[^.\n]{0,60}\b(completes|passes|still holds?|still held)\b"
+         r"[^.\n]{0,40}\b(no sweep|before any sweep)|"
+         r"(no sweep since|before any sweep)[^.\n]{0,30}\b(still holds?|still held|passes)\b",
+         "a lapsed lease's completion with no sweep since, stated"),
+        (r"fence reads no clock", "the fence's clock, stated"),
+        (r"fence[^.\n]{0,60}\b(compares|reads|wants)\b[^.\n]{0,60}\b(state|active)\b",
+         "the fence's state test, stated"),
+        (r"(with|carrying|still holds?|still held) the current token[^.\n]{0,60}\b(active|state)\b",
+         "the fence's two tests, stated"),
     ),
     "03.4": (
         (r"stalled count[^\n]{0,30}\b\d\b", "a stalled count after the rounds"),
@@ -71,6 +85,9 @@ TELLS: dict[str, tuple[tuple[str, str], ...]] = {
         (r"('soon'|not a number)[^.\n]{0,60}paused[^.\n]{0,80}(in no set|is nowhere|(stays|is left|waits) in pending)|"
          r"paused[^.\n]{0,60}('soon'|not a number)[^.\n]{0,80}(in no set|is nowhere|(stays|is left|waits) in pending)",
          "a bad lease on a paused queue, stated"),
+        (r"checks (its|the) (arguments|lease)[^.\n]{0,40}(pause|brand)[^.\n]{0,40}(head|pop)|"
+         r"(pause|brand)[^.\n]{0,40}(arguments|lease)[^.\n]{0,40}(head|pop)[^.\n]{0,30}before",
+         "the order of the native command's checks, stated"),
     ),
     "05.1": (
         (r"(share an id|already a job's|one short)[^\n]{0,40}(BadInput|DuplicateJob|landed)\b", "a land's answer"),
@@ -86,7 +103,8 @@ TELLS: dict[str, tuple[tuple[str, str], ...]] = {
     "07.1": (
         (r"(two|second|both)[^.\n]{0,30}(crash|kill)\w*[^.\n]{0,80}(handler runs|charges|charged)\s*[:=]?\s*\d",
          "two crashes on one job, counted"),
-        (r"(claimed|handler|handled|settle-sent), then (claimed|handler|handled|settle-sent)[^\n]{0,40}\d",
+        (r"(claimed|handler|handled|settle-sent), then (claimed|handler|handled|settle-sent)"
+         r"(\s{2,}|\s*[:=→]\s*|[^\n`]{0,40}?\b(runs?|charges?|charged|token)\b\W{0,4})\d",
          "a pair of crash points, counted"),
     ),
     "08.1": (
@@ -94,6 +112,9 @@ TELLS: dict[str, tuple[tuple[str, str], ...]] = {
          r"never reached|\d+ rows)", "a driver killed inside its write, counted or stated"),
         (r"(killed|dies|died)[^.\n]{0,40}(write|transaction)[^.\n]{0,80}floor[^.\n]{0,40}\b\d+\b",
          "the floor after a kill inside a write"),
+        (r"(kill\w*|dies|died|crash\w*)[^.\n]{0,40}\b(inside|in|during)\b[^.\n]{0,30}transaction[^.\n]{0,60}"
+         r"\b(leaves what|leaves nothing|writes nothing|rolled back|rolls back|as it was|unchanged|changes nothing)",
+         "what a kill inside a transaction leaves, stated"),
     ),
     "09.1": (
         (r"hold (ends|ended|is let go|was let go|lifted)[^.\n]{0,120}\b(valid|invalid|lost|nothing lost)\b",
@@ -176,7 +197,9 @@ def leaks(key: str, seen: list[tuple[str, str]]) -> list[str]:
     }
     found = []
     tells = [*TELLS[key], *((re.escape(v), "the reference answer's values") for v in _answer_values(key))]
-    for where, text in seen:
+    for where, raw in seen:
+        # a sentence wraps: a paragraph's (or a call's) lines are read as one, so a tell may span them
+        text = re.sub(r"[ \t]*(?<!\n)\n(?!\n)[ \t]*", " ", raw)
         for pattern, gives in tells:
             m = re.search(pattern, text, re.MULTILINE)
             if m:
@@ -233,15 +256,28 @@ def test_the_tells_catch_the_leaks_issue_31_names():
                   "passes:"),
                  ("02 cell (prose below 02.1)", "While a lapsed lease is not swept, another worker's claim finds "
                   "nothing."),
-                 ("02 cell (its stored output)", "the first worker's late completion: stale")],
+                 ("02 cell (its stored output)", "the first worker's late completion: stale"),
+                 # found by the second round of attacks: wrapped over lines, in a build's text, a recap, a docs file
+                 ("02 cell (prose below 02.1)", "a caller whose job a sweep put back in pending does not, even before "
+                  "anyone\nclaims it again."),
+                 ("02 cell (prose below 02.1)", "- the fence, and a late\n  worker that completes when no sweep ran "
+                  "first."),
+                 ("docs/decisions.md paragraph 11 (a docs file 02 names)", "The deadline is not checked: a\nworker "
+                  "whose lease lapsed still completes if no sweep ran first."),
+                 ("02 cell (its source)", 'print("the fence reads no clock: with no sweep since, that worker still '
+                  'held the current token and an",\n          "active row")')],
         "04.1": [("04 cell (prose below 04.1)", "On a paused queue with a ghost at its head, the script pops the ghost "
                   "and answers empty."),
                  ("04 cell (prose below 04.1)", "A lease of 'soon' with a ghost at the head: the script answers empty, "
-                  "the command an error.")],
+                  "the command an error."),
+                 ("04 cell (prose below 04.1)", "The native command checks its arguments, the brand, the pause flag "
+                  "and the head *before* its first\nwrite")],
         "05.4": [("05 cell (its stored output)", ":dependencies after each step: [3, 3, 3, 2, 1, 0]")],
         "07.1": [("07 cell (its stored output)", "handler, then handled   3 3")],
         "08.1": [("08 cell (prose below 08.1)", "The second driver, killed inside its write, leaves 30 rows on the "
-                  "floor: its transaction rolled back.")],
+                  "floor: its transaction rolled back."),
+                 ("08 cell (prose below 08.1)", "(A kill right after a read, or inside a commit's\ntransaction, "
+                  "leaves what the step before it left.)")],
         "09.1": [("docs/cluster.md paragraph 1 (a docs file 09 names)", "When the hold ends before the kill, WAIT 1 "
                   "100 answers the burst short and the run is valid."),
                  ("09 cell (prose below 09.1)", "The replica catches up before the kill.")],

@@ -1,6 +1,6 @@
 """Notebooks 01–03 (issue 20): every exercise is a predict, diagnose, repair or build; each reference
 solution passes (tests/course/test_exercises.py) and plausible wrong answers fail, each with the finding
-that says why. The wrong answers of 03.3 (a build judged by the checker) are in test_judged_reap.py."""
+that says why. The stages of your own queue (02.2, 03.3, 03.6, 03.7) are in test_my_queue.py."""
 
 from __future__ import annotations
 
@@ -58,9 +58,9 @@ def test_a_wrong_answer_fails_with_its_finding(key, name, conn):
 
 
 def test_every_early_exercise_has_two_wrong_answers_tested():
-    # 01.3, 01.1, 02.1, 02.3: their wrong answers are below; 02.2 and 03.3 in their own files
+    # 01.3, 01.1, 02.1, 02.3: their wrong answers are below; your queue's stages in test_my_queue.py
     keys = {k for k in registry.REGISTRY if k[:2] in EARLY}
-    covered = set(WRONG) | set(MORE) | {"02.2", "03.3"}
+    covered = set(WRONG) | set(MORE) | {"02.2", "03.3", "03.6", "03.7"}
     assert keys <= covered, sorted(keys - covered)
     assert all(len(v) >= 2 for v in (*WRONG.values(), *MORE.values()))
 
@@ -80,12 +80,16 @@ from echomq_teach.course.checks.lifecycle import ORDER_LABELS  # noqa: E402
 
 ORDER_REVERSED = list(ORDER_LABELS)[::-1]
 ORDER_AS_ENQUEUED = [ORDER_LABELS[-1], *ORDER_LABELS[:-1]]  # the reaped job was enqueued first
+LATE_RIGHT = {late.B_CLAIMS: "nothing", late.A_REAPED: jobs.STALE, late.B_TOKEN: 2, late.A_LATE: jobs.STALE,
+              late.B_LATE: jobs.OK}
 # a lapsed lease taken to free the job: B's claim takes it at once
-LATE_LAPSE_FREES_THE_JOB = {late.B_CLAIMS: "the job", late.B_TOKEN: 2, late.A_LATE: jobs.STALE, late.B_LATE: jobs.OK}
+LATE_LAPSE_FREES_THE_JOB = {**LATE_RIGHT, late.B_CLAIMS: "the job"}
 # the deadline taken for the fence: a lapsed lease completes nothing
-LATE_CLOCK = {late.B_CLAIMS: "nothing", late.B_TOKEN: 2, late.A_LATE: jobs.STALE, late.B_LATE: jobs.STALE}
+LATE_CLOCK = {**LATE_RIGHT, late.B_LATE: jobs.STALE}
 # the reap taken to hand the job a fresh count: B's claim answers token 1
-LATE_REAP_RESETS = {late.B_CLAIMS: "nothing", late.B_TOKEN: 1, late.A_LATE: jobs.STALE, late.B_LATE: jobs.OK}
+LATE_REAP_RESETS = {**LATE_RIGHT, late.B_TOKEN: 1}
+# the fence taken to read the token only: A's own token, still the row's after the reap, passes
+LATE_TOKEN_ONLY = {**LATE_RIGHT, late.A_REAPED: jobs.OK}
 
 
 def _transitions_by_set(conn, queue, job_ids):
@@ -131,8 +135,10 @@ MORE = {
                                                                  "you predicted 'the job'; the run gave 'nothing'"),
              "the clock decides": (LATE_CLOCK, "B completes, after A's try (no sweep since): you predicted 'stale'; "
                                                "the run gave 'ok'"),
-             "a reap resets the count": (LATE_REAP_RESETS, "B's token, when it claims after the reap: you predicted "
-                                                           "1; the run gave 2")},
+             "a reap resets the count": (LATE_REAP_RESETS, "B's token, when it claims after that: you predicted "
+                                                           "1; the run gave 2"),
+             "the fence reads the token only": (LATE_TOKEN_ONLY, "A completes, after a reap and before anyone claims "
+                                                                 "again: you predicted 'ok'; the run gave 'stale'")},
     "02.3": {"resume only": (_empty_resume_only, "should be claimed (active)"),
              "ghosts only": (_empty_zrem_ghosts_only, "the queue is still paused"),
              "ghosts given rows": (_empty_ghosts_given_rows, "no other row should exist (a ghost mints none)")},

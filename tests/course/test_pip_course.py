@@ -10,8 +10,9 @@ does, and times each step:
 2. in a container of that image as uid 1000, with ``--network none`` and the wheelhouse mounted
    read-only: ``python3 -m venv``, ``pip install --no-index "echomq-teach[course]" nbval``,
    ``python -m echomq_teach.course init``;
-3. there: notebooks 00 and 04 under ``pytest --nbval`` (their stored outputs), and 02.2's reference
-   build through ``exercises.check``, judged by the queue checker.
+3. there: notebooks 00 and 04 under ``pytest --nbval`` (their stored outputs), and your queue's stage 1
+   (02.2), its reference loaded into a ``my_queue/`` folder from the course's own copy, through
+   ``exercises.check``, judged by the queue checker.
 
 Then each test reads one part of what happened. The steps' times are printed at the end.
 """
@@ -153,10 +154,10 @@ def box(request):
               "--nbval-sanitize-with", "sanitize.cfg", "-p", "no:cacheprovider", "00-start-here.ipynb",
               "04-two-executors.ipynb", workdir=COURSE)
         b.python(
-            "import runpy\n"
-            "from echomq_teach.course import exercises\n"
-            "build = runpy.run_path('solutions/02_2_renew_the_lease.py')['renew_the_lease']\n"
-            "v = exercises.check('02.2', build)\n"
+            "from echomq_teach.course import exercises, my_queue\n"
+            "mine = my_queue.folder('my_queue')\n"
+            "print(mine.load_reference('02.2'))\n"
+            "v = exercises.check('02.2', mine)\n"
             "print(v)\n"
             "raise SystemExit(0 if v.ok else 1)\n",
             step="02.2's reference through exercises.check",
@@ -200,7 +201,8 @@ def test_the_wheel_carries_the_lock_the_course_and_the_module_built_from_our_c(b
     # the course init copies
     for nb in (ROOT / "notebooks").glob("*.ipynb"):
         assert f"echomq_teach/_repo/notebooks/{nb.name}" in names
-    assert any(n.startswith("echomq_teach/_repo/notebooks/solutions/02_2_") for n in names)
+    assert "echomq_teach/_repo/notebooks/solutions/my_queue/02_2/claim.lua" in names
+    assert "echomq_teach/course/my_queue/starter/claim.lua" in names
     assert "echomq_teach/_repo/docs/guarantees.md" in names
     # a platform wheel (the module is x86-64 code), installable on the glibc the module needs
     assert re.fullmatch(r"echomq_teach-[0-9.]+-py3-none-manylinux_2_[0-9]+_x86_64\.whl", box.wheel.name)

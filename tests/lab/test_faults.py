@@ -113,7 +113,7 @@ CRASHES = [
 
 @pytest.mark.parametrize(("point", "runs", "charges", "token"), CRASHES, ids=[c[0] for c in CRASHES])
 def test_a_worker_killed_at_each_crash_point(either, point, runs, charges, token, queue):
-    out = crash_point(either.node, queue, point, handler="echomq_teach.lab.handlers:charge")
+    out = crash_point(either.node, queue, point)
     h, report, job = out.history, out.report, out.job
     crash = h.notes("crash")
     assert [(o.worker, o.extra["point"], o.job) for o in crash] == [("w0", point, job)]
@@ -177,6 +177,8 @@ def test_crash_points_run_side_by_side_in_order(node, queue):
                                        for (p, r, c, t), o in zip(CRASHES, outs)]
     with pytest.raises(BadInput, match="point"):
         crash_point(node, queue, "lunch")
+    with pytest.raises(TypeError, match="handler"):  # 07's table's handler only: 07.1 asks about another
+        crash_point(node, queue, "claimed", handler="echomq_teach.lab.handlers:charge_first")
 
 
 def report_settles(run: Run) -> list[tuple[str, str, str]]:

@@ -1,4 +1,5 @@
-"""Notebook 10 · case files: read a case model's state on your node and name what its mechanism did.
+"""Notebook 10 · case files: read a case model's state on your node and name what its mechanism did; and your
+queue's last stage, valid first, then fast.
 
 Each setup drives a case model (``lab.models``) by its own calls on the learner's
 node, step by step and in one process: no worker processes, no nemesis, so the
@@ -16,7 +17,9 @@ from ...connector import Connector
 from ...lab.models.bullmq_flow_release import BullmqFlowRelease
 from ...lab.models.kombu_restore import KombuRestore
 from ...lab.models.sidekiq_orphans import HEARTBEAT_MS, SidekiqOrphans
-from ..registry import Findings, exercise, setup_for
+from ..judges.stages import judge_stage
+from ..my_queue.stages import stage as my_stage
+from ..registry import Findings, exercise, judged, setup_for
 from . import diagnosis
 
 #: what each setup left to be found, by its fresh queue (the learner's function is handed only what it reads)
@@ -164,3 +167,17 @@ def _setup_released_too_soon(conn: Connector, queue: str) -> tuple[Any, ...]:
     _EXPECTED[queue] = {flows[0][0], flows[3][0]}
     diagnosis.keep_keys(conn, queue, f"case:{{{queue}}}:*")
     return ({p for p, _ in flows},)
+
+
+# -- 10.4 · your queue, stage 6: valid first, then fast ----------------------------------------------------------------
+@judged(
+    "10.4",
+    my_stage("10.4").title,
+    "Hint: when a stage that passed before fails here, read its counterexample: the calls it shows are the ones "
+    "your scripts answered. Then fast: your beat sweeps (promote and recover) on every beat, two round trips that "
+    "find nothing on most beats of a busy pool; a beat may sweep every few beats while its claims bring jobs, and "
+    "on every beat whose claim comes back empty, and a lapsed lease still comes back within a few beats.",
+    solution="my_queue/10_4",
+)
+def _judge_stage_fast(answer: Any, f: Findings) -> None:
+    judge_stage("10.4", answer, f)

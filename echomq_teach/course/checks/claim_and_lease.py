@@ -1,4 +1,4 @@
-"""Notebook 02 · claim and the lease: a late worker, an empty queue that is not, a lease renewed.
+"""Notebook 02 · claim and the lease: a late worker, your queue's claim and renewal, an empty queue that is not.
 
 (A five-second lease, a paused claim and the ghost guard are worked examples in the notebook, not exercises.)
 """
@@ -11,12 +11,14 @@ from typing import Any
 from ... import jobs, keyspace, snapshots
 from ...connector import Connector
 from .. import forms
-from ..judges.renewal import judge_lease_extension
+from ..judges.stages import judge_stage
+from ..my_queue.stages import stage as my_stage
 from ..registry import Findings, exercise, judged, prediction, setup_for
 
 # -- 02.1 · late, but not too late ---------------------------------------------------------------------
 B_CLAIMS = "B's claim, while A's lapsed lease is not swept"
-B_TOKEN = "B's token, when it claims after the reap"
+A_REAPED = "A completes, after a reap and before anyone claims again"
+B_TOKEN = "B's token, when it claims after that"
 A_LATE = "A completes, after B's lease lapsed too (no sweep since)"
 B_LATE = "B completes, after A's try (no sweep since)"
 SETTLE = forms.words(jobs.OK, jobs.STALE)
@@ -29,12 +31,13 @@ SETTLE = forms.words(jobs.OK, jobs.STALE)
     "@complete (scripts.show('complete')): which two fields of the row does the fence compare, and does either "
     "script read a lease's deadline?",
     solution="02_1_late_worker.py",
-    form=forms.record({B_CLAIMS: forms.words("the job", "nothing"), B_TOKEN: forms.Count(1),
+    form=forms.record({B_CLAIMS: forms.words("the job", "nothing"), A_REAPED: SETTLE, B_TOKEN: forms.Count(1),
                        A_LATE: SETTLE, B_LATE: SETTLE}),
     explain="a lapsed lease moves nothing by itself: the job stays in active until a sweep, so B's first claim "
-    "finds pending empty. The reap put it back, and B's claim raised attempts to 2. @complete compares the "
-    "caller's token with the row's attempts and wants the row active; it never reads the clock. A's token 1 is "
-    "behind; B's 2 is the row's own and the row is active (no sweep ran since its lease lapsed), so B's passes.",
+    "finds pending empty. @complete compares the caller's token with the row's attempts and wants the row "
+    "active; it never reads the clock. After the reap the row is pending: A's token is still the row's own, "
+    "yet A is refused. A refusal writes nothing, so B's claim raises attempts to 2. Then A's 1 is behind; B's 2 "
+    "is the row's own and the row is active (no sweep ran since its lease lapsed), so B's passes.",
 )
 def _run_late_worker(conn: Connector, queue: str) -> dict[str, Any]:
     # one job, leases of 30 ms, each worker back 50 ms later
@@ -43,6 +46,7 @@ def _run_late_worker(conn: Connector, queue: str) -> dict[str, Any]:
     time.sleep(0.05)
     seen: dict[str, Any] = {B_CLAIMS: "nothing" if jobs.claim(conn, queue, 30) is None else "the job"}
     jobs.reap(conn, queue)
+    seen[A_REAPED] = jobs.complete(conn, queue, job, a.attempts if a else 1)
     b = jobs.claim(conn, queue, 30)
     seen[B_TOKEN] = b.attempts if b else 0
     time.sleep(0.05)
@@ -86,14 +90,17 @@ def _setup_empty_yet_not(conn: Connector, queue: str) -> tuple[Any, ...]:
     return (job_id,)
 
 
-# -- 02.2 · build: renew a lease, judged by the checker ------------------------------------------------------------
+# -- 02.2 · your queue, stage 1: claim and renew, judged by the checker ----------------------------------------------
 @judged(
     "02.2",
-    "Renew the lease, only while it is yours",
-    "Hint: two things decide whether this caller still holds the job: the job is in active, and the row's "
-    "attempts still equal the caller's token (a new claim raised it). Only then ZADD the active score to the "
-    "server's TIME plus the lease, in milliseconds; else answer 0 and write nothing.",
-    solution="02_2_renew_the_lease.py",
+    my_stage("02.2").title,
+    "Hint: claim.lua is a loop of at most ten turns: ZPOPMIN pending; nothing popped, answer {}; the row is "
+    "KEYS[3] .. 'job:' .. id, and when it EXISTS, HINCRBY its attempts by 1 (the token), HSET its state active, "
+    "ZADD active with TIME's milliseconds plus ARGV[1], and answer {id, payload, token}; when it does not, go "
+    "round. renew.lua: two things say the caller still holds the job, its ZSCORE in active and the row's "
+    "attempts equal to the caller's token; only then ZADD active XX with TIME's milliseconds plus ARGV[3] and "
+    "answer 1; else answer 0 and write nothing.",
+    solution="my_queue/02_2",
 )
-def _judge_renew_the_lease(answer: Any, f: Findings) -> None:
-    judge_lease_extension(answer, f)
+def _judge_stage_claim(answer: Any, f: Findings) -> None:
+    judge_stage("02.2", answer, f)

@@ -1,5 +1,5 @@
-"""Notebook 03 · completion and recovery: who can still settle, a recovery by hand, a reap that stops a poison
-job, the counted sweep, the metronome that stopped."""
+"""Notebook 03 · completion and recovery: who can still settle, a recovery by hand, your queue's complete and retry,
+the counted sweep, the metronome that stopped, your queue's recovery and its beat."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 from ... import ids, jobs, keyspace, snapshots, stalled
 from ...connector import Connector
 from .. import forms
-from ..judges.reap import judge_reap
+from ..judges.stages import judge_stage
+from ..my_queue.stages import stage as my_stage
 from ..registry import Findings, exercise, judged, prediction, setup_for
 from . import diagnosis
 
@@ -268,16 +269,47 @@ def _setup_metronome_stopped(conn: Connector, queue: str) -> tuple[Any, ...]:
     return ()
 
 
-# -- 03.3 · build: your own reap, judged by the checker under worker kills ----------------------------------------
+# -- 03.3 · your queue, stage 2: complete and retry, judged by the checker ----------------------------------------
 @judged(
     "03.3",
-    "A reap that stops a poison job",
-    "Hint: the server's TIME in milliseconds is seconds * 1000 + microseconds // 1000; ZRANGEBYSCORE active -inf "
-    "(now LIMIT 0 N finds the lapsed leases, earliest first. For each, ZREM it from active and read its row's "
-    "attempts. Below the cap: ZADD pending 0, the row's state back to pending, attempts left alone (the next "
-    "claim raises it). At the cap: ZADD dead now, the row's state dead, and one XADD to the stream with id, "
-    "outcome stalled, attempts and error. Answer {moved back, buried}.",
-    solution="03_3_your_own_reap.py",
+    my_stage("03.3").title,
+    "Hint: both open with the fence: HMGET the row's attempts and state; unless attempts is the caller's token "
+    "AND the state is active, answer 0 before any write. complete.lua: ZREM it from active, XADD the ending to "
+    "ARGV[3] .. 'stream:completions' when ARGV[6] is '1', DEL the row, answer 1. retry.lua: this life's tries are "
+    "attempts minus prior_attempts (0 when absent), the cap is the row's max_attempts when it has one, else "
+    "ARGV[4]; below the cap ZADD schedule at TIME's milliseconds plus ARGV[3] * 2 ^ (tries - 1), state scheduled; "
+    "at it ZADD dead now, state dead, and XADD outcome dead when ARGV[8] is '1'. Both keep the reason as "
+    "last_error.",
+    solution="my_queue/03_3",
 )
-def _judge_your_own_reap(answer: Any, f: Findings) -> None:
-    judge_reap(answer, f)
+def _judge_stage_settle(answer: Any, f: Findings) -> None:
+    judge_stage("03.3", answer, f)
+
+
+# -- 03.6 · your queue, stage 3: recover, with a poison bound ---------------------------------------------------------
+@judged(
+    "03.6",
+    my_stage("03.6").title,
+    "Hint: the server's TIME in milliseconds is seconds * 1000 + microseconds // 1000; ZRANGEBYSCORE active -inf "
+    "(now LIMIT 0 100 finds the lapsed leases, earliest first. For each, ZREM it from active and HMGET its row's "
+    "attempts, prior_attempts and max_attempts (no row: it goes nowhere). Tries below the cap (its own, else "
+    "ARGV[1]): ZADD pending 0, the row's state back to pending, attempts left alone. At the cap: ZADD dead now, "
+    "the row's state dead, and one XADD with id, outcome stalled, attempts and error when ARGV[2] is '1'. Answer "
+    "{moved back, buried}.",
+    solution="my_queue/03_6",
+)
+def _judge_stage_recover(answer: Any, f: Findings) -> None:
+    judge_stage("03.6", answer, f)
+
+
+# -- 03.7 · your queue, stage 4: the beat ----------------------------------------------------------------------------
+@judged(
+    "03.7",
+    my_stage("03.7").title,
+    "Hint: queue.promote() and queue.recover() first, every beat, whatever the budget; then if not "
+    "budget.take(): answer None; job = queue.claim(); None: budget.give_back() and answer None; else ok, value "
+    "= handle(job) and answer queue.complete(job, value) if ok else queue.retry(job, value).",
+    solution="my_queue/03_7",
+)
+def _judge_stage_beat(answer: Any, f: Findings) -> None:
+    judge_stage("03.7", answer, f)

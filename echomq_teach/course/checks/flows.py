@@ -10,7 +10,8 @@ from ... import flows, ids, jobs, snapshots
 from ...connector import Connector
 from ...errors import BadInput, DuplicateJob
 from .. import forms
-from ..judges.fan_in import judge_fan_in
+from ..judges.stages import judge_stage
+from ..my_queue.stages import stage as my_stage
 from ..registry import Findings, exercise, judged, prediction, setup_for
 
 # -- 05.1 · what a refused land leaves -----------------------------------------------------------------------------
@@ -194,17 +195,17 @@ def _run_predict_the_counter(conn: Connector, queue: str) -> dict[str, Any]:
     return seen
 
 
-# -- 05.2 · build: the fan-in, judged by the checker under kills ---------------------------------------------------
+# -- 05.2 · your queue, stage 5: the quorum fan-in, judged by the checker under kills ----------------------------------
 @judged(
     "05.2",
-    "A parent that needs only a quorum",
+    my_stage("05.2").title,
     "Hint: three layers, in this order. The fence: the row's attempts must equal the caller's token and its state "
     "be active, else answer 0 and write nothing. Then once-only: count the child only when ZREM took it out of "
     "active AND the parent's row still says awaiting_children (after the quorum it says pending, active, or is "
     "gone). Counting is DECR :dependencies and HSET its result in :processed; when :processed holds quorum "
     "results (HLEN), ZADD the parent to ARGV[3] .. 'pending' with score 0 and set its state to pending. Last, "
-    "DEL the child's row and answer 1.",
-    solution="05_2_fan_in.py",
+    "DEL the child's row and answer 1. A plain job (no KEYS[3]) completes as stage 2 asked.",
+    solution="my_queue/05_2",
 )
-def _judge_fan_in(answer: Any, f: Findings) -> None:
-    judge_fan_in(answer, f)
+def _judge_stage_fan_in(answer: Any, f: Findings) -> None:
+    judge_stage("05.2", answer, f)

@@ -1,12 +1,14 @@
-"""What every judged build shares: the learner's script on a node of the judge's own, seeds, one verdict.
+"""What every judged build shares: seeds run side by side, one verdict, and the small pieces of a judged run.
 
-``judge_script`` loads a learner's Lua on a node the judge starts (never the
-learner's notebook node, never a classroom's shared one), runs a dry run whose
-answers are known, then one judged run per seed, the seeds side by side.
+A judge runs a learner's mechanism on a node of its own (never the learner's
+notebook node, never a classroom's shared one): calls whose answers are known,
+then one judged run per seed, the seeds side by side (``side_by_side``).
 ``over_seeds`` turns each seed's findings into the verdict: the first failing
 seed's findings (one counterexample reads better than three), then "failed on
-N of M seeds". The rest are the small helpers the judges' runs use: waiting on
-a run, a checker finding as a few lines, a Lua error as one line.
+N of M seeds". The rest are the helpers the judges' runs use: waiting on a
+run, the queue held to notebook 01's table at each point a fault leaves it
+(``Watched``), what the end of a run reads (``end_run``), a checker finding as a
+few lines, a Lua error as one line.
 """
 
 from __future__ import annotations
@@ -27,17 +29,17 @@ from ...lab.checker import Report
 from ...lab.history import History, Op
 from ...lab.nemesis import Nemesis
 from ...lab.run import Fault, Run
-from ...nodes.local import LocalNode
 from ..registry import Findings
 
 
-def lua_error(what: str, exc: BaseException) -> str:
-    """A Lua error as one finding that names the script's line (``user_script:N`` in the node's words)."""
+def lua_error(what: str, exc: BaseException, script: str = "your script") -> str:
+    """A Lua error as one finding that names the script's line (``user_script:N`` in the node's words);
+    ``script`` is what the finding calls the script (a file of your queue: ``claim.lua``)."""
     text = str(exc)
     m = re.search(r"user_script:(\d+)", text)
     reason = re.sub(r"^Error compiling script \(new function\): ", "", text)
     reason = re.sub(r"\s*script: .*$", "", re.sub(r"user_script:\d+:\s*", "", reason)).strip()
-    where = f"line {m.group(1)} of your script" if m else "your script"
+    where = f"line {m.group(1)} of {script}" if m else script
     return f"{what}: {where}: {reason}"
 
 
@@ -81,39 +83,6 @@ def over_seeds(found: dict[Any, Findings], f: Findings, *, what: str = "seeds",
         f.items.extend(found[failed[0]].items)
         f.items.append(f"failed on {len(failed)} of {len(found)} {what} ({', '.join(name(k) for k in failed)}).")
     return failed
-
-
-DryRun = Callable[[Any, str, Findings], bool]
-OneSeed = Callable[[Any, str, int, Findings], bool]
-
-
-def judge_script(source: Any, f: Findings, *, dry_run: DryRun, one_seed: OneSeed, seeds: Iterable[int] | None,
-                 n_seeds: int, join_s: float) -> None:
-    """Judge a learner's Lua script on a node of the judge's own: it must compile, pass ``dry_run`` (a few
-    calls whose answers are known), then pass ``one_seed`` on every seed (drawn here unless given), the
-    seeds run side by side, one queue each. The first seed that failed gives the findings."""
-    if not isinstance(source, str) or not source.strip():
-        f.expect(False, f"return your script's Lua source as a str; got {type(source).__name__}.")
-        return
-    drawn = draw_seeds(seeds, n_seeds)
-    node = LocalNode()
-    try:
-        conn = node.connector()
-        try:
-            try:
-                sha = conn.client.script_load(source)
-            except Exception as exc:  # noqa: BLE001 - the node's compile error: a finding naming the line
-                f.expect(False, lua_error("your script does not compile", exc))
-                return
-            if not dry_run(conn, sha, f):
-                return
-            found = {seed: Findings() for seed in drawn}
-            side_by_side(lambda seed: one_seed(node, sha, seed, found[seed]), drawn, join_s)
-            over_seeds(found, f)
-        finally:
-            conn.close()
-    finally:
-        node.stop()
 
 
 def call_script(conn: Any, sha: str, keys: list[str], argv: list[Any], f: Findings, when: str) -> tuple[bool, Any]:
@@ -202,8 +171,10 @@ def counterexample(finding: Any) -> str:
     ops = finding.ops
     claims = [o for o in ops if o.op == "claim" and o.at != "note"]
     since = max((c.sent for c in claims), default=0.0)
+    # a parent released early is shown with every settle of its children: which of them counted is the story
+    late = 0.0 if finding.kind == "released_early" else since
     shown = [o for o in ops if o.op in ("claim", "reap", "stalled", "promote")
-             or (o.at != "note" and o.sent >= since and o.op in ("extend", "complete", "retry"))]
+             or (o.at != "note" and o.sent >= late and o.op in ("extend", "complete", "retry"))]
     t0 = min((o.sent for o in ops), default=0.0)
     return "\n".join([f"{finding.kind.replace('_', ' ')}: {finding.job} — {finding.detail}",
                       *[f"    {o.describe(t0)}" for o in shown[:10]]])
@@ -303,22 +274,3 @@ def end_run(run: Run, seed: int, faults: list[Any], report: Callable[[History], 
         state.expect(False, f"{said}: {broken}.")
     state_holds(run.conn, run.queue, state, f"{said}: at the end of the run", settled=queue_state.completed_in(history))
     return Ended(said, history, report(history) if report else run.check(), state)
-
-
-def checker_and_state(e: Ended, op: str, f: Findings) -> bool:
-    """The first questions of every judged run: did the learner's script fail inside it (the recorded ``op``
-    refused), does the checker say valid, does the queue keep the table? False (with the finding) if not."""
-    if not checker_and_scripts(e.said, e.history, e.report, op, f):
-        return False
-    f.items.extend(e.state.items)
-    return not e.state.items
-
-
-def checker_and_scripts(said: str, history: History, report: Report, op: str, f: Findings) -> bool:
-    """What every judged run asks first: did the learner's script fail inside the run (the recorded ``op``
-    refused), and does the checker say valid? False (with the finding) when either is not so."""
-    refused = [o for o in history.calls(op) if o.at == "refused"]
-    if refused:
-        f.expect(False, lua_error(f"{said}: your script failed inside the run", Exception(refused[0].error)))
-        return False
-    return checker_valid(said, report, f)

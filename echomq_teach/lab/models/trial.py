@@ -33,6 +33,7 @@ from ... import flows, ids, jobs
 from ...errors import BadInput
 from ...nodes.local import LocalNode
 from ...nodes.process import Child
+from .. import queue_state
 from ..checker import Report
 from ..history import History, Recorder, ServerClock
 from ..nemesis import Nemesis
@@ -103,6 +104,8 @@ class Trial:
     history: History
     faults: list[Fault]
     seconds: float
+    #: this queue's side: the breaks of notebook 01's table the queue was left with (``lab.queue_state``)
+    state: list[str] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -351,8 +354,11 @@ def _own_node(config: dict[str, str]) -> LocalNode:
 
 
 # -- one trial ---------------------------------------------------------------------------------------------
-def trial(case: str, node: Any, seed: int, side: str = "model", *, queue: str | None = None) -> Trial:
-    """Run ``case``'s workload on ``side`` ("model" or "queue") under ``Nemesis(seed)``; judge it."""
+def trial(case: str, node: Any, seed: int, side: str = "model", *, queue: str | None = None,
+          run_options: dict[str, Any] | None = None) -> Trial:
+    """Run ``case``'s workload on ``side`` ("model" or "queue") under ``Nemesis(seed)``; judge it.
+
+    ``run_options`` go to this queue's ``Run`` (``scripts``, ``beat``: a queue of your own on the same workload)."""
     if case not in CASES:
         raise BadInput(f"unknown case {case!r}: the cases are {CASES}")
     if side not in ("model", "queue"):
@@ -370,7 +376,7 @@ def trial(case: str, node: Any, seed: int, side: str = "model", *, queue: str | 
             time.sleep(1.5)  # the cache fills the node before the jobs come
         if side == "model":
             return _model_side(case, target, queue, seed, w, folder, t0)
-        return _queue_side(case, target, queue, seed, w, folder, t0)
+        return _queue_side(case, target, queue, seed, w, folder, t0, run_options or {})
     finally:
         if cache is not None:
             cache.stop()
@@ -417,11 +423,12 @@ class _Supervised:
             self.run.thaw(slot)
 
 
-def _queue_side(case: str, node: Any, queue: str, seed: int, w: Workload, folder: Path, t0: float) -> Trial:
+def _queue_side(case: str, node: Any, queue: str, seed: int, w: Workload, folder: Path, t0: float,
+                run_options: dict[str, Any]) -> Trial:
     lock, done = threading.Lock(), threading.Event()
     with Run(node, queue, workers=w.workers, handler="echomq_teach.lab.models.base:case_handler",
              lease_ms=w.lease_ms, max_attempts=w.max_attempts, recovery=w.recovery, tick_ms=50,
-             folder=folder, timeout=60) as run:
+             folder=folder, timeout=60, **run_options) as run:
         jobs.drop(run.conn, queue)
         if w.payloads:
             run.produce(len(w.payloads), payload=lambda i: w.payloads[i])
@@ -450,8 +457,9 @@ def _queue_side(case: str, node: Any, queue: str, seed: int, w: Workload, folder
         run.stop()
         report = judge(run.history(), run.final_state(), recorded=run.record)
         history = run.history()
+        state = [str(b) for b in queue_state.read(run.conn, queue, settled=queue_state.completed_in(history))]
         jobs.drop(run.conn, queue)
-    return Trial(case, "queue", seed, report, history, faults, time.monotonic() - t0)
+    return Trial(case, "queue", seed, report, history, faults, time.monotonic() - t0, state)
 
 
 def both(case: str, node: Any, seed: int) -> tuple[Trial, Trial]:

@@ -1,46 +1,34 @@
-"""05.2 · the learner's quorum fan-in, judged: flows drained by workers whose children complete by the learner's
-script, under kills and a zombie.
+"""05.2 · your queue, stage 5: a parent that needs only a quorum, judged.
 
-The spec differs from the kit's fan-in (``@complete`` releases a parent when
-the last of its children completed): a parent is released when ``quorum`` of
-its children completed (the ``quorum`` field of its row), and the completions
-that come after count nothing — their children settle, the parent is not
-counted down, nor given a result, nor released again, nor written at all once it
-is gone. The dry run is deterministic: two flows whose answers are known, the
-queue's own state held to notebook 01's table after every call
-(``lab.queue_state``), and the gap the fence guards probed: a worker wakes
-after a sweep put its child back in pending (no claim since, so its token is
-still the row's attempts) and completes. Then, per seed, three worker
-processes drain two flows of five children, quorum three, while a seeded
-nemesis freezes a worker mid-child past its lease (a zombie) and kills others.
+``complete.lua`` grows: a flow child's completion comes with its parent's keys (``@complete``'s five KEYS), and
+the fan-in it makes differs from the kit's (which releases a parent when the last of its children completed):
+a parent is released when ``quorum`` of its children completed (the ``quorum`` field of its row; a parent
+without one waits for all of them), and the completions that come after count nothing — their children
+settle, the parent is not counted down, nor given a result, nor released again, nor written at all once it is
+gone. A plain job's completion stays as stage 2 asked.
+
+The probes: a repeated completion recorded as a run records it and read by the checker, with a parent's early
+release as a finding of its own; then two flows whose answers are known, the queue held to notebook 01's table
+after every call, and the gap the fence guards (a worker wakes after a sweep put its child back in pending, no
+claim since, and completes). The judged run: three worker processes beat with your beat.py and your scripts,
+two flows of five children, quorum three, while a seeded nemesis freezes a worker mid-child past its lease (a
+zombie) and kills others.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Iterable
 from typing import Any
 
 from ... import flows, ids, jobs, keyspace, snapshots, transitions
-from ...lab.checker import check
-from ...lab.history import History, Op
+from ...lab.checker import CLOCK_SLACK_MS, Finding, check
+from ...lab.history import History, Recorder
 from ...lab.nemesis import Nemesis
 from ...lab.run import Run
 from ..registry import Findings
-from .frame import (
-    AtWork,
-    FreezeFirst,
-    Watched,
-    call_script,
-    checker_valid,
-    end_run,
-    judge_script,
-    lua_error,
-    state_holds,
-    unchanged,
-    until,
-)
+from .frame import AtWork, FreezeFirst, Watched, checker_valid, end_run, state_holds, unchanged, until
+from .queue import Loaded, failed_in, probing, ran_clean, scenario, show_timeline, telling
 
 
 class FANIN:
@@ -54,7 +42,7 @@ class FANIN:
     FLOWS = 2
     CHILDREN = 5
     QUORUM = 3
-    SEEDS = 3
+    SEEDS = 2
     DEADLINE_S = 8.0
     #: after the queue drained: how long a thawed zombie may take to send its late completion
     GRACE_S = 2.0
@@ -68,9 +56,7 @@ class FANIN:
                             freeze_s=(1.4, 1.6))
 
 
-def child_keys(queue: str, parent: str, child: str) -> list[str]:
-    """@complete's KEYS for a flow child: active, the child's row, the parent's :dependencies, :processed, row."""
-    return list(transitions.complete(queue, child, 0, "", parent).keys)
+SEEDS, DEADLINE_S = FANIN.SEEDS, FANIN.DEADLINE_S
 
 
 def land(conn: Any, queue: str, parent: str | tuple[str, str], children: list[Any], quorum: int) -> flows.Flow:
@@ -83,18 +69,22 @@ def land(conn: Any, queue: str, parent: str | tuple[str, str], children: list[An
 class _Dry:
     """The dry run's calls of the learner's script, each judged as it comes."""
 
-    def __init__(self, conn: Any, sha: str, queue: str, f: Findings) -> None:
-        self.conn, self.sha, self.queue, self.f = conn, sha, queue, f
+    def __init__(self, conn: Any, queue: str, f: Findings) -> None:
+        self.conn, self.queue, self.f = conn, queue, f
 
     def complete(self, parent: str, c: jobs.Claimed, who: str, token: int | None = None) -> Any:
-        """The learner's script for ``who``; its reply, or None (with the finding) when it failed or was not 0/1."""
-        ok, reply = call_script(self.conn, self.sha, child_keys(self.queue, parent, c.id),
-                                [c.id, c.attempts if token is None else token, keyspace.base(self.queue), parent,
-                                 f"{c.payload} done"], self.f, f"when {who} completed")
-        if ok and not self.f.expect(reply in (0, 1), f"your script answered {reply!r} to {who}: answer 1 when this "
-                                    "call completed the child, 0 when the caller no longer held it."):
+        """Your complete.lua for ``who``, a flow child's (five keys); its reply, or None (with the finding) when
+        it failed or was not 0/1."""
+        call = transitions.complete(self.queue, c.id, c.attempts if token is None else token, f"{c.payload} done",
+                                    parent)
+        try:
+            reply = self.conn.run(call)
+        except Exception as exc:  # noqa: BLE001 - your Lua's runtime error: a finding naming its line
+            return failed_in("complete.lua", f"when {who} completed", exc, self.f)
+        if not self.f.expect(reply in (0, 1), f"your complete.lua answered {reply!r} to {who}: answer 1 when this "
+                             "call completed the child, 0 when the caller no longer held it."):
             return None
-        return reply if ok else None
+        return reply
 
     def claim(self, lease_ms: int = 30_000) -> jobs.Claimed:
         c = jobs.claim(self.conn, self.queue, lease_ms)
@@ -111,21 +101,21 @@ class _Dry:
         """The child's holder completed it: answered 1, its row gone, out of active."""
         s = snapshots.snapshot(self.conn, self.queue)
         return self.f.expect(reply == 1 and not s.where(c.id) and c.id not in s.rows,
-                             f"{who} holds its child {c.id}: your script should complete it (answer 1, its row "
+                             f"{who} holds its child {c.id}: your complete.lua should complete it (answer 1, its row "
                              f"deleted, out of active); it answered {reply!r} and left it in "
                              f"{'/'.join(s.where(c.id)) or 'no set'}{' with its row' if c.id in s.rows else ''}.")
 
 
-def _fan_in_dry_run(conn: Any, sha: str, f: Findings) -> bool:
+def _known(conn: Any, f: Findings) -> bool:
     """Flow one, three children and a quorum of 2: the first completion counts and holds the parent; a worker
     woken after a sweep put its child back (no claim since) is refused, nothing written; the second completion
     releases the parent; the parent is claimed, and the third child's completion settles the child and counts
     nothing. Flow two, two children and a quorum of 1: released by its first, the parent run and completed (its
     row gone), then the second child completes: nothing of the parent is written back. Last, a repeated
     completion is refused."""
-    queue = "judge-dry-flow"
+    queue = "probe-fan-in"
     jobs.drop(conn, queue)
-    d = _Dry(conn, sha, queue, f)
+    d = _Dry(conn, queue, f)
     one = land(conn, queue, "parent one", ["a", "b", "c"], 2).parent_id
     a = d.claim()
     reply = d.complete(one, a, "the first child's holder")
@@ -147,9 +137,9 @@ def _fan_in_dry_run(conn: Any, sha: str, f: Findings) -> bool:
     reply = d.complete(one, b, who)
     if reply is None or not d.holds(f"after {who} completed", [a.id]):
         return False
-    if not (f.expect(reply == 0, f"your script answered 1 to {who}: it no longer holds the child (its row says "
+    if not (f.expect(reply == 0, f"your complete.lua answered 1 to {who}: it no longer holds the child (its row says "
                      "pending), so answer 0: the fence reads the row's state as well as its token.")
-            and unchanged(conn, queue, before, f, f"your script answered 0 to {who}")):
+            and unchanged(conn, queue, before, f, f"your complete.lua answered 0 to {who}")):
         return False
     b = d.claim()
     reply = d.complete(one, b, "the second child's holder")
@@ -199,40 +189,43 @@ def _fan_in_dry_run(conn: Any, sha: str, f: Findings) -> bool:
         return False
     before = snapshots.snapshot(conn, queue)
     reply = d.complete(one, a, "a late, repeated completion of the first child")
-    if reply is None or not (f.expect(reply == 0, "your script answered 1 to a repeated completion of a child already "
+    said = "a repeated completion"
+    if reply is None or not (f.expect(reply == 0, f"your complete.lua answered 1 to {said} of a child already "
                                       "completed: its row is gone, so the caller holds nothing; answer 0.")
-                             and unchanged(conn, queue, before, f, "your script answered 0 to a repeated completion")):
+                             and unchanged(conn, queue, before, f, f"your complete.lua answered 0 to {said}")):
         return False
     jobs.drop(conn, queue)
     return True
 
 
-def _land_flows(run: Run, n: int, children: int) -> dict[str, list[str]]:
-    """``n`` flows landed, each recorded in the producer's lane: the parent's enqueue around its children's
-    (all sent before the one atomic land, all answered after it), each child's naming its parent. The queue is
-    paused meanwhile, so no child is claimed before its parent's row says its quorum."""
+def land_flows(conn: Any, queue: str, producer: Recorder, n: int, children: int, quorum: int,
+               ) -> dict[str, list[str]]:
+    """``n`` flows landed, each recorded in ``producer``'s lane: the parent's enqueue around its children's (all
+    sent before the one atomic land, all answered after it), each child's naming its parent. The queue is paused
+    meanwhile, so no child is claimed before its parent's row says its quorum."""
     out: dict[str, list[str]] = {}
-    jobs.pause(run.conn, run.queue)
+    jobs.pause(conn, queue)
     try:
         for i in range(n):
             pid, kids = ids.mint(), [(ids.mint(), f"flow {i} part {k}") for k in range(children)]
 
             def nest(k: int, pid: str = pid, kids: list[tuple[str, str]] = kids, i: int = i) -> str:
                 if k == len(kids):
-                    return land(run.conn, run.queue, (pid, f"flow {i} assemble"), kids, FANIN.QUORUM).parent_id
-                run.producer.call("enqueue", lambda: nest(k + 1), job=kids[k][0], extra={"parent": pid})
+                    return land(conn, queue, (pid, f"flow {i} assemble"), kids, quorum).parent_id
+                producer.call("enqueue", lambda: nest(k + 1), job=kids[k][0], extra={"parent": pid})
                 return pid
 
-            run.producer.call("enqueue", lambda nest=nest: nest(0), job=pid)
+            producer.call("enqueue", lambda nest=nest: nest(0), job=pid)
             out[pid] = [k for k, _ in kids]
     finally:
-        jobs.resume(run.conn, run.queue)
+        jobs.resume(conn, queue)
     return out
 
 
-def _parents_released_early(history: History, parents: dict[str, list[str]]) -> list[tuple[Op, int]]:
-    """Each parent claimed before ``QUORUM`` of its children could have completed, with how many could have (a
-    completion whose answer was lost counts from the moment it was sent: the earliest it could have run)."""
+def released_early(history: History, parents: dict[str, list[str]], quorum: int) -> list[Finding]:
+    """Each parent claimed before ``quorum`` of its children could have completed, as a finding of the checker's
+    kind ("released early", lab.models.findings, here with a quorum): a completion whose answer was lost counts
+    from the moment it was sent (the earliest it could have run); one answered stale counts nothing."""
     ended: dict[str, float] = {}
     for o in history.calls("complete"):
         if o.job and (o.reply == jobs.OK or o.indeterminate):
@@ -240,11 +233,51 @@ def _parents_released_early(history: History, parents: dict[str, list[str]]) -> 
     out = []
     for pid, kids in parents.items():
         first = min((c for c in history.calls("claim") if c.ok and c.job == pid), key=lambda c: c.sent, default=None)
-        if first is not None:
-            done = sum(1 for k in kids if ended.get(k, float("inf")) <= (first.answered or first.sent))
-            if done < FANIN.QUORUM:
-                out.append((first, done))
+        if first is None:
+            continue
+        done = [k for k in kids if ended.get(k, float("inf")) <= (first.answered or first.sent) + CLOCK_SLACK_MS]
+        if len(done) < quorum:
+            ops = [o for o in history.ops if o.at != "note" and (o.job in (pid, *kids)
+                                                                 or set(o.released()) & {pid, *kids})]
+            out.append(Finding("released_early", pid, f"claimed by {first.worker} when {len(done)} of its "
+                               f"{len(kids)} children had completed; its quorum is {quorum}", ops))
     return out
+
+
+def _repeated(node: Any, loaded: Loaded, f: Findings) -> bool:
+    """Recorded, read by the checker: one flow of three children, quorum 2. w1's lease on a child lapses, a sweep
+    puts it back, w2 claims it; w1 wakes and completes it with its old token (a completion repeated by a zombie:
+    answered 0, counting nothing); w2 completes it. One child has completed: w3's claim must get a child, not the
+    parent."""
+    with scenario(node, loaded, "probe-fan-in-repeat") as s:
+        parents = land_flows(s.conn, s.queue, s.rec("producer"), 1, 3, 2)
+        try:
+            a = s.claim("w1", 20)
+            time.sleep(0.04)
+            s.reap()
+            again = s.claim("w2", 30_000)
+            assert a is not None and again is not None and again.id == a.id
+            s.complete("w1", a.id, a.attempts, "w1 woke late")
+            s.complete("w2", a.id, again.attempts, "done")
+            s.claim("w3", 30_000)
+        except Exception as exc:  # noqa: BLE001 - your Lua's runtime error: a finding naming its line
+            return failed_in("complete.lua", "when a zombie and a new holder completed one flow child", exc, f)
+        report = s.report()
+        report.findings += released_early(s.history(), parents, 2)
+        said = ("one flow of three children, quorum 2: w1's lease on a child lapsed, a sweep put it back and w2 "
+                "claimed it; w1 woke and completed it with its old token, w2 completed it, then w3 claimed")
+        if checker_valid(said, report, f, telling(report)):
+            return True
+        show_timeline(f, s.history(), report, "your queue: a flow child completed by a zombie and its new holder")
+        return False
+
+
+def probes(node: Any, loaded: Loaded, f: Findings) -> bool:
+    """Stage 5's probes: the repeated completion the checker reads, then the flows whose answers are known."""
+    if not _repeated(node, loaded, f):
+        return False
+    with probing(node, loaded, "probe-fan-in") as conn:
+        return _known(conn, f)
 
 
 def _zombies_settled(history: History) -> bool:
@@ -254,47 +287,39 @@ def _zombies_settled(history: History) -> bool:
                for t in thaws)
 
 
-def _fan_in_seed(node: Any, sha: str, seed: int, f: Findings) -> bool:
-    """One judged run of the fan-in; False (with findings) when it does not pass."""
+def one_seed(node: Any, loaded: Loaded, seed: int, f: Findings) -> bool:
+    """One judged run of your fan-in; False (with findings) when it does not pass."""
     queue = f"judge-fanin-{seed}"
     with Run(node, queue, workers=FANIN.WORKERS, lease_ms=FANIN.LEASE_MS, work_ms=FANIN.WORK_MS, max_attempts=10,
-             retry_delay_ms=20, tick_ms=25, idle_ms=20, record=False, timeout=FANIN.DEADLINE_S + 30) as run:
-        # every worker, the ones that replace the killed too, completes a flow child by the learner's script
-        run.options = dataclasses.replace(run.options, flow_complete=sha)
+             retry_delay_ms=20, tick_ms=25, idle_ms=20, record=False, timeout=FANIN.DEADLINE_S + 30,
+             scripts=loaded.scripts, beat=loaded.beat_file) as run:
         run.start()
         # the flows land once every worker is asking for work (a loaded machine starts processes slowly):
         # the first children then go to all of them at once, and the nemesis finds each inside a handler
         until(lambda h: len({c.worker for c in h.calls("claim")}) >= FANIN.WORKERS, run, 10.0)
-        parents = _land_flows(run, FANIN.FLOWS, FANIN.CHILDREN)
+        parents = land_flows(run.conn, queue, run.producer, FANIN.FLOWS, FANIN.CHILDREN, FANIN.QUORUM)
         watched = Watched(AtWork(run))
         faults = FANIN.nemesis(seed).run(watched, deadline_s=FANIN.DEADLINE_S)  # type: ignore[arg-type]
         drained = run.wait_drained(FANIN.DEADLINE_S)
         until(_zombies_settled, run, FANIN.GRACE_S)
         drained = run.wait_drained(0.5) and drained
-        e = end_run(run, seed, faults, lambda h: check(h, run.final_state(), recorded=False), watched)
+
+        def judged(h: History) -> Any:
+            r = check(h, run.final_state(), recorded=False)
+            r.findings += released_early(h, parents, FANIN.QUORUM)
+            return r
+
+        e = end_run(run, seed, faults, judged, watched)
         final = run.final_state()
         said, history, report = e.said, e.history, e.report
         processed = {p: len(flows.children_values(run.conn, queue, p)) for p in parents}
         jobs.drop(run.conn, queue)
-    refused = [o for o in history.calls("complete") if o.at == "refused"]
-    if refused:
-        f.expect(False, lua_error(f"{said}: your script failed inside a worker", Exception(refused[0].error)))
-        return False
     odd = [o for o in history.calls("complete") if o.ok and o.reply not in (jobs.OK, jobs.STALE)]
     if odd:
-        f.expect(False, f"{said}: your script answered {odd[0].reply!r}: answer 1 when it completed, 0 when not.")
+        f.expect(False, f"{said}: your complete.lua answered {odd[0].reply!r}: answer 1 when it completed, 0 when "
+                 "not.")
         return False
-    # a fence violation first, when there is one: it says why the other findings happened
-    if not checker_valid(said, report, f, first=(report.fence_violations or report.findings or [None])[0]):
-        return False
-    f.items.extend(e.state.items)
-    if e.state.items:
-        return False
-    early = _parents_released_early(history, parents)
-    if early:
-        claim, done = early[0]
-        f.expect(False, f"{said}: parent {claim.job} was released early: {claim.worker} claimed it when {done} of "
-                 f"its {FANIN.CHILDREN} children had completed, and its quorum is {FANIN.QUORUM}.")
+    if not ran_clean(e, loaded, f):
         return False
     held = sorted(p for p in parents if final.rows.get(p, {}).get("state") == "awaiting_children")
     if held:
@@ -312,9 +337,3 @@ def _fan_in_seed(node: Any, sha: str, seed: int, f: Findings) -> bool:
         f.expect(False, f"{said}: {len(report.unfinished)} jobs were not done within {FANIN.DEADLINE_S:.0f} s.")
         return False
     return True
-
-
-def judge_fan_in(source: Any, f: Findings, seeds: Iterable[int] | None = None) -> None:
-    """Judge a quorum fan-in script (05.2) on a node of the judge's own: its dry run, then every seed it draws."""
-    judge_script(source, f, dry_run=_fan_in_dry_run, one_seed=_fan_in_seed, seeds=seeds, n_seeds=FANIN.SEEDS,
-                 join_s=FANIN.DEADLINE_S * 4 + 60)

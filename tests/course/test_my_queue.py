@@ -1,0 +1,159 @@
+"""Your own queue (``course/my_queue``): a folder grown stage by stage, each stage judged as the kit is judged.
+
+- A fresh folder: every stage's check answers the starter's verdict (what a notebook stores) at once.
+- The references: a folder holding every stage's reference up to one stage passes that stage (each once:
+  probes, earlier stages' probes again, judged runs under a seeded nemesis; 10.4 prints its cost beside the
+  kit's), and so does 10.4's faster beat.
+- A folder with one stage's idea missing fails that stage (``wrong_answers/my_queue.py``): with the
+  checker's counterexample where the history shows the fault, with the stage's own finding where it does
+  not; the kit's scripts copied (as they are, and with one line fitted) fail too.
+- The folder itself: a file is never overwritten by a starter, a loaded reference keeps the learner's file,
+  an earlier stage's unwritten file is named with its reference.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from wrong_answers.my_queue import VARIANTS
+
+from echomq_teach.course import exercises, my_queue, registry
+from echomq_teach.course.my_queue.folder import starter_text
+from echomq_teach.course.my_queue.stages import STAGES, files_upto
+from echomq_teach.errors import BadInput
+
+KEYS = [s.key for s in STAGES]
+
+
+def grown(tmp_path: Path, upto: str) -> my_queue.Folder:
+    """A folder grown by the references of every stage up to ``upto``, in order, as a learner who skips
+    each stage would grow it."""
+    mine = my_queue.folder(tmp_path / "my_queue")
+    for key in KEYS[: KEYS.index(upto) + 1]:
+        mine.load_reference(key)
+    return mine
+
+
+def test_the_stages_are_exercises_of_the_registry_where_their_ideas_are_taught():
+    assert KEYS == ["02.2", "03.3", "03.6", "03.7", "05.2", "10.4"]
+    for s in STAGES:
+        ex = registry.REGISTRY[s.key]
+        assert ex.kind == "build" and ex.judge is not None and ex.title == s.title
+        assert ex.solution == f"my_queue/{s.key.replace('.', '_')}"
+    assert files_upto("10.4") == ("claim.lua", "renew.lua", "complete.lua", "retry.lua", "recover.lua", "beat.py")
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_a_fresh_folder_gets_the_starters_verdict_and_its_files(tmp_path, key):
+    mine = my_queue.folder(tmp_path / "my_queue")
+    verdict = exercises.check(key, mine)
+    text = str(verdict)
+    assert not verdict.ok and text.startswith(f"✗ {key}") and "still hold" in text and "starter" in text, text
+    assert registry.REGISTRY[key].hint not in text and "Hint:" not in text
+    assert verdict.shown == []
+    # the starters came in: every file the stages up to this one ask for, each with its header
+    for name in files_upto(key):
+        body = (mine.path / name).read_text()
+        assert "is not written yet" in body and ("KEYS:" in body or "def beat" in body)
+    assert (mine.path / "README.md").read_text().count("|") > 20
+
+
+def test_begin_never_overwrites_and_a_reference_keeps_yours(tmp_path):
+    mine = my_queue.folder(tmp_path / "my_queue")
+    mine.begin("02.2")
+    (mine.path / "claim.lua").write_text("-- mine\nreturn {}\n")
+    status = mine.begin("03.3")
+    assert (mine.path / "claim.lua").read_text() == "-- mine\nreturn {}\n"
+    assert "my_queue/claim.lua     written" in status and "my_queue/retry.lua     the starter" in status
+    said = mine.load_reference("02.2")
+    assert "claim.lua: the reference of 02.2 (yours kept in replaced/02_2/claim.lua)" in said
+    assert (mine.path / "replaced" / "02_2" / "claim.lua").read_text() == "-- mine\nreturn {}\n"
+    assert mine.written("claim.lua") and "ZPOPMIN" in (mine.path / "claim.lua").read_text()
+
+
+def test_an_earlier_stage_left_unwritten_is_named_with_its_reference(tmp_path):
+    mine = my_queue.folder(tmp_path / "my_queue")
+    mine.load_reference("03.3")  # stage 2's files, stage 1's still the starter
+    verdict = exercises.check("03.3", mine)
+    text = str(verdict)
+    assert not verdict.ok and "my_queue/claim.lua is not written yet (stage 02.2 asks for it" in text
+    assert 'load_reference("02.2")' in text
+
+
+def test_a_folder_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "my_queue").write_text("not a folder")
+    with pytest.raises(BadInput, match="is a file"):
+        my_queue.folder(tmp_path / "my_queue")
+    with pytest.raises(BadInput, match="no stage of your queue"):
+        my_queue.folder(tmp_path / "elsewhere").begin("02.1")
+
+
+def test_run_options_wait_for_the_whole_queue(tmp_path):
+    mine = grown(tmp_path, "05.2")
+    mine.file("retry.lua").write_text(starter_text("retry.lua"))
+    with pytest.raises(BadInput, match=r"not whole yet: my_queue/retry.lua \(stage 03.3\)") as err:
+        mine.run_options()
+    assert "still hold the starter" in str(err.value)
+    mine.load_reference("03.3")
+    options = mine.run_options()
+    assert options["beat"].endswith("beat.py")
+    assert sorted(options["scripts"].replaced) == ["claim", "complete", "retry", "stalled_check"]
+
+
+# -- the references: each stage passes, judged runs and all ------------------------------------------------------
+@pytest.mark.parametrize("key", KEYS)
+def test_the_reference_queue_passes_each_stage(tmp_path, key):
+    verdict = exercises.check(key, grown(tmp_path, key))
+    assert verdict.ok, str(verdict)
+    if key == "10.4":  # then fast: its cost beside the kit's, after the verdict
+        text = str(verdict)
+        assert "your queue: 200 jobs in" in text and "the kit's  : 200 jobs in" in text
+        assert re.search(r"round trips a job", text) and "jobs/s" in text
+
+
+def test_the_faster_beat_passes_the_last_stage_and_costs_fewer_round_trips(tmp_path):
+    mine = grown(tmp_path, "10.4")  # 10.4's reference: a beat that sweeps every eighth busy beat
+    verdict = exercises.check("10.4", mine)
+    assert verdict.ok, str(verdict)
+    yours = re.search(r"your queue: .*?([0-9.]+) round trips a job", str(verdict))
+    assert yours and float(yours.group(1)) < 6.0, str(verdict)  # the reference of 03.7 sweeps every beat: 6+
+
+
+# -- one stage's idea missing, and the kit's scripts copied ------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_a_queue_with_one_idea_missing_fails_its_stage(tmp_path, name):
+    v = VARIANTS[name]
+    mine = grown(tmp_path, v.stage)
+    for file, text in v.files.items():
+        (mine.path / file).write_text(text)
+    verdict = exercises.check(v.stage, mine)
+    text = str(verdict)
+    assert not verdict.ok, (name, text)
+    for said in v.says:
+        assert said in text, (name, said, text)
+    assert ("the checker says invalid" in text) == v.checker, (name, text)
+    assert registry.REGISTRY[v.stage].hint not in text
+    assert not re.search(r"failed on \d+ of", text), text  # refused by a probe: no seed's luck in it
+
+
+def test_every_stage_has_a_copy_attempt_or_a_missing_idea():
+    stages = {v.stage for v in VARIANTS.values()}
+    assert stages == set(KEYS) - {"10.4"}
+    copied = {v.stage for n, v in VARIANTS.items() if " copy: " in n}
+    assert copied == {"02.2", "03.3", "03.6", "05.2"}  # the stages whose scripts the kit prints
+    assert any(v.checker for v in VARIANTS.values() if v.stage == "03.3")
+
+
+def test_a_counterexample_comes_with_the_runs_timeline(tmp_path):
+    from matplotlib.figure import Figure
+
+    v = VARIANTS["03.3 complete: no fence"]
+    mine = grown(tmp_path, v.stage)
+    for file, text in v.files.items():
+        (mine.path / file).write_text(text)
+    verdict = exercises.check(v.stage, mine)
+    assert not verdict.ok and len(verdict.shown) == 1 and "timeline" not in str(verdict)
+    figure = verdict.shown[0]()
+    assert isinstance(figure, Figure) and figure.axes and "your queue" in figure.axes[0].get_title()
