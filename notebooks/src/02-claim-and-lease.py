@@ -25,6 +25,7 @@
 
 # %%
 import inspect  # the standard library's: it reads a function's source
+import time
 
 from echomq_teach import jobs, keyspace, scripts, snapshots, start_node, transitions
 
@@ -203,8 +204,6 @@ print(exercises.check("02.1", late_worker, conn))
 
 # %% tags=["reveals:02.1"]
 with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
-    import time
-
     Q2 = "fence"
     job = jobs.enqueue(conn, Q2, "contested")
     first = jobs.claim(conn, Q2, 50)  # a 50 ms lease, to lapse quickly
@@ -262,11 +261,11 @@ with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
 
 # %% tags=["reveals:02.1"]
 with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
-    late_job = jobs.enqueue(conn, Q5, "finished just past the deadline")
-    late_claim = jobs.claim(conn, Q5, 30)
+    late_job = jobs.enqueue(conn, "twice", "finished just past the deadline")
+    late_claim = jobs.claim(conn, "twice", 30)
     time.sleep(0.05)
-    lapsed = snapshots.snapshot(conn, Q5).relative("active", late_job) < 0
-    late_answer = jobs.complete(conn, Q5, late_job, late_claim.attempts)
+    lapsed = snapshots.snapshot(conn, "twice").relative("active", late_job) < 0
+    late_answer = jobs.complete(conn, "twice", late_job, late_claim.attempts)
     print("lease lapsed:", lapsed, "· no sweep ran · the late completion:", late_answer)
     assert lapsed
 

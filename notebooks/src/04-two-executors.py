@@ -158,7 +158,7 @@ with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
 
 # %%
 n_conn.clear_trace()
-assert jobs.claim(n_conn, Q1, 30_000) is None
+assert jobs.claim(n_conn, "paused", 30_000) is None  # the queue the cell above paused
 print([e.line for e in n_conn.last(5)])
 assert [e.line.split()[0] for e in n_conn.last(5)] == ["EXISTS"]
 
@@ -227,6 +227,8 @@ with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
 
 # %% tags=["reveals:04.1"]
 with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
+    Q2 = "half-done"  # the queue the cell above filled on both nodes
+    keys = [keyspace.queue_key(Q2, "pending"), keyspace.queue_key(Q2, "active"), keyspace.queue_key(Q2, "")]
     before = snapshots.snapshot(n_conn, Q2)
     answered = None
     try:

@@ -477,6 +477,7 @@ with exercises.reveals("08.1"):  # its output waits until 08.1 is committed
 # One object, opened: its first two lines.
 
 # %%
+names = remote.objects(rstream)
 body = remote.client().get_object(remote.bucket, names[0]).read().decode()
 print("\n".join(body.splitlines()[:2]))
 first_id = floor.StreamId.parse(json.loads(body.splitlines()[0])["stream_id"])
