@@ -166,7 +166,7 @@ assert t0 <= deadline - 30_000 <= t1
 # ### 02.1 · Late, but not too late (predict before you read on)
 #
 # A lease has a deadline on the server's clock. What happens to a worker that comes back after it?
-# Before the next sections show it, **predict**. One job, three workers, each taking a 30 ms lease and
+# Before the next sections show it, **predict**. One job, two workers, each taking a 30 ms lease and
 # coming back 50 ms later:
 #
 # 1. worker A claims the job. Its lease lapses; no sweep runs. Then worker B asks for a job: does B's
