@@ -7,7 +7,9 @@ and ``kill_at``, the step event to die at, 0 for none). The node comes from
 keeps the last id it has read in ``notifier_key(queue)``: it still needs every
 entry after it. A fold takes one slice of at most ``slice`` settles (``SLICE``
 unless the spec says): the kit refuses a read or a commit of more, so that every
-fold has steps a kill can land between. The runner takes the stream's floor lease (waiting,
+fold has steps a kill can land between; and a stream or floor changed
+around the kit's steps (their counts not what its last step left) is refused,
+since a write the kit never numbered is one no kill lands after. The runner takes the stream's floor lease (waiting,
 bounded, for one a killed runner left), hands the fold step a ``FoldKit``,
 and calls it until it answers 0. Every step the kit takes is printed as one
 line, ``step <n> <fold> <name>``, so the judge knows the steps of a fold; at
@@ -62,6 +64,22 @@ class FoldKit:
         self.conn, self.queue, self.floor, self.lease = conn, queue, floor, lease
         self.stream = completions_stream(queue)
         self.kill_at, self.steps, self.fold, self.slice_max = kill_at, 0, 0, slice_max
+        self._held = self._holds()
+
+    def _holds(self) -> tuple[int, int]:
+        """What the stream and the floor hold: their entries and rows, as counts."""
+        return int(self.conn.call("XLEN", self.stream)), self.floor.count(self.stream)
+
+    def unchanged(self) -> None:
+        """Refuse a fold that changed the stream or the floor past the kit: only the kit's steps are killed
+        between, so a write made around them (an XTRIM on the kit's connection, a commit on its floor) would
+        be a step no kill ever lands after."""
+        now = self._holds()
+        if now != self._held:
+            raise BadInput(f"the stream or the floor changed other than through the kit (entries, rows: "
+                           f"{self._held[0]}, {self._held[1]} after the kit's last step, now {now[0]}, {now[1]}): "
+                           "a fold step changes them with kit.commit and kit.trim alone, the steps a kill lands "
+                           "between")
 
     def _bounded(self, what: str, n: int) -> None:
         if n > self.slice_max:
@@ -78,13 +96,16 @@ class FoldKit:
 
     def read(self, after: StreamId | str, n: int) -> list[Settle]:
         self._bounded("kit.read asked for", int(n))
+        self.unchanged()
         entries = self.conn.call("XRANGE", self.stream, f"({after}", "+", "COUNT", int(n))
         self._step("read")
         return [parse_entry(self.stream, eid, fields) for eid, fields in entries]
 
     def commit(self, since: StreamId, settles: list[Settle]) -> StreamId:
         self._bounded("kit.commit was handed", len(settles))
+        self.unchanged()
         last = self.floor.commit(self.stream, since, settles, self.lease.token, midway=lambda: self._step("write"))
+        self._held = self._holds()
         self._step("commit")
         return last
 
@@ -96,10 +117,12 @@ class FoldKit:
         return self.floor.trim_below(self.stream)
 
     def trim(self, minid: StreamId | str) -> int:
+        self.unchanged()
         if self.lease.age_ms() > self.lease.lease_ms / 2:
             # a slow fold (a busy machine) renews its lease before trimming, as the driver does
             self.floor.fence(self.stream, self.lease.take(self.floor.token(self.stream)))
         n = self.lease.trim(self.stream, str(minid), str(self.cursor()))
+        self._held = self._holds()
         self._step("trim")
         return n
 
@@ -128,6 +151,7 @@ def main(argv: list[str]) -> int:
         for kit.fold in range(1, MAX_FOLDS + 1):
             print(f"fold {kit.fold}", flush=True)
             n = fold_step(kit)
+            kit.unchanged()
             if not isinstance(n, int) or isinstance(n, bool):
                 print(f"answer fold step answered {n!r}, not a whole number", flush=True)
                 return 3

@@ -42,6 +42,7 @@ from ..errors import BadInput
 
 #: the environment variable naming the folder predictions are kept in (tests, CI, notebook builds)
 PREDICTIONS_ENV = "ECHOMQ_PREDICTIONS"
+_UNSET = object()  # a name the namespace did not hold
 
 
 def _environment_at_start() -> dict[str, str]:
@@ -336,12 +337,15 @@ def forget(key: str) -> bool:
 class Withheld:
     """What a cell shows, withheld until prediction ``key`` is committed: ``with Withheld(key, line):``.
 
-    Before the commitment the cell runs whole (its names are defined, its asserts hold) but what it
-    prints or displays (text, widgets, figures) is captured and dropped, and the cell prints ``line``
-    instead; once the prediction is kept, the same cell shows everything. A notebook is built, and
-    run by CI, with an empty predictions folder, so ``line`` is what every stored notebook holds. The
-    names such a cell defines answer the case the notebook shows, never a prediction's: each prediction
-    asks about a case no cell runs (``docs/decisions.md``).
+    Before the commitment the cell runs whole (its asserts hold) but what it prints or displays (text,
+    widgets, figures) is captured and dropped, and the cell prints ``line`` instead; and the names the
+    block bound at the cell's top level are taken back (a new one unbound again, a rebound one given its
+    old value), so no value it computed can be printed from another cell before the commitment. Once the
+    prediction is kept, the same cell shows everything and keeps its names. A notebook is built, and run
+    by CI, with an empty predictions folder, so ``line`` is what every stored notebook holds, and no later
+    cell may need a name such a cell binds. Each prediction asks about a case no cell runs
+    (``docs/decisions.md``): a copy of the block run outside it answers the notebook's case, not the
+    prediction's.
     """
 
     def __init__(self, key: str, line: str) -> None:
@@ -349,6 +353,8 @@ class Withheld:
         self.shown = False
         self._capture: Any = None
         self._figures: set[int] = set()
+        self._names: dict[str, Any] | None = None  # the cell's namespace, when the block is at its top level
+        self._before: dict[str, Any] = {}
 
     def __enter__(self) -> Withheld:
         kept = committed(self.key)
@@ -359,12 +365,16 @@ class Withheld:
             self._figures = _open_figures()
             self._capture = capture_output()
             self._capture.__enter__()
+            cell = sys._getframe(1)  # the frame whose with-statement entered this block
+            if cell.f_code.co_name == "<module>":
+                self._names, self._before = cell.f_globals, dict(cell.f_globals)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self.shown:
             return
         self._capture.__exit__(kind, exc, tb)
+        self._take_back_names()
         plt = sys.modules.get("matplotlib.pyplot")
         for number in _open_figures() - self._figures:
             # a figure left open would be drawn by the inline backend after the cell, past the capture
@@ -372,6 +382,17 @@ class Withheld:
         if kind is None:
             # one write: print's two (the line, then its newline) can land in two stored outputs under load
             sys.stdout.write(self.line + "\n")
+
+    def _take_back_names(self) -> None:
+        """Unbind what the block bound, rebind what it rebound: its values wait for the commitment too."""
+        names, before = self._names, self._before
+        if names is None:
+            return
+        for name in [n for n in names if n not in before]:
+            del names[name]
+        for name, value in before.items():
+            if names.get(name, _UNSET) is not value:
+                names[name] = value
 
 
 def _open_figures() -> set[int]:

@@ -25,6 +25,7 @@
 
 # %%
 import inspect  # the standard library's: it reads a function's source
+import time
 
 from echomq_teach import jobs, keyspace, scripts, snapshots, start_node, transitions
 
@@ -165,7 +166,7 @@ assert t0 <= deadline - 30_000 <= t1
 # ### 02.1 · Late, but not too late (predict before you read on)
 #
 # A lease has a deadline on the server's clock. What happens to a worker that comes back after it?
-# Before the next sections show it, **predict**. One job, three workers, each taking a 30 ms lease and
+# Before the next sections show it, **predict**. One job, two workers, each taking a 30 ms lease and
 # coming back 50 ms later:
 #
 # 1. worker A claims the job. Its lease lapses; no sweep runs. Then worker B asks for a job: does B's
@@ -203,8 +204,6 @@ print(exercises.check("02.1", late_worker, conn))
 
 # %% tags=["reveals:02.1"]
 with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
-    import time
-
     Q2 = "fence"
     job = jobs.enqueue(conn, Q2, "contested")
     first = jobs.claim(conn, Q2, 50)  # a 50 ms lease, to lapse quickly
@@ -262,11 +261,11 @@ with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
 
 # %% tags=["reveals:02.1"]
 with exercises.reveals("02.1"):  # its output waits until 02.1 is committed
-    late_job = jobs.enqueue(conn, Q5, "finished just past the deadline")
-    late_claim = jobs.claim(conn, Q5, 30)
+    late_job = jobs.enqueue(conn, "twice", "finished just past the deadline")
+    late_claim = jobs.claim(conn, "twice", 30)
     time.sleep(0.05)
-    lapsed = snapshots.snapshot(conn, Q5).relative("active", late_job) < 0
-    late_answer = jobs.complete(conn, Q5, late_job, late_claim.attempts)
+    lapsed = snapshots.snapshot(conn, "twice").relative("active", late_job) < 0
+    late_answer = jobs.complete(conn, "twice", late_job, late_claim.attempts)
     print("lease lapsed:", lapsed, "· no sweep ran · the late completion:", late_answer)
     assert lapsed
 
@@ -466,9 +465,11 @@ assert jobs.claim(conn, Q4c, 30_000) is None and jobs.resume(conn, Q4c) is True
 # ### 02.3 · Empty, yet not empty (diagnose and repair)
 #
 # A colleague says: "there is a job in pending, I can see it with `ZRANGE`, and every claim answers
-# `None`". The check builds that queue and hands you the real job's id. **Diagnose** why the claims
-# come back empty, **repair** the queue without deleting or re-enqueueing the real job, and return
-# the claim that finally hands it out. *Solution: `solutions/02_3_empty_yet_not.py`.*
+# `None`". The check builds that queue and hands you the job's id; another job waits behind it, and
+# is somebody else's to claim. **Diagnose** why the claims come back empty, **repair** the queue so
+# that no claim after yours meets the same trouble, without deleting or re-enqueueing a job, and
+# return a pair: the ids you found in pending that are no job, and the claim that finally hands the
+# job out. *Solution: `solutions/02_3_empty_yet_not.py`.*
 
 # %%
 def empty_yet_not(conn, queue, job_id):

@@ -290,6 +290,7 @@ with exercises.reveals("09.1"):  # its output waits until 09.1 is committed
 # %% tags=["reveals:09.1"]
 # NBVAL_IGNORE_OUTPUT
 with exercises.reveals("09.1"):  # its output waits until 09.1 is committed
+    r = plain.report
     for kind in ("lost", "settled_twice", "double_handouts"):
         if r.of(kind):
             print(r.of(kind)[0], "\n")
@@ -297,7 +298,7 @@ with exercises.reveals("09.1"):  # its output waits until 09.1 is committed
 
 # %% tags=["reveals:09.1"]
 with exercises.reveals("09.1"):  # its output waits until 09.1 is committed
-    show(draw(plain.history, r, title="no WAIT: replication held, then the primary killed"))
+    show(draw(plain.history, plain.report, title="no WAIT: replication held, then the primary killed"))
 
 # %% [markdown]
 # The orange dotted line is the hold, the red line the kill, the green dashed line the promotion, and

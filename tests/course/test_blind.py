@@ -308,6 +308,17 @@ def test_a_withheld_cell_runs_but_shows_only_its_hold_until_the_prediction_is_ke
     assert capsys.readouterr().out == "the answer\n"
 
 
+def test_a_withheld_cell_takes_back_its_names_until_the_prediction_is_kept(capsys):
+    # a cell's top level, as a kernel runs it: what the block computed cannot be printed from another cell
+    cell = compile('with exercises.reveals("02.1"):\n    late = "stale"\n    job = "a new one"\n', "<cell>", "exec")
+    names = {"exercises": exercises, "job": "the cell's own"}
+    exec(cell, names)
+    assert "late" not in names and names["job"] == "the cell's own"
+    predictions.commit("02.1", {"any": "answer"})
+    exec(cell, names)
+    assert (names["late"], names["job"]) == ("stale", "a new one")
+
+
 def test_a_withheld_cell_that_raises_raises_and_closes_its_figures(capsys):
     import matplotlib
 

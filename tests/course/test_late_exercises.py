@@ -59,6 +59,8 @@ WRONG_CAPSTONES = {
                                                               "failed on 3 of 3 seeds")),
     "work left running": (wrong_capstones.work_left_running, ("had not done the order's 60 ms of work",
                                                               "failed on 3 of 3 seeds")),
+    "work noted, not done": (wrong_capstones.work_noted_not_done, ("had not done the order's 60 ms of work",
+                                                                   "failed on 3 of 3 seeds")),
 }
 
 
@@ -155,10 +157,11 @@ WRONG_OTHERS = {
                                        "30.",)),
     "08.1 folded again": ("08.1", wrong_floor.FOLDS_AGAIN,
                           ("floor, once the third driver is done: you predicted 45; the run gave 35.",)),
-    "08.3 stream only": ("08.3", wrong_floor.stream_only, ("10 of the ids you named were not lost",)),
-    "08.3 floor only": ("08.3", wrong_floor.floor_only, ("5 of the ids you named were not lost",)),
-    "08.3 the last five": ("08.3", wrong_floor.the_last_five, ("5 of the ids you named were not lost",
-                                                               "5 lost ids are missing from your answer")),
+    "08.3 stream only": ("08.3", wrong_floor.stream_only, ("of the ids you named were not lost: they are on the "
+                                                            "floor or in the stream",)),
+    "08.3 floor only": ("08.3", wrong_floor.floor_only, ("of the ids you named were not lost",)),
+    "08.3 the last five": ("08.3", wrong_floor.the_last_five, ("of the ids you named were not lost",
+                                                               "lost ids are missing from your answer")),
 }
 
 
@@ -200,6 +203,12 @@ WRONG_FOLDS = {
                                                                                 "having read all of 25)",
                                                                                 "says invalid (unrecorded 5)",
                                                                                 "failed on 1 of 6 kills")),
+    # ours: the trim, or the whole fold, written around the kit, so that no kill lands between its writes
+    "a trim around the kit": (wrong_folds.around_the_kit, ("with no kill (the notifier having read 15 of 25)",
+                                                           "changed other than through the kit",
+                                                           "line 7 of your fold step")),
+    "a fold past the kit": (wrong_folds.past_the_kit, ("changed other than through the kit (entries, rows: 25, 0 "
+                                                       "after the kit's last step, now 15, 10)",)),
 }
 
 

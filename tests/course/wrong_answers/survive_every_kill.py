@@ -126,3 +126,32 @@ def stops_before_the_last_trim():
         return len(settles)
 
     return fold_step
+
+
+def around_the_kit():
+    # the right bound, the wrong order, the trim sent on the kit's own connection rather than through kit.trim:
+    # a step the kit never numbers is one no kill lands after, so the kit refuses a stream changed around it
+    def fold_step(kit):
+        cursor = kit.cursor()
+        settles = kit.read(cursor, 10)
+        if not settles:
+            return 0
+        kit.conn.call("XTRIM", kit.stream, "MINID", str(min(settles[-1].stream_id.next(), kit.notified().next())))
+        kit.commit(cursor, settles)
+        return len(settles)
+
+    return fold_step
+
+
+def past_the_kit():
+    # the whole fold written past the kit, on its floor and its connection: no step numbered, nothing killed
+    def fold_step(kit):
+        cursor = kit.cursor()
+        settles = kit.read(cursor, 10)
+        if not settles:
+            return 0
+        kit.conn.call("XTRIM", kit.stream, "MINID", str(min(settles[-1].stream_id.next(), kit.notified().next())))
+        kit.floor.commit(kit.stream, cursor, settles, kit.lease.token)
+        return len(settles)
+
+    return fold_step
