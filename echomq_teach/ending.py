@@ -57,6 +57,12 @@ def track(obj: Any, method: str = "close") -> None:
         _tracked.append((weakref.ref(obj), method))
 
 
+def alive() -> list[Any]:
+    """Everything tracked and not yet gone, oldest first (the nodes this kernel runs among them)."""
+    with _lock:
+        return [obj for obj in (r() for r, _ in _tracked) if obj is not None]
+
+
 def at_end(fn: Callable[[], None]) -> None:
     """Run ``fn`` at the kernel's end, after every tracked object has ended."""
     install()

@@ -13,7 +13,8 @@ shows it as its one ``NoWire6`` line and goes on (``nodes.trafikey``). A
 check never prints its hint (a stored output would show the answer). By kind:
 
 * a **diagnose**, **repair** or **build** exercise hands the learner's function a
-  fresh queue on their own node, then reads the real node;
+  fresh queue on their own node, then reads the real node; a diagnosis is also
+  watched while it runs, and refused when it wrote (``checks/diagnosis.py``);
 * a **predict** exercise takes the learner's answer as data, never a function
   (``forms``: its form is checked strictly, and a wrong form keeps nothing and
   earns no hint); its first answer of the right form is committed
@@ -22,6 +23,11 @@ check never prints its hint (a stored output would show the answer). By kind:
   why; every later try is graded on that first answer, shown beside the run;
 * a **build judged by the checker** (``02.2``) is handed nothing: it starts a node
   of its own and runs the learner's mechanism under a seeded nemesis.
+
+The check's own calls (its setup, its reads, the run of a prediction) go through
+connectors of its own, so the learner's trace holds the learner's calls only; when
+it is done, every key it made under its fresh queue's name is deleted (``cleaned``),
+whatever the verdict.
 
 Reference solutions live in ``notebooks/solutions/``, one file per exercise,
 named ``NN_M_*.py`` (``Exercise.solution``); the checks live in
@@ -35,14 +41,16 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from .. import ids
+from .. import ids, keyspace
 from ..nodes.trafikey import NativeBuildError
 from . import forms, predictions, progress_report
+from .checks import diagnosis
 from .registry import (
     HINTED,
     REGISTRY,
     SOLVED,
     TRIED,
+    Calls,
     Catalog,
     Exercise,
     Findings,
@@ -125,10 +133,49 @@ def _check(key: str, solution: Callable[..., Any], *conns: Any) -> Verdict:
         what = "your_prediction" if ex.kind == "predict" else "your_function"
         return Verdict(f"{key} {ex.title}", False, ["this check needs your node: hand it your connector "
                                                     f'(exercises.check("{key}", {what}, conn)).'])
-    conn = conns if len(conns) > 1 else conns[0]
-    if ex.run is not None:
-        return _predicted(ex, solution, conn)
     queue = fresh_queue(key)
+    # the check's own calls go through connectors of its own: the learner's trace holds the learner's calls only
+    # (a setup's moves, read off the trace, would tell a diagnosis what happened without a look at the queue)
+    own = tuple(c.fork() if hasattr(c, "fork") else c for c in conns)
+    try:
+        if ex.run is not None:
+            return _predicted(ex, solution, own if len(own) > 1 else own[0], queue)
+        return _on_queue(ex, solution, conns, own, queue)
+    finally:
+        cleaned(own, queue)
+        for mine, theirs in zip(own, conns):
+            if mine is not theirs:
+                mine.close()
+
+
+def cleaned(conns: tuple[Any, ...], queue: str) -> None:
+    """Delete every key the check made under ``queue`` (its own queues are named after it) on each node it used.
+
+    A classroom's shared node would pile up the checks' queues otherwise; a node that went away is left be.
+    """
+    diagnosis.forget(queue)
+    pattern = "*{" + keyspace.namespaced(queue) + "*"  # a fresh name: letters, digits and '-', nothing a glob reads
+    seen: set[int] = set()
+    for conn in conns:
+        client = getattr(conn, "client", None)
+        if client is None or id(client.connection_pool) in seen:
+            continue
+        seen.add(id(client.connection_pool))
+        try:
+            by_tag: dict[str, list[str]] = {}
+            for key in client.scan_iter(match=pattern, count=1000):
+                by_tag.setdefault(key[key.index("{"):key.index("}") + 1], []).append(key)
+            for keys in by_tag.values():  # one hashtag, one slot: a cluster-mode node takes them in one UNLINK
+                client.unlink(*keys)
+        except Exception:  # noqa: BLE001 - the verdict stands; what could not be removed is the node's to keep
+            continue
+
+
+def _on_queue(ex: Exercise, solution: Callable[..., Any], conns: tuple[Any, ...], own: tuple[Any, ...],
+              queue: str) -> Verdict:
+    """Set up ``queue`` and check the learner's function on it: the learner's ``conns``, the check's ``own``."""
+    key = ex.key
+    conn = own if len(own) > 1 else own[0]
     try:
         args = ex.setup(conn, queue)
     except NativeBuildError:
@@ -138,7 +185,11 @@ def _check(key: str, solution: Callable[..., Any], *conns: Any) -> Verdict:
                        [f"the check could not prepare its queue: {type(exc).__name__}: {exc}."])
     f = Findings()
     try:
-        result = solution(*conns, queue, *args)
+        with diagnosis.reading(queue, conns):
+            if isinstance(args, Calls):  # one call per queue of the check's (each with its own arguments)
+                result: Any = [solution(*conns, q, *a) for q, a in args]
+            else:
+                result = solution(*conns, queue, *args)
     except NotImplementedError:
         return _starter(key, ex)
     except Exception as exc:  # noqa: BLE001 - the learner's bug is a finding, not a crash
@@ -164,10 +215,10 @@ def _not_kept(ex: Exercise, findings: list[str]) -> Verdict:
                                                    "once its form is right."])
 
 
-def _predicted(ex: Exercise, answer: Any, conn: Any) -> Verdict:
-    """A prediction: keep the first answer of the right form, then build the queue and run, then grade what was kept.
+def _predicted(ex: Exercise, answer: Any, conn: Any, queue: str) -> Verdict:
+    """A prediction: keep the first answer of the right form, then build ``queue`` and run, then grade what was kept.
 
-    The answer is data; the queue the run uses does not exist until the answer is kept.
+    The answer is data; the queue the run uses (named, nothing in it) does not exist until the answer is kept.
     """
     assert ex.form is not None and ex.run is not None
     said = [note] if (note := predictions.env_changed()) else []
@@ -191,7 +242,6 @@ def _predicted(ex: Exercise, answer: Any, conn: Any) -> Verdict:
             return _not_kept(ex, [*said, wrong])
         kept = predictions.commit(ex.key, answer)
     said = [*kept.notes, *said]
-    queue = fresh_queue(ex.key)
     try:
         seen = predictions.plain(ex.run(conn, queue))
     except NativeBuildError:
@@ -270,5 +320,4 @@ def reveals(key: str) -> predictions.Withheld:
     return predictions.Withheld(key, HOLD.format(key=key))
 
 
-# the checks register themselves on import (registry holds them; nothing here is imported back)
-from . import checks  # noqa: E402, F401
+# the checks register themselves on import (``checks`` above: registry holds them; nothing here is imported back)

@@ -88,6 +88,11 @@ class Findings:
         return cond
 
 
+class Calls(list[tuple[str, tuple[Any, ...]]]):
+    """A setup's answer when the learner's function is called once per queue of the check's: ``(queue, args)``
+    each (the verify is handed the list of answers, and this)."""
+
+
 Setup = Callable[[Any, str], tuple[Any, ...]]
 Verify = Callable[[Any, str, Any, tuple[Any, ...], Findings], None]
 

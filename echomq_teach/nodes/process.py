@@ -49,6 +49,8 @@ from ..errors import NodeError
 STOP_GRACE_S = 10.0
 REAP_WAIT_S = 10.0
 PR_SET_PDEATHSIG = 1
+#: how many children this process has launched (``launches``): a diagnosis that starts a node is seen by it
+_launched = 0
 
 
 class ChildError(NodeError, RuntimeError):
@@ -179,6 +181,16 @@ class Launcher:
 launcher = Launcher()
 
 
+def launches() -> int:
+    """How many children this process has launched so far (a count that only grows)."""
+    return _launched
+
+
+def _count_launch() -> None:
+    global _launched
+    _launched += 1
+
+
 def run_tool(argv: Sequence[str], timeout_s: float = 300.0,
              env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run a one-shot tool (the C compiler, ``valkey-server --version``, a check's runner) to its end and answer
@@ -285,6 +297,7 @@ class Child:
                     self.proc = subprocess.Popen(self.argv, start_new_session=True, **kw)
             except OSError as exc:
                 raise ChildError(f"could not run {self.argv[0]!r}: {exc}") from exc
+            _count_launch()
         finally:
             if out is not None:
                 out.close()  # the child holds its own copy of the descriptor

@@ -5,7 +5,8 @@ def never_releases(conn, queue, parents):
     s = snapshots.snapshot(conn, queue)
     held = {}
     for parent in parents:
-        if flows.dependencies(conn, queue, parent) == 0:
+        # stuck: still waiting for its children (a dead parent waits for nothing), with one not completed yet
+        if s.state(parent) != "awaiting_children" or flows.dependencies(conn, queue, parent) == 0:
             continue
         # the child that holds it: neither completed (its row would be gone) nor pending
         (child,) = [i for i, row in s.rows.items() if row.get("parent") == parent]

@@ -108,13 +108,13 @@ scratch.close()
 #
 # The cell below takes one job down each of these ways, each on a queue of its own, and prints where
 # it landed; the cell after it checks that against the table. Each move is taught in the notebook
-# named in the table (the calls themselves are in `echomq_teach/course/ways_in.py`).
+# named in the table (the calls themselves are in `echomq_teach/ways_in.py`).
 
 # %%
-from echomq_teach.course import ways_in
+from echomq_teach import ways_in
 
 tour = node.connector()  # its own trace: the walk's trace below stays clean
-landed = ways_in.walk(tour)  # one job down each way in: the calls are in echomq_teach/course/ways_in.py
+landed = ways_in.walk(tour)  # one job down each way in: the calls are in echomq_teach/ways_in.py
 print(ways_in.table(landed))
 
 # %%
@@ -140,11 +140,13 @@ tour.close()
 # hint. The reference solutions are in `solutions/`, one file per exercise — try first.
 #
 # The check walks six jobs down different ways into their sets and hands you their ids, not what it
-# did. Read the queue (`snapshots.snapshot(conn, queue)`: the sets, and each row's fields) and return a
-# dict from each id to the transition that put the job where it is, one of `"enqueue"`, `"claim"`,
-# `"retry"`, `"retry at the cap"`, `"reap"`, `"promote"`. Three of them end in pending: the set alone
-# cannot tell them apart, the row's fields can (the table of the keyspace above names them). Read, and
-# move nothing: the check wants the queue as it left it.
+# did (each check deals the ways to the ids afresh: their order tells nothing). Read the queue
+# (`snapshots.snapshot(conn, queue)`: the sets, and each row's fields) and return a dict from each id to
+# the transition that put the job where it is, one of `"enqueue"`, `"claim"`, `"retry"`,
+# `"retry at the cap"`, `"reap"`, `"promote"`. Three of them end in pending: the set alone cannot tell
+# them apart, the row's fields can (the table of the keyspace above names them). Read, and move
+# nothing: the check wants the queue as it left it, and refuses a function that writes while it
+# runs, even to a copy, even when it puts everything back.
 # *Solution: `solutions/01_1_which_transition.py`.*
 
 # %%
@@ -271,8 +273,8 @@ assert [e.script or e.args[0] for e in walk] == ["@enqueue", "EXISTS", "@claim2"
 #
 # A producer meant three jobs, `"a"`, `"b"` and `"c"`, to be claimed in that order. It enqueued them
 # in that order, but gave `c` a caller's id, `"A-c-urgent"`. The check builds that queue. **Repair**
-# it with the kit's calls, so that the next three claims hand out `a`, `b`, `c`, each payload once
-# (`jobs.remove(conn, queue, job_id)` deletes one job, its row with it). Return nothing.
+# it with the kit's calls, so that the next three claims hand out `a`, `b`, `c`, each payload once.
+# No handler has run any of them yet, and the queue's counters should still say so. Return nothing.
 # *Solution: `solutions/01_2_put_c_last.py`.*
 
 # %%

@@ -465,9 +465,11 @@ assert jobs.claim(conn, Q4c, 30_000) is None and jobs.resume(conn, Q4c) is True
 # ### 02.3 · Empty, yet not empty (diagnose and repair)
 #
 # A colleague says: "there is a job in pending, I can see it with `ZRANGE`, and every claim answers
-# `None`". The check builds that queue and hands you the real job's id. **Diagnose** why the claims
-# come back empty, **repair** the queue without deleting or re-enqueueing the real job, and return
-# the claim that finally hands it out. *Solution: `solutions/02_3_empty_yet_not.py`.*
+# `None`". The check builds that queue and hands you the job's id; another job waits behind it, and
+# is somebody else's to claim. **Diagnose** why the claims come back empty, **repair** the queue so
+# that no claim after yours meets the same trouble, without deleting or re-enqueueing a job, and
+# return a pair: the ids you found in pending that are no job, and the claim that finally hands the
+# job out. *Solution: `solutions/02_3_empty_yet_not.py`.*
 
 # %%
 def empty_yet_not(conn, queue, job_id):

@@ -145,13 +145,14 @@ assert third.attempts == 3 and jobs.complete(conn, Q2, job, 1, "late") == jobs.S
 # is not yet true; after a try that did not pass, `exercises.hint("03.1")` (with the exercise's number) gives a
 # hint. Solutions: `solutions/`, one per file — try first.
 #
-# Five jobs of an invoice queue, each with a worker that went quiet holding a token and may wake up at
-# any moment. Their stories differ: a death and a reprocess, a death and an operator who removed the job
-# and enqueued it again under its own id, a retry and a promote, a lease that lapsed. The check builds
-# that queue and hands you `late`, a dict from each job's id to the token its quiet worker holds.
-# **Diagnose**, from the rows alone, whose completion the node would accept if that worker woke up now,
-# and return the set of those ids. Read, do not try: the check wakes the workers itself, afterwards, and
-# wants the queue as it left it. *Solution: `solutions/03_1_who_can_still_settle.py`.*
+# The jobs of an invoice queue, each with a worker that went quiet holding a token and may wake up at
+# any moment. Their stories differ, and each check deals them afresh: deaths and reprocesses, an
+# operator who removed a job and enqueued it again under its own id, retries and promotes, leases that
+# lapsed, with or without a reap since. The check builds that queue and hands you `late`, a dict from
+# each job's id to the token its quiet worker holds. **Diagnose**, from the rows alone, whose completion
+# the node would accept if that worker woke up now, and return the set of those ids. Read, do not try:
+# the check wakes the workers itself, afterwards, and refuses a function that writes while it runs,
+# even to a copy. *Solution: `solutions/03_1_who_can_still_settle.py`.*
 
 # %%
 from echomq_teach.course import exercises  # noqa: E402
@@ -242,15 +243,17 @@ assert sweeps == [100, 50, 0]
 # %% [markdown]
 # ### 03.2 · Recovered by hand (repair)
 #
-# A worker crashed holding a job. Before any sweep ran, a colleague "recovered" it by hand: `ZREM` from
-# active, `ZADD` to pending at 0, nothing else. "It's back in pending, so it's fine." The check builds
-# that queue and hands you the job's id and the crashed worker's token. **Repair** what the hand-made
-# recovery left wrong, so that the job waits in pending for its next worker and the crashed worker,
-# should it wake up, can no longer complete it. Do not complete the job: its work was never done. The
-# check then wakes the crashed worker, and claims. *Solution: `solutions/03_2_recovered_by_hand.py`.*
+# Three workers crashed, each holding a job. Before any sweep ran, a colleague "recovered" the three
+# by hand, `ZREM` from active and `ZADD` to pending at 0, and here and there wrote a field of the row
+# as well. "They're back in pending, so they're fine." The check builds that queue and hands you
+# `crashed`, a dict from each job's id to the token its crashed worker holds. **Repair** what the
+# hand-made recoveries left wrong, so that each job waits in pending for its next worker and its
+# crashed worker, should it wake up now or after the next claim, can no longer complete it. Do not
+# complete a job: its work was never done. The check then wakes the crashed workers, and claims.
+# *Solution: `solutions/03_2_recovered_by_hand.py`.*
 
 # %%
-def recovered_by_hand(conn, queue, job_id, old_token):
+def recovered_by_hand(conn, queue, crashed):
     # your code here
     raise NotImplementedError
 
@@ -667,13 +670,13 @@ assert jobs.reap(conn, Q9) == [abandoned]  # recovery: somebody else's call
 # %% [markdown]
 # ### 03.5 · The metronome stopped (diagnose and repair)
 #
-# A pool ran on this queue with `recovery="stalled"` and `max_stalled=2`: its metronome promoted what
-# was due and ran the counted sweep on every tick. Then the metronome's process died, and the workers
-# went on without it. The check builds the queue it left: five jobs, some stuck and some not. **Diagnose**
-# each one from its set, its score against the server's clock and its row, and **repair** the queue so
-# that it is exactly what the metronome would have made of it by now: no more, no less, and each job
-# brought back the way this pool brings jobs back. Return nothing.
-# *Solution: `solutions/03_5_metronome_stopped.py`.*
+# Three pools ran, each on a queue of its own and each with recovery settings of its own, nowhere
+# written down. Then their metronomes' process died, and the workers went on without it. The check
+# builds the three queues they left and calls your function on each: jobs stuck and jobs not, and the
+# marks of what each metronome had done before it stopped. **Diagnose** each job from its set, its
+# score against the server's clock and its row, and **repair** the queue so that it is exactly what its
+# own metronome would have made of it by now: no more, no less, each job brought back the way that pool
+# brings jobs back. Return nothing. *Solution: `solutions/03_5_metronome_stopped.py`.*
 
 # %%
 def metronome_stopped(conn, queue):

@@ -284,12 +284,13 @@ assert n_row["lease_epoch"] == n_raw.info("server")["run_id"]
 # whose worker never had a fair chance to finish, goes back to pending **without** a stall counted; any
 # other lapsed lease counts one, as in 03, and more than `max_stalled` stalls bury the job.
 #
-# The check leaves such a queue on your native node: five jobs in active (some leases granted by this
-# server process, some by the one before the restart; some lapsed, some not; one job that has stalled
-# before) and one in pending. **Diagnose**, without running the sweep, what one
-# `stalled.check(n_conn, queue, max_stalled=1)` will do with each job in active, and return a dict from
-# each of their ids to `"put back uncounted"`, `"put back counted"`, `"buried"` or `"left alone"`. Read
-# only: the check runs the sweep itself, afterwards, and compares. *Solution: `solutions/04_2_native_sweep.py`.*
+# The check leaves such a queue on your native node: jobs in active (some leases granted by this
+# server process, some by the one before the restart; some lapsed, some not; some jobs that have
+# stalled before), dealt afresh each check, and one in pending. **Diagnose**, without running the sweep,
+# what one `stalled.check(n_conn, queue, max_stalled=1)` will do with each job in active, and return a
+# dict from each of their ids to `"put back uncounted"`, `"put back counted"`, `"buried"` or
+# `"left alone"`. Read only: the check runs the sweep itself, afterwards, and compares; a sweep run on a
+# copy is a run too. *Solution: `solutions/04_2_native_sweep.py`.*
 
 # %%
 def native_sweep(s_conn, n_conn, queue):
@@ -389,11 +390,12 @@ plain.stop()
 # %% [markdown]
 # ### 04.3 · Which wire does each node take? (diagnose)
 #
-# A night of maintenance left four nodes in odd states: a brand deleted here, rewritten there, a module
-# loaded or not. The check starts the four nodes of its own (in an order that changes each time) and hands
+# A night of maintenance left six nodes in odd states: a brand deleted here, rewritten there, a module
+# loaded or not. The check starts the six nodes of its own (in an order that changes each time) and hands
 # you the list `nodes`. For each, in order, say which connector it would accept now: `"wire 4"`,
 # `"wire 6"` or `"neither"`. Diagnose from what each node answers (`node.client()` reads it); the
-# check asks the connectors themselves afterwards, and your diagnosis must leave every node as it was.
+# check asks the connectors themselves afterwards, and your diagnosis must write nothing on any node,
+# not even a brand it puts back.
 # *Solution: `solutions/04_3_which_wire.py`.*
 
 # %%

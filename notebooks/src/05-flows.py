@@ -372,12 +372,13 @@ assert [swept[p][1] for p in ("ignore", "remove", "wait")] == ["pending", "pendi
 # %% [markdown]
 # ### 05.3 · Why do these parents never release? (diagnose and repair)
 #
-# "Four parents have been waiting for an hour. Each had two children; the first of each finished long
-# ago." The check builds those four flows, each second child held up in a way of its own, and hands you
-# the parents' ids. **Diagnose** which parents are stuck and which child holds each, **repair** them so
-# that every stuck parent is released with both its children's results (you act as the worker: claim
-# the child and complete it), and leave alone what is not stuck. Return a dict from each stuck parent to
-# the child that held it. *Solution: `solutions/05_3_never_releases.py`.*
+# "These parents have been waiting for an hour. Most had two children; the first of each finished long
+# ago." The check builds those flows, each second child held up in a way of its own (each check deals
+# them afresh), beside other jobs of the queue, and hands you the parents' ids. **Diagnose** which
+# parents are stuck and which child holds each, **repair** them so that every stuck parent is released
+# with both its children's results (you act as the worker: claim the child and complete it), and leave
+# alone what is not stuck, whatever else you find in the queue's sets. Return a dict from each stuck
+# parent to the child that held it. *Solution: `solutions/05_3_never_releases.py`.*
 
 # %%
 def never_releases(conn, queue, parents):

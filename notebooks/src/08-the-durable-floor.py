@@ -557,10 +557,11 @@ assert [s.outcome for s in reads.by_job(f, QB, doomed)] == ["stalled"]
 # %% [markdown]
 # ### 08.3 · Find what was lost
 #
-# Now that you can read both places a settle can be, a diagnosis. The check settles 20 jobs, lets a
-# driver fold one slice, and then an operator, short of memory, runs a plain `XTRIM … MAXLEN 5` on the
-# stream. Some settles are now gone for good. Your function gets the floor's path and the ids of all 20
-# settled jobs: return the set of ids that were lost.
+# Now that you can read both places a settle can be, a diagnosis. The check settles some jobs, in an
+# order of their own, lets a driver fold a slice or two, and then an operator, short of memory, runs a
+# plain `XTRIM … MAXLEN` on the stream (how many of each changes from one check to the next). Some
+# settles are now gone for good. Your function gets the floor's path and the set of the ids of every
+# settled job: return the set of ids that were lost. Read only: a fold run to see what happens writes.
 #
 # Stuck after a try? `exercises.hint("08.3")`. The reference solution is in
 # `notebooks/solutions/08_3_find_the_lost.py`.

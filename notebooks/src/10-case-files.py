@@ -116,10 +116,11 @@ show(model, ours)
 #
 # ### 10.1 · Which jobs run twice (diagnose)
 #
-# The check builds this state on your node with the model's own calls: six messages; worker `w0`
-# fetches three, waits past a 150 ms visibility timeout, fetches two more; the restore runs; worker
-# `w1` fetches twice. `w0` is still running all five. Your function gets the set of ids `w0` holds:
-# return those that will run a second time (handed out again already, or waiting for it). The model
+# The check builds this state on your node with the model's own calls: a few messages; worker `w0`
+# fetches some, waits past a 150 ms visibility timeout, fetches some more; the restore runs; worker
+# `w1` fetches a few (how many of each changes from one check to the next). `w0` is still running all
+# it fetched. Your function gets the set of ids `w0` holds: return those that will run a second time
+# (handed out again already, or waiting for it). The model
 # keeps its keys under `case:{<queue>}:` — `queue` (a list of `id|payload`), `unacked` (a hash),
 # `unacked_index` (a sorted set) and `deliveries` (how many times each id was handed out).
 #
@@ -225,9 +226,9 @@ show(model, ours)
 #
 # ### 10.2 · Find the orphans (diagnose)
 #
-# The check runs three processes of the model on your node: `host-a:1` fetches two jobs and is
-# killed, `host-c:1` finishes its one job and is killed, `host-b:1` lives on and fetches again after
-# the others' heartbeats have lapsed. Return the set of job ids that are stranded: held by a process
+# The check runs a few processes of the model on your node, each under a name of its own: some fetch
+# jobs and are killed, one may finish its job and be killed, the others live on and fetch again after
+# the dead ones' heartbeats have lapsed. Return the set of job ids that are stranded: held by a process
 # that is gone, waiting for a start that may never come. The model's keys, under `case:{<queue>}:`:
 # `queue`, `processes` (a set of names), `heartbeat:<name>` (a key with a TTL), `working:<name>` (a
 # list of `id|payload`).
@@ -318,10 +319,11 @@ show(model, ours)
 #
 # ### 10.3 · Released too soon (diagnose)
 #
-# The check builds five flows of the model on your node, each a parent and three children. One worker
+# The check builds a few flows of the model on your node, each a parent and three children. One worker
 # holds every child; then each flow's children end differently: some complete, some take the
-# failure branch, some are still running. Your function gets the set of parent ids: return those that
-# were released while children were still pending. The model's keys, under `case:{<queue>}:`: `wait`
+# failure branch, some are still running (each check deals the endings afresh). Your function gets the
+# set of parent ids: return those that were released while children were still pending. The model's
+# keys, under `case:{<queue>}:`: `wait`
 # and `active` (lists of ids), `waiting-children` (a set), `pending:<parent>` (the counter),
 # `job:<id>` (a hash).
 #

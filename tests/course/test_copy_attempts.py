@@ -34,30 +34,24 @@ COPIES = {
     "03.1": [("each late worker tried", copies.try_each_late_worker,
               ("your diagnosis changed what it was to read", "a call made to see what happens")),
              ("the first life's late worker refused, for all", copies.every_late_worker_refused,
-              ("2 of the late workers the node let through are missing from your answer",))],
+              ("of the late workers the node let through are missing from your answer",))],
     "03.2": [("the kit's reap", copies.the_kits_reap,
-              ("its row says 'active' while the job sits in ['pending']",
-               "the crashed worker woke and completed the job with its old token 1 ('ok')",
-               "the id it left in pending is now a ghost")),
+              ("should wait in pending for its next worker; its row says 'active' and it sits in pending",)),
              ("reap, claim, complete", copies.reap_claim_complete,
               ("has no row any more: bring the job back for its next worker",))],
     "03.4": [("the sweep above, every lapse counted", copies.SWEEP_AS_SHOWN_ABOVE,
               ("where after each round: you predicted ['pending', 'pending', 'pending', 'dead', 'dead']",
                "why: only the counted sweep counts"))],
     "03.5": [("the Pump's promote and a reap", copies.pump_and_reap,
-              ("its row's stalled count says '1': this queue's consumers recover with the counted sweep",
-               "had stalled twice already", "(a reap put it back, uncounted)")),
+              ("its pool's metronome would have left it in",)),
              ("the sweep as called above, max_stalled=1", copies.sweep_with_a_cap_of_one,
-              ("had stalled once; with max_stalled=2 its second stall sends it back to pending, and you buried it",))],
-    "04.2": [("lease_epoch against run_id", copies.epoch_against_run_id,
-              ("not 'put back counted': its lease had lapsed when the sweep ran, this server process granted it, "
-               "and its row counted 1 stalls before (max_stalled=1); 2 more are not right either",))],
+              ("its pool's metronome would have left it in",))],
+    "04.2": [("lease_epoch against run_id", copies.epoch_against_run_id, ("when the sweep ran",))],
     "05.1": [("every land lands", copies.EVERY_LAND_LANDS,
               ("two children share an id: you predicted 'landed'; the run gave 'BadInput'.",
                "jobs in the queue after the three: you predicted 13; the run gave 1."))],
     "05.3": [("the dead child reprocessed, as under wait above", copies.reprocess_the_dead_child,
-              ("is missing from your answer: nothing was completing its last child",
-               "is not released (:dependencies = 1): one of its children has not completed"))],
+              ("it was dead, a job of its own that failed, no parent's child, and should have stayed so",))],
     "05.4": [("the lapse taken for the reap of 'Never twice'", copies.LAPSE_TAKEN_FOR_THE_REAP_ABOVE,
               ("dependencies after each step: you predicted [4, 4, 4, 3, 2, 1]; the run gave [3, 3, 3, 2, 1, 0]",
                "the parent's state at the end: you predicted 'awaiting_children'; the run gave 'pending'."))],
@@ -67,9 +61,9 @@ COPIES = {
     "08.1": [("ten in both places, as the kill below", copies.TEN_IN_BOTH_AS_BELOW,
               ("stream, when the second driver is killed: you predicted 15; the run gave 5.",))],
     "10.1": [("the deliveries counted twice", copies.delivered_twice,
-              ("2 of the ids that the restore put back (fetched again, or waiting on the list) are missing",)),
+              ("of the ids that the restore put back (fetched again, or waiting on the list) are missing",)),
              ("what the restore deleted from unacked", copies.gone_from_unacked,
-              ("1 of the ids that the restore put back (fetched again, or waiting on the list) are missing",))],
+              ("of the ids that the restore put back (fetched again, or waiting on the list) are missing",))],
     "10.2": [("the model's recovery, run", copies.run_the_recovery, ("your diagnosis changed what it was to read",))],
     "10.3": [("every parent on the wait list", copies.parents_on_the_wait_list,
               ("of the ids you named were released when their last child ended",))],
@@ -96,11 +90,96 @@ def test_every_exercise_but_the_builds_has_a_copy_attempt():
 
 @pytest.mark.parametrize(("key", "n"), CASES, ids=[f"{k}-{COPIES[k][n][0]}" for k, n in CASES])
 def test_a_copy_fails_with_the_finding_that_says_why(key, n, conn, native_conn):
-    what, answer, says = COPIES[key][n]
+    _refused(key, *COPIES[key][n], conn, native_conn)
+
+
+def _refused(key, what, answer, says, conn, native_conn):
+    """``answer`` fails ``key``'s check with each of ``says``, never the hint, and leaves the nodes' keys be."""
     conns = (conn, native_conn) if key.startswith("04.") else (conn,)
+    before = [set(c.client.keys("*")) for c in conns]
     verdict = exercises.check(key, answer, *conns)
     text = str(verdict)
-    assert not verdict.ok, f"{key}: copying {what} passes:\n{text}"
+    assert not verdict.ok, f"{key}: {what} passes:\n{text}"
     for s in says:
         assert s in text, (key, what, s, text)
     assert registry.REGISTRY[key].hint not in text
+    assert [set(c.client.keys("*")) for c in conns] == before  # the check left nothing behind, refused or not
+
+
+# -- the lazy routes of attack reports A and B, and ours: each now refused (tests/course/wrong_answers/lazy.py) ------
+from wrong_answers import lazy  # noqa: E402 - answers written to fail
+
+#: per exercise: (the route, the answer, what its finding must say)
+LAZY = {
+    "01.1": [("by position", lazy.transitions_by_position, ("not ",))],
+    "01.2": [("a completion faked", lazy.fake_a_completion, ("the queue counts 1 completion (metrics:completed)",))],
+    "02.3": [("resume, then claims until one hands out a job", lazy.resume_and_claim_until_something,
+              ("return a pair: the ids you found in pending that are no job",)),
+             ("the same, with everything else in pending named", lazy.every_other_id_named,
+              ("of the ids you named as no job have a job",))],
+    "03.1": [("by position", lazy.settle_by_position, ("of the late workers the node let through are missing",)),
+             ("tried on a copy", lazy.settle_tried_on_a_copy, ("your diagnosis wrote while it read", "RESTORE")),
+             ("tried on a node it starts", lazy.settle_tried_on_a_node_of_its_own,
+              ("your function started 1 process of its own",))],
+    "03.2": [("put where a reap finds it, reaped", lazy.reaped_blind,
+              ("'0' claims, and its crashed worker holds token",))],
+    "03.5": [("one blind tick", lazy.one_blind_tick, ("its pool's metronome would have left it in",)),
+             ("two blind ticks", lazy.two_blind_ticks, ("its pool's metronome would have left it in",))],
+    "04.2": [("by position", lazy.fates_by_position, ("when the sweep ran",)),
+             ("swept on a copy", lazy.fates_swept_on_a_copy,
+              ("your diagnosis wrote while it read", "EMQ.STALLED.CHECK"))],
+    "04.3": [("connectors tried, the brand put back", lazy.wires_tried_then_put_back,
+              ("your diagnosis wrote while it read", "SET")),
+             ("wire 4 where the module is", lazy.wire_4_where_the_module_is, ("and the connectors did not",))],
+    "05.3": [("every recovery call", lazy.every_recovery_call, ("and should have stayed so",))],
+    "08.3": [("by position", lazy.lost_by_position, ("lost ids are missing from your answer",))],
+    "10.1": [("by position", lazy.run_twice_by_position, ("of the ids",))],
+    "10.2": [("by position", lazy.orphans_by_position, ("of the ids",)),
+             ("the process the text named", lazy.orphans_of_the_named_process,
+              ("of the ids held by a dead process are missing",))],
+    "10.3": [("by position", lazy.released_by_position, ("of the ids",))],
+}
+LAZY_CASES = [(key, n) for key, routes in sorted(LAZY.items()) for n in range(len(routes))]
+
+
+@pytest.fixture
+def dealt_one_way(monkeypatch):
+    """The checks deal their stories from one fixed seed: a route that guesses by position meets one arrangement."""
+    import random
+
+    from echomq_teach.course.checks import staging
+
+    monkeypatch.setattr(staging, "chance", lambda: random.Random(1))
+
+
+@pytest.mark.parametrize(("key", "n"), LAZY_CASES, ids=[f"{k}-{LAZY[k][n][0]}" for k, n in LAZY_CASES])
+def test_a_lazy_route_fails_with_the_finding_that_says_why(key, n, conn, native_conn, dealt_one_way):
+    _refused(key, *LAZY[key][n], conn, native_conn)
+
+
+def test_a_copy_tried_on_a_node_started_before_the_check_is_refused(conn):
+    # the scratch node a cell above started: nothing is written on the learner's node, nothing started inside
+    from echomq_teach.nodes.local import LocalNode
+
+    scratch = LocalNode()
+    try:
+        verdict = exercises.check("03.1", lazy.settle_tried_on(scratch), conn)
+    finally:
+        scratch.stop()
+    assert not verdict.ok and "your diagnosis wrote while it read" in str(verdict), str(verdict)
+
+
+def test_the_learners_trace_holds_none_of_the_checks_calls(conn):
+    # a setup run on the learner's connector would leave its story in the trace (conn.last(n)): each step, each id
+    seen = []
+    conn.clear_trace()
+    exercises.check("01.1", lambda c, q, job_ids: seen.append([e.line for e in c.trace]) or {}, conn)
+    assert seen == [[]]
+
+
+def test_the_checks_deal_their_stories_afresh():
+    # two checks deal two ways: a story's rank among the ids is not fixed (what a guess by position relies on)
+    from echomq_teach.course.checks import staging
+
+    ranks = {tuple(staging.shuffled(list(range(6)), staging.chance())) for _ in range(20)}
+    assert len(ranks) > 10

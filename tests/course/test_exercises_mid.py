@@ -10,13 +10,12 @@ from echomq_teach.course import exercises, registry
 
 # -- every exercise of 04–06 (05.2 aside): two plausible wrong answers, each failing with its finding ---------------
 WRONG = {
-    "04.2": [(w.sweep_reads_no_epoch, "not 'put back counted': its lease had lapsed when the sweep ran, a server "
-                                      "process that is gone granted it"),
-             (w.sweep_reads_no_clock, "not 'put back uncounted': its lease had not lapsed when the sweep ran")],
-    "04.3": [(w.wire_by_brand_alone, "has no brand and has trafikey loaded: a wire 4 connector brands"),
+    "04.2": [(w.sweep_reads_no_epoch, "when the sweep ran, a server process that is gone granted it"),
+             (w.sweep_reads_no_clock, "its lease had not lapsed when the sweep ran, a server process that is gone "
+                                      "granted it")],
+    "04.3": [(w.wire_by_brand_alone, "and the connectors did not: node"),
              (w.wire_by_trying_connectors, "your diagnosis wrote its brand (None before, 'echomq:4.0.0' after)"),
-             (w.wire_by_module_alone, "is branded echomq:4.0.0 and has trafikey loaded: a wire 4 connector asks "
-                                      "only for its brand")],
+             (w.wire_by_module_alone, "and the connectors did not: node")],
     "04.1": [(w.PART_WAYS_ALIKE, "after that claim, the ghost is: you predicted ['nowhere', 'nowhere']; the run "
                                  "gave ['nowhere', 'pending']"),
              (w.PART_WAYS_COMMAND_POPS_FIRST, "a lease of 'soon', a ghost at its head: the raw claim answers: you "

@@ -157,10 +157,11 @@ WRONG_OTHERS = {
                                        "30.",)),
     "08.1 folded again": ("08.1", wrong_floor.FOLDS_AGAIN,
                           ("floor, once the third driver is done: you predicted 45; the run gave 35.",)),
-    "08.3 stream only": ("08.3", wrong_floor.stream_only, ("10 of the ids you named were not lost",)),
-    "08.3 floor only": ("08.3", wrong_floor.floor_only, ("5 of the ids you named were not lost",)),
-    "08.3 the last five": ("08.3", wrong_floor.the_last_five, ("5 of the ids you named were not lost",
-                                                               "5 lost ids are missing from your answer")),
+    "08.3 stream only": ("08.3", wrong_floor.stream_only, ("of the ids you named were not lost: they are on the "
+                                                            "floor or in the stream",)),
+    "08.3 floor only": ("08.3", wrong_floor.floor_only, ("of the ids you named were not lost",)),
+    "08.3 the last five": ("08.3", wrong_floor.the_last_five, ("of the ids you named were not lost",
+                                                               "lost ids are missing from your answer")),
 }
 
 

@@ -5,8 +5,7 @@ Every way in lands where the course's table says, in the table's order.
 
 from __future__ import annotations
 
-from echomq_teach import jobs
-from echomq_teach.course import ways_in
+from echomq_teach import jobs, ways_in
 
 TABLE = {
     "enqueue": ("pending", ["pending"]), "claim": ("active", ["active"]),

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 
-from echomq_teach import flows, jobs, keyspace
-from echomq_teach.course import ways_in
+from echomq_teach import flows, jobs, keyspace, ways_in
 from echomq_teach.lab import queue_state
 
 

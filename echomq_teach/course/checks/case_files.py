@@ -20,7 +20,7 @@ from ...lab.models.sidekiq_orphans import HEARTBEAT_MS, SidekiqOrphans
 from ..judges.stages import judge_stage
 from ..my_queue.stages import stage as my_stage
 from ..registry import Findings, exercise, judged, setup_for
-from . import diagnosis
+from . import diagnosis, staging
 
 #: what each setup left to be found, by its fresh queue (the learner's function is handed only what it reads)
 _EXPECTED: dict[str, set[str]] = {}
@@ -51,9 +51,8 @@ VISIBILITY_MS = 150
 @exercise(
     "10.1",
     "Which jobs run twice",
-    "Hint: the restore took every message older than the visibility timeout out of `unacked` and pushed it "
-    "back on the list. Some of those were fetched again at once (their delivery count in `deliveries` is 2), "
-    "the others wait on the list. w0's newer jobs were never restored.",
+    "Hint: the restore moved some of w0's messages. Where can a moved message be by now, and which of the "
+    "model's keys says so? Read each key's own record, not the order of the ids.",
     solution="10_1_which_run_twice.py",
     kind="diagnose",
 )
@@ -67,17 +66,18 @@ def _verify_which_run_twice(conn: Connector, queue: str, result: Any, args: tupl
 
 @setup_for("10.1")
 def _setup_which_run_twice(conn: Connector, queue: str) -> tuple[Any, ...]:
-    m, r = KombuRestore(queue, VISIBILITY_MS), conn.client
-    for i in range(6):
-        m.enqueue(r, ids.mint(), f"work {i}")
-    old = [m.fetch(r, "w0")[0] for _ in range(3)]  # w0's first three: they will outlive the timeout
+    m, r, rng = KombuRestore(queue, VISIBILITY_MS), conn.client, staging.chance()
+    n_old, n_new, never = rng.randint(2, 5), rng.randint(2, 4), rng.randint(1, 2)
+    for job in staging.dealt(n_old + n_new + never, rng):  # enqueued in an order of their own, not the ids'
+        m.enqueue(r, job, "work")
+    old = [m.fetch(r, "w0")[0] for _ in range(n_old)]  # w0's first: they will outlive the timeout
     time.sleep(VISIBILITY_MS / 1000 + 0.05)
-    new = [m.fetch(r, "w0")[0] for _ in range(2)]  # two more, fresh when the restore runs
-    restored = m.sweep(r)  # the restore: w0's first three go back on the list, behind the one never fetched
-    for _ in range(2):
-        m.fetch(r, "w1")  # w1 fetches the job never fetched, then the first of w0's restored three
+    new = [m.fetch(r, "w0")[0] for _ in range(n_new)]  # more, fresh when the restore runs
+    restored = m.sweep(r)  # the restore: w0's first go back on the list, behind the ones never fetched
+    for _ in range(never + rng.randint(1, n_old - 1)):
+        m.fetch(r, "w1")  # w1 fetches those never fetched, then some (never all) of w0's restored ones
     # what the restore took, as it says (a machine stalled past the timeout between the fetch and the restore
-    # would have it take one of the two newer ones too)
+    # would have it take one of the newer ones too)
     _EXPECTED[queue] = set(restored) & set(old + new)
     diagnosis.keep_keys(conn, queue, f"case:{{{queue}}}:*")
     return (set(old + new),)
@@ -87,9 +87,8 @@ def _setup_which_run_twice(conn: Connector, queue: str) -> tuple[Any, ...]:
 @exercise(
     "10.2",
     "Find the orphans",
-    "Hint: each process keeps its fetched jobs in `working:<process>` and refreshes `heartbeat:<process>` "
-    "(a key with a TTL) on every fetch. A process whose heartbeat key is gone is dead: what its working "
-    "list holds is stranded until some process starts. A live process's list is work in progress.",
+    "Hint: which of the model's keys says a process is alive, and what becomes of that key when the process "
+    "stops? A list is stranded only when its owner is gone.",
     solution="10_2_find_the_orphans.py",
     kind="diagnose",
 )
@@ -104,21 +103,29 @@ def _verify_find_the_orphans(conn: Connector, queue: str, result: Any, args: tup
 
 @setup_for("10.2")
 def _setup_find_the_orphans(conn: Connector, queue: str) -> tuple[Any, ...]:
-    m, r = SidekiqOrphans(queue), conn.client
-    for i in range(10):
-        m.enqueue(r, ids.mint(), f"work {i}")
-    processes = ["host-a:1", "host-b:1", "host-c:1"]
-    r.sadd(m.key("processes"), *processes)
-    stranded = [m.fetch(r, "host-a:1")[0] for _ in range(2)]  # host-a fetches two, then is killed
-    m.fetch(r, "host-b:1")
-    done = m.fetch(r, "host-c:1")[0]
-    m.ack(r, "host-c:1", done, 1)  # host-c finishes its one job, then is killed with an empty list
+    m, r, rng = SidekiqOrphans(queue), conn.client, staging.chance()
+    names = rng.sample([f"host-{h}:{pid}" for h in "abcdefgh" for pid in range(1, 40)], 5)
+    # killed holding jobs (one or two), killed after finishing its one job (maybe), living on (one or two)
+    dead, spent, live = names[:rng.randint(1, 2)], names[2:2 + rng.randint(0, 1)], names[3:3 + rng.randint(1, 2)]
+    for job in staging.dealt(12, rng):  # enqueued in an order of their own, not the ids'
+        m.enqueue(r, job, "work")
+    r.sadd(m.key("processes"), *dead, *spent, *live)
+    order = staging.shuffled([p for p in dead for _ in range(rng.randint(1, 3))]
+                             + [p for p in live for _ in range(rng.randint(1, 2))] + list(spent), rng)
+    stranded = []
+    for process in order:  # the fetches interleave: no process holds the oldest ids by rule
+        job = m.fetch(r, process)[0]
+        if process in spent:
+            m.ack(r, process, job, 1)
+        elif process in dead:
+            stranded.append(job)
     time.sleep(HEARTBEAT_MS / 1000 + 0.1)  # the dead processes' heartbeats lapse
-    m.fetch(r, "host-b:1")  # host-b lives on: its next fetch beats again
-    # the state as of this moment: host-b's beat kept (no TTL left to lapse while the learner reads or a
-    # later test counts keys), and the lapsed heartbeats read once, so the node has dropped them
-    r.persist(m.key("heartbeat:host-b:1"))
-    m.final(r)
+    for process in live:
+        m.fetch(r, process)  # a live process fetches again: its beat is fresh
+        # the state as of this moment: the beat kept (no TTL left to lapse while the learner reads or a later
+        # test counts keys)
+        r.persist(m.key(f"heartbeat:{process}"))
+    m.final(r)  # the lapsed heartbeats read once, so the node has dropped them
     _EXPECTED[queue] = set(stranded)
     diagnosis.keep_keys(conn, queue, f"case:{{{queue}}}:*")
     return ()
@@ -128,9 +135,8 @@ def _setup_find_the_orphans(conn: Connector, queue: str) -> tuple[Any, ...]:
 @exercise(
     "10.3",
     "Released too soon",
-    "Hint: a released parent is on the `wait` list. Its counter `pending:<parent>` says how many of its "
-    "children had not ended when it was released (a child's ending decrements it). A parent let go with "
-    "that counter above zero was released early.",
+    "Hint: a parent released in time and one released too soon wait on the same list. What else does the model "
+    "keep for each parent, and what would it read at the moment a parent is let go in time?",
     solution="10_3_released_too_soon.py",
     kind="diagnose",
 )
@@ -142,20 +148,27 @@ def _verify_released_too_soon(conn: Connector, queue: str, result: Any, args: tu
              "released with children still pending")
 
 
+#: how a flow's three children end (a = ack, f = the failure branch, - = still running), by what that does to its
+#: parent: released too soon, released when its last child ended, not released yet
+_PLANS = {"early": ("f--", "af-", "fa-", "ff-", "-f-"), "in time": ("aaa", "aaf"), "waiting": ("a--", "aa-", "---")}
+
+
 @setup_for("10.3")
 def _setup_released_too_soon(conn: Connector, queue: str) -> tuple[Any, ...]:
-    m, r = BullmqFlowRelease(queue), conn.client
+    m, r, rng = BullmqFlowRelease(queue), conn.client, staging.chance()
+    plans = staging.shuffled([(kind, rng.choice(_PLANS[kind])) for kind, n in
+                              (("early", 2), ("in time", rng.randint(1, 2)), ("waiting", rng.randint(1, 2)))
+                              for _ in range(n)], rng)
+    parents = staging.dealt(len(plans), rng)
     flows = []
-    for _ in range(5):
-        kids = [(ids.mint(), "work 5") for _ in range(3)]
-        flows.append((ids.mint(), [k for k, _ in kids]))
-        m.enqueue_flow(r, (flows[-1][0], "work 5"), kids)
+    for parent in parents:
+        kids = [ids.mint() for _ in range(3)]
+        flows.append((parent, kids))
+        m.enqueue_flow(r, (parent, "work"), [(k, "work") for k in kids])
     tokens = {}
     while (got := m.fetch(r, "w")) is not None:  # one worker holds every child
         tokens[got[0]] = got[2]
-    # each flow's children end differently (a = ack, f = the failure branch, - = still running)
-    plans = ["f--", "aaa", "aaf", "af-", "a--"]
-    for (_parent, kids), plan in zip(flows, plans):
+    for (_parent, kids), (_kind, plan) in zip(flows, plans):
         for kid, step in zip(kids, plan):
             if step == "a":
                 m.ack(r, "w", kid, tokens[kid])
@@ -164,9 +177,10 @@ def _setup_released_too_soon(conn: Connector, queue: str) -> tuple[Any, ...]:
     # the children still running keep their locks for as long as the learner reads (no TTL left to lapse)
     for kid in r.lrange(m.key("active"), 0, -1):
         r.persist(m.key(f"lock:{kid}"))
-    _EXPECTED[queue] = {flows[0][0], flows[3][0]}
+    _EXPECTED[queue] = {parent for (parent, _), (kind, _) in zip(flows, plans) if kind == "early"}
     diagnosis.keep_keys(conn, queue, f"case:{{{queue}}}:*")
-    return ({p for p, _ in flows},)
+    return (set(parents),)
+
 
 
 # -- 10.4 · your queue, stage 6: valid first, then fast ----------------------------------------------------------------

@@ -5,10 +5,12 @@
 
 from __future__ import annotations
 
+import random
+import secrets
 import time
 from typing import Any
 
-from ... import jobs, keyspace, snapshots
+from ... import ids, jobs, keyspace, snapshots
 from ...connector import Connector
 from .. import forms
 from ..judges.stages import judge_stage
@@ -57,36 +59,63 @@ def _run_late_worker(conn: Connector, queue: str) -> dict[str, Any]:
 
 
 # -- 02.3 · empty, yet not empty ---------------------------------------------------------------------------
+#: what 02.3's setup left, by queue: the ids in pending with no row, and the job waiting behind the real one
+_EMPTY: dict[str, dict[str, Any]] = {}
+
+
 @exercise(
     "02.3",
     "Empty, yet not empty",
-    "Hint: two different things answer an empty claim here. Look at what jobs.paused says, and at the first "
-    "members of the pending set (ZRANGE … 0 2): does each of them have a row?",
+    "Hint: an empty claim has more than one cause here. What does claim/3 read before it sends anything, and "
+    "what does @claim2 do with an id it pops (scripts.show('claim2'))? Then look at pending, member by member.",
     solution="02_3_empty_yet_not.py",
     kind="repair",
 )
 def _verify_empty_yet_not(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     (job_id,) = args
+    left = _EMPTY.pop(queue)
+    ghosts, behind = left["ghosts"], left["behind"]
+    if not f.expect(isinstance(result, tuple) and len(result) == 2,
+                    f"return a pair: the ids you found in pending that are no job, and the claim that hands out "
+                    f"{job_id}; got {result!r}."):
+        return
+    named, claimed = result
     s = snapshots.snapshot(conn, queue)
-    f.expect(not s.paused, "the queue is still paused: a paused queue's claim answers empty whatever is pending.")
-    where = s.where(job_id)
-    f.expect(where == ["active"], f"the real job {job_id} should be claimed (active); it is in {where}.")
-    f.expect(
-        isinstance(result, jobs.Claimed) and result.id == job_id,
-        f"return the claim that handed out {job_id}; got {result!r}.",
-    )
-    f.expect(set(s.rows) == {job_id}, f"no other row should exist (a ghost mints none); rows: {sorted(s.rows)}.")
-    ghosts = [i for i in s.pending if i not in s.rows]
-    f.expect(not ghosts, f"pending still holds {ghosts}, with no row: a claim pops such an id and answers empty, "
-             "minting nothing (the ghost guard), so it stands in front of the real job.")
+    f.expect(not s.paused, "the queue is still paused: the next claim answers empty whatever is pending.")
+    f.expect(isinstance(claimed, jobs.Claimed) and claimed.id == job_id,
+             f"the second of the pair should be the claim that handed out {job_id}; got {claimed!r}.")
+    f.expect(s.where(job_id) == ["active"], f"the real job {job_id} should be claimed (active); it is in "
+             f"{s.where(job_id) or 'no set'}.")
+    f.expect(s.where(behind) == ["pending"] and s.rows.get(behind, {}).get("attempts") == "0",
+             f"{behind}, the job waiting behind it, was not yours to take: it should still wait in pending, never "
+             f"claimed; it is in {s.where(behind) or 'no set'}" + ("" if behind in s.rows else ", with no row") + ".")
+    f.expect(set(s.rows) == {job_id, behind}, f"rows appeared for ids that were no job: "
+             f"{sorted(set(s.rows) - {job_id, behind})}; a queue gets a job from an enqueue, never from a row "
+             "written by hand.")
+    still = [i for i in s.pending if i not in s.rows]
+    f.expect(not still, f"pending still holds {len(still)} id{'s' if len(still) != 1 else ''} the queue has no "
+             f"job for: the claims after yours will answer empty again.")
+    named = set(named) if isinstance(named, (set, frozenset, list, tuple)) else named
+    if f.expect(isinstance(named, set), f"the first of the pair should be a set of ids; got {named!r}."):
+        f.expect(named <= ghosts, f"{len(named - ghosts)} of the ids you named as no job have a job: "
+                 f"{sorted(named - ghosts)}.")
+        f.expect(ghosts <= named, f"{len(ghosts - named)} of the ids in pending that were no job are missing from "
+                 "your answer.")
 
 
 @setup_for("02.3")
 def _setup_empty_yet_not(conn: Connector, queue: str) -> tuple[Any, ...]:
+    rng = random.Random(secrets.randbits(64))
+    now_ms = time.time_ns() // 1_000_000
+    # ids with no row, as a hand-typed ZADD leaves them: some before the real job, one between it and the job
+    # waiting behind it; they look like any minted id
+    before = {ids.id_at(now_ms - rng.randint(1_000, 3_600_000), rng.randint(0, 50)) for _ in range(rng.randint(1, 3))}
     job_id = jobs.enqueue(conn, queue, "the job someone is waiting for")
-    # two ids with no row, sorting before every minted id: what a hand-typed ZADD leaves behind
-    conn.call("ZADD", keyspace.queue_key(queue, "pending"), 0, "JOB00000000000", 0, "JOB00000000001")
+    between = ids.mint()
+    behind = jobs.enqueue(conn, queue, "a job behind it")
+    conn.call("ZADD", keyspace.queue_key(queue, "pending"), *[x for g in (*before, between) for x in (0, g)])
     jobs.pause(conn, queue)
+    _EMPTY[queue] = {"ghosts": {*before, between}, "behind": behind}
     return (job_id,)
 
 

@@ -12,6 +12,7 @@ from ...connector import Connector
 from .. import forms
 from ..judges.fold import judge_fold
 from ..registry import Findings, exercise, judged, prediction, setup_for
+from . import diagnosis, staging
 
 
 # -- 08 · the durable floor ------------------------------------------------------------------------
@@ -76,17 +77,22 @@ def _run_predict_the_crash(conn: Connector, queue: str) -> dict[str, int]:
     return seen
 
 
+#: what 08.3's setup lost, by queue (kept from the learner)
+_LOST: dict[str, set[str]] = {}
+
+
 @exercise(
     "08.3",
     "Find what was lost",
-    "Hint: every settle that was not lost is on the floor (floor.open_floor(path).settles(stream)) or still in "
-    "the stream (XRANGE); an id in neither was trimmed before any driver folded it.",
+    "Hint: a settle that was not lost is still somewhere. Name every place a settle can be once it is recorded, and "
+    "read each of them; neither alone tells the whole story.",
     solution="08_3_find_the_lost.py",
     kind="diagnose",
 )
 def _verify_find_the_lost(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
-    _path, settled = args
-    lost = set(settled[10:15])  # folded 10, then an operator's XTRIM MAXLEN 5 took the next 5 unarchived
+    lost = _LOST.pop(queue)
+    if not diagnosis.untouched(conn, queue, f):
+        return
     if not f.expect(
         isinstance(result, (set, frozenset)) and all(isinstance(x, str) for x in result),
         f"return the lost job ids as a set of str; got {type(result).__name__}.",
@@ -100,16 +106,28 @@ def _verify_find_the_lost(conn: Connector, queue: str, result: Any, args: tuple[
 
 @setup_for("08.3")
 def _setup_find_the_lost(conn: Connector, queue: str) -> tuple[Any, ...]:
-    from ... import floor
+    from ... import floor, jobs
     from ...floor.driver import completions_stream
-    from ...floor.workload import settle_jobs
 
-    settled = settle_jobs(conn, queue, 20)
+    rng = staging.chance()
+    size, folds, keep = rng.randint(4, 7), rng.randint(1, 2), rng.randint(3, 6)
+    n = size * folds + keep + rng.randint(2, 6)  # two to six lost
+    held = [jobs.claim(conn, queue, 60_000) for _ in [jobs.enqueue(conn, queue, "a job") for _ in range(n)]]
+    # settled in an order of their own, some failing for good: the stream's order is not the ids'
+    order = staging.shuffled([c for c in held if c is not None], rng)
+    for c in order:
+        if rng.random() < 0.15:
+            jobs.retry(conn, queue, c.id, c.attempts, "it failed", max_attempts=1, record=True)
+        else:
+            jobs.complete(conn, queue, c.id, c.attempts, "done", record=True)
     path = _floor_path(queue)
-    with floor.open_floor(path) as fl, floor.Driver(conn, queue, fl, slice_size=10) as driver:
-        driver.fold()  # one slice of ten folded and trimmed; ten settles still only in the stream
-    conn.call("XTRIM", completions_stream(queue), "MAXLEN", 5)  # an operator trims "to save memory"
-    return path, settled
+    with floor.open_floor(path) as fl, floor.Driver(conn, queue, fl, slice_size=size) as driver:
+        for _ in range(folds):
+            driver.fold()  # a slice folded and trimmed; the rest still only in the stream
+    conn.call("XTRIM", completions_stream(queue), "MAXLEN", keep)  # an operator trims "to save memory"
+    _LOST[queue] = {c.id for c in order[size * folds:n - keep]}
+    diagnosis.keep(conn, queue)
+    return path, {c.id for c in order}
 
 
 # -- 08.2 · build: a fold step that survives a kill at every step of it --------------------------------------

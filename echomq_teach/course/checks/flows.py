@@ -3,6 +3,7 @@ the counter."""
 
 from __future__ import annotations
 
+import secrets
 import time
 from typing import Any
 
@@ -13,6 +14,7 @@ from .. import forms
 from ..judges.stages import judge_stage
 from ..my_queue.stages import stage as my_stage
 from ..registry import Findings, exercise, judged, prediction, setup_for
+from . import staging
 
 # -- 05.1 · what a refused land leaves -----------------------------------------------------------------------------
 LANDS = ("two children share an id", "a child's id is already a job's", "a policy list one short")
@@ -54,17 +56,17 @@ def _run_refused_lands(conn: Connector, queue: str) -> dict[str, Any]:
 
 
 # -- 05.3 · why does this parent never release? ----------------------------------------------------------------
-#: what 05.3's setup did, by queue: the stuck parents and the child holding each, the flow that is only busy
+#: what 05.3's setup did, by queue: the stuck parents and the child holding each, the flow that is only busy, and
+#: what must stay as it is (a job dead on its own, a child dead under fail with its parent)
 _HELD: dict[str, dict[str, Any]] = {}
 
 
 @exercise(
     "05.3",
     "Why do these parents never release?",
-    "Hint: for each parent, read :dependencies (flows.dependencies), then its children's rows and where each "
-    "child is: which one is neither completed nor pending? A dead child under wait, a lapsed lease nobody swept "
-    "and a retry nobody promoted each need their own call to come back; then, as a worker, claim and complete "
-    "it. A child whose lease still runs is being worked on: leave it to its worker.",
+    "Hint: a waiting parent counts its children down in :dependencies (flows.dependencies). For each parent still "
+    "waiting, find the child that has not completed, and ask what would have brought it back on its own had the "
+    "queue's usual callers been running. Not every job in dead or in active holds a parent back.",
     solution="05_3_never_releases.py",
     kind="diagnose",
 )
@@ -80,8 +82,9 @@ def _verify_never_releases(conn: Connector, queue: str, result: Any, args: tuple
                 f.expect(False, f"{parent} is missing from your answer: nothing was completing its last child.")
             elif result[parent] != holder:
                 f.expect(False, f"{parent}: {result[parent]!r} is not the child that held it back.")
-        f.expect(busy_parent not in result, f"{busy_parent} was not stuck: its last child's worker holds a lease that "
-                 "runs for a minute more; a parent waits on running work as it should.")
+        for parent in sorted(set(result) - set(stuck)):
+            f.expect(False, f"{parent} was not stuck: " + ("its last child is still running." if parent == busy_parent
+                                                          else "it waits for nothing."))
     for parent in sorted(stuck):
         if parent not in s.rows:
             f.expect(False, f"{parent} was completed: a released parent waits in pending for its own worker, whose "
@@ -102,33 +105,52 @@ def _verify_never_releases(conn: Connector, queue: str, result: Any, args: tuple
              f"in {s.where(busy_child) or 'no set'} with attempts {row.get('attempts')}.")
     f.expect(s.where(busy_parent) == [] and s.state(busy_parent) == "awaiting_children",
              f"{busy_parent} should still wait for its running child; it is {s.state(busy_parent)!r}.")
+    for job, why in held["leave"].items():
+        f.expect(s.where(job) == ["dead"] and s.rows.get(job, {}).get("attempts") == "1",
+                 f"{job} is in {s.where(job) or 'no set'}" + (" with attempts " + s.rows[job]["attempts"]
+                                                              if job in s.rows else ", its row gone")
+                 + f"; it was dead, {why}, and should have stayed so.")
+    failed = held["failed parent"]
+    f.expect(s.where(failed) == ["dead"], f"{failed} should still be dead (a child of its died under fail); it is in "
+             f"{s.where(failed) or 'no set'}.")
+
+
+def _held_back(conn: Connector, queue: str, story: str, rng: Any) -> tuple[str, str]:
+    """One flow of two children whose first completed and whose second is held up by ``story``."""
+    policy = "wait" if story == "died" else rng.choice(("fail", "wait", "ignore"))
+    parent = f"order-{secrets.token_hex(4)}"  # a caller's id: it sorts after every minted one
+    flow = flows.add(conn, queue, (parent, "an order"), ["a part", "a part"], policy=policy)
+    first, second = flow.child_ids
+    a = staging.claim_this(conn, queue, first, 30_000)
+    jobs.complete(conn, queue, first, a.attempts, "first done")
+    b = staging.claim_this(conn, queue, second, 20 if story == "lapsed" else 60_000)
+    if story == "died":
+        jobs.retry(conn, queue, second, b.attempts, "the disk was full", max_attempts=1)
+    elif story == "retried":
+        jobs.retry(conn, queue, second, b.attempts, "a timeout", delay_ms=1, max_attempts=3)
+    return parent, second
 
 
 @setup_for("05.3")
 def _setup_never_releases(conn: Connector, queue: str) -> tuple[Any, ...]:
-    stuck: dict[str, str] = {}
-    busy: tuple[str, str] = ("", "")
-    # four flows of two children, one after another; each first child completes, each second one does not
-    # each parent's id is its own (a caller's): it sorts after every minted id, so a released parent waits in
-    # pending behind the children still to be claimed
-    stories = (("died", "wait"), ("lapsed", "fail"), ("retried", "fail"), ("running", "fail"))
-    for n, (story, policy) in enumerate(stories, 1):
-        flow = flows.add(conn, queue, (f"parent-{n}", f"parent, its child {story}"), ["first", story], policy=policy)
-        a = jobs.claim(conn, queue, 30_000)
-        jobs.complete(conn, queue, a.id, a.attempts, "first done")
-        b = jobs.claim(conn, queue, 20 if story == "lapsed" else 60_000)
-        assert a.id == flow.child_ids[0] and b.id == flow.child_ids[1]
-        if story == "died":
-            jobs.retry(conn, queue, b.id, b.attempts, "the disk was full", max_attempts=1)
-        elif story == "retried":
-            jobs.retry(conn, queue, b.id, b.attempts, "a timeout", delay_ms=1, max_attempts=3)
-        if story == "running":
-            busy = (flow.parent_id, b.id)
-        else:
-            stuck[flow.parent_id] = b.id
+    rng = staging.chance()
+    # three or four stuck flows, each story at least once; one flow only busy; and two jobs that are dead for good
+    # reasons of their own: a plain job, and a child that died under fail, its parent with it
+    stories = staging.shuffled(["died", "lapsed", "retried", *rng.sample(["died", "lapsed", "retried"], 1)], rng)
+    stuck = dict(_held_back(conn, queue, story, rng) for story in stories)
+    busy = _held_back(conn, queue, "running", rng)
+    plain = jobs.enqueue(conn, queue, "a report")
+    c = staging.claim_this(conn, queue, plain, 30_000)
+    jobs.retry(conn, queue, plain, c.attempts, "the template is gone", max_attempts=1)
+    failed_parent = f"order-{secrets.token_hex(4)}"
+    flow = flows.add(conn, queue, (failed_parent, "an order"), ["a part"], policy="fail")
+    c = staging.claim_this(conn, queue, flow.child_ids[0], 30_000)
+    jobs.retry(conn, queue, c.id, c.attempts, "the part is out of stock", max_attempts=1)
     time.sleep(0.03)  # the short lease lapses, the retry comes due: no sweep and no promote runs
-    _HELD[queue] = {"stuck": stuck, "busy": busy}
-    return (sorted([*stuck, busy[0]]),)
+    _HELD[queue] = {"stuck": stuck, "busy": busy, "failed parent": failed_parent,
+                    "leave": {plain: "a job of its own that failed, no parent's child",
+                              flow.child_ids[0]: f"a child under fail, its parent {failed_parent} dead with it"}}
+    return (sorted([*stuck, busy[0], failed_parent]),)
 
 
 # -- 05.4 · predict the counter ------------------------------------------------------------------------------------

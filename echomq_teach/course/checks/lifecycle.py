@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import secrets
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,14 +22,18 @@ _TRUTH: dict[str, dict[str, str]] = {}
 @exercise(
     "01.2",
     "Put c last",
-    "Hint: pending hands out its members in byte order, and 'A' sorts before 'JOB'. The custom id cannot be "
-    "renamed: remove that job (jobs.remove takes its row with it) and enqueue its payload again with a "
-    "minted id, which sorts after every id minted before it.",
+    "Hint: with every score 0, what decides which member pending hands out first? Put the three ids side by "
+    "side, and ask what about c would have to change for it to come last, and whether a job already in the queue "
+    "can change it.",
     solution="01_2_put_c_last.py",
     kind="repair",
 )
 def _verify_put_c_last(conn: Connector, queue: str, result: Any, args: tuple[Any, ...], f: Findings) -> None:
     s = snapshots.snapshot(conn, queue)
+    if not f.expect(s.completed == 0, f"the queue counts {s.completed} completion"
+                    f"{'s' if s.completed != 1 else ''} (metrics:completed): no handler ran a job here, so none "
+                    "is done; a completion sent to get a job out of the way says it was."):
+        return
     ghosts = [i for i in s.pending if i not in s.rows]
     if not f.expect(not ghosts, f"pending holds {ghosts} with no row: a ZREM or ZADD by hand leaves a ghost "
                     "(a claim pops it and answers empty)."):
@@ -169,8 +175,8 @@ def why_not(transition: str, where: list[str], row: dict[str, str]) -> str | Non
 @exercise(
     "01.1",
     "Which transition put it there?",
-    "Hint: read each row, not only its set: attempts (0 means never claimed), last_error (a retry wrote it), "
-    "and where the job is.",
+    "Hint: the set alone cannot tell the three jobs in pending apart; their rows can. For each transition, ask "
+    "which of the row's fields it writes, and which it leaves as it found them.",
     solution="01_1_which_transition.py",
     kind="diagnose",
 )
@@ -197,40 +203,28 @@ def _verify_which_transition(conn: Connector, queue: str, result: Any, args: tup
 
 @setup_for("01.1")
 def _setup_which_transition(conn: Connector, queue: str) -> tuple[Any, ...]:
-    # minted up front and used highest first: a job sent back to pending has a higher id than the next
-    # one enqueued, so each claim below pops the job just enqueued
-    pool = sorted((ids.mint() for _ in range(6)), reverse=True)
-    truth: dict[str, str] = {}
-
-    def claimed(lease_ms: int = 30_000) -> jobs.Claimed:
-        job_id = pool.pop(0)
+    # six ids minted up front and dealt to the six stories at random: an id's place among the others says nothing
+    dealt = [ids.mint() for _ in TRANSITIONS]
+    random.Random(secrets.randbits(64)).shuffle(dealt)
+    truth = dict(zip(dealt, TRANSITIONS))
+    claimed = sorted(i for i, t in truth.items() if t != "enqueue")
+    for job_id in claimed:
         jobs.enqueue(conn, queue, "a job", job_id=job_id)
-        c = jobs.claim(conn, queue, lease_ms)
+    for job_id in claimed:
+        c = jobs.claim(conn, queue, 20 if truth[job_id] == "reap" else 30_000)  # pending hands out the lowest id
         assert c is not None and c.id == job_id
-        return c
-
-    c = claimed(20)
-    time.sleep(0.03)
-    assert jobs.reap(conn, queue) == [c.id]
-    truth[c.id] = "reap"
-    c = claimed()
-    jobs.retry(conn, queue, c.id, c.attempts, "flaky", delay_ms=1, max_attempts=3)
-    time.sleep(0.01)
-    assert jobs.promote(conn, queue) == [c.id]
-    truth[c.id] = "promote"
-    c = claimed()
-    jobs.retry(conn, queue, c.id, c.attempts, "flaky", delay_ms=600_000, max_attempts=3)
-    truth[c.id] = "retry"
-    c = claimed()
-    jobs.retry(conn, queue, c.id, c.attempts, "hopeless", max_attempts=1)
-    truth[c.id] = "retry at the cap"
-    c = claimed()
-    truth[c.id] = "claim"
-    enqueued = pool.pop(0)
-    jobs.enqueue(conn, queue, "a job", job_id=enqueued)
-    truth[enqueued] = "enqueue"
+        if truth[job_id] == "promote":
+            jobs.retry(conn, queue, job_id, c.attempts, "flaky", delay_ms=1, max_attempts=3)
+        elif truth[job_id] == "retry":
+            jobs.retry(conn, queue, job_id, c.attempts, "flaky", delay_ms=600_000, max_attempts=3)
+        elif truth[job_id] == "retry at the cap":
+            jobs.retry(conn, queue, job_id, c.attempts, "hopeless", max_attempts=1)
+    time.sleep(0.03)  # the short lease lapses, the short retry comes due
+    by = {t: i for i, t in truth.items()}
+    assert jobs.reap(conn, queue) == [by["reap"]] and jobs.promote(conn, queue) == [by["promote"]]
+    jobs.enqueue(conn, queue, "a job", job_id=by["enqueue"])
+    s = snapshots.snapshot(conn, queue)
     for job_id, transition in truth.items():  # the signs tell each one from the five others
-        s = snapshots.snapshot(conn, queue)
         assert why_not(transition, s.where(job_id), s.rows[job_id]) is None, (job_id, transition)
     _TRUTH[queue] = truth
     diagnosis.keep(conn, queue)

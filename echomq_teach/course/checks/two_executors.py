@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import random
 import secrets
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ... import jobs, keyspace, snapshots, stalled, transitions
 from ...connector import Connector
 from ...errors import WireError
+from ...nodes.node import Node
 from ...nodes.providers import start_node
 from .. import forms
 from ..registry import Findings, exercise, prediction, setup_for
-from . import diagnosis
+from . import diagnosis, staging
 
 # -- 04.2 · diagnose: what the native stall sweep will do with each lease ---------------------------------------
 #: what EMQ.STALLED.CHECK does with a job in active, as 04.2 names it
@@ -25,10 +26,9 @@ _FATES: dict[str, list[str]] = {}
 @exercise(
     "04.2",
     "What the native sweep will do",
-    "Hint: three readings per job in active. Its score against the server's clock now (a lease that has not "
-    "lapsed is left alone, whoever granted it); its row's lease_epoch against the node's run_id (INFO server): "
-    "a lapsed lease from another server process goes back without a stall; and, for a lapsed lease of this "
-    "process, its stalled count plus one against max_stalled.",
+    "Hint: the sweep decides each job from what it can read now: the set's score beside the server's clock, and "
+    "fields of the row, one of which names a server process (INFO server names this one). Take the rules in the "
+    "text above one at a time, and ask which of those readings each one needs, and which rule comes first.",
     solution="04_2_native_sweep.py",
     kind="diagnose",
 )
@@ -64,38 +64,57 @@ def _verify_native_sweep(conns: Any, queue: str, result: Any, args: tuple[Any, .
                  f"before (max_stalled={MAX_STALLED_42}){more}.")
 
 
+#: 04.2's stories: (stalls before, lease ms, granted by a server process that is gone)
+_LEASES_42 = {
+    "buried": (1, 20, False),
+    "counted": (0, 20, False),
+    "uncounted": (0, 20, True),
+    "uncounted, stalled before": (1, 20, True),
+    "another's, running": (0, 60_000, True),
+    "running": (0, 60_000, False),
+    "running, stalled before": (1, 60_000, False),
+}
+#: in every check (each reading, read wrong, names one of them wrongly); then up to two of the others
+_ALWAYS_42 = ("buried", "counted", "uncounted", "another's, running", "running")
+
+
 @setup_for("04.2")
 def _setup_native_sweep(conns: Any, queue: str) -> tuple[Any, ...]:
     _, n_conn = conns
+    rng = staging.chance()
     gone = secrets.token_hex(20)  # the run_id of a server process that went away (a restart leaves such leases)
-    twice = jobs.enqueue(n_conn, queue, "stalled once already")
-    assert jobs.claim(n_conn, queue, 20).id == twice
+    others = [k for k in _LEASES_42 if k not in _ALWAYS_42]
+    stories = dict(zip(staging.dealt(7, rng), [*_ALWAYS_42, *rng.sample(others, rng.randint(0, 2))]))
+    before = [job for job, story in stories.items() if _LEASES_42[story][0]]
+    for job in stories:
+        jobs.enqueue(n_conn, queue, "a job", job_id=job)
+    for job in before:
+        staging.claim_this(n_conn, queue, job, 20)
     time.sleep(0.03)
-    assert stalled.check(n_conn, queue, max_stalled=5).requeued == [twice]  # its first stall, counted
-    fresh, former, former_live, live = (jobs.enqueue(n_conn, queue, p) for p in (
-        "claimed by this server", "claimed before the restart", "claimed just before the restart, long lease",
-        "a worker is on it"))
-    leases = {twice: 20, fresh: 20, former: 20, former_live: 60_000, live: 60_000}
-    for job_id, lease in leases.items():
-        assert jobs.claim(n_conn, queue, lease).id == job_id  # oldest id first, as minted
-    for job_id in (former, former_live):
-        n_conn.call("HSET", keyspace.job_key(queue, job_id), "lease_epoch", gone)
+    assert sorted(stalled.check(n_conn, queue, max_stalled=5).requeued) == sorted(before)  # a stall counted each
+    for job, story in stories.items():
+        _, lease, former = _LEASES_42[story]
+        staging.claim_this(n_conn, queue, job, lease)
+        if former:
+            n_conn.call("HSET", keyspace.job_key(queue, job), "lease_epoch", gone)
     jobs.enqueue(n_conn, queue, "waiting in pending")
-    time.sleep(0.03)  # the three short leases lapse
-    _FATES[queue] = sorted(leases)
+    time.sleep(0.03)  # the short leases lapse
+    _FATES[queue] = sorted(stories)
     diagnosis.keep(n_conn, queue)
     return ()
 
 
 # -- 04.3 · which wire does each node take? ----------------------------------------------------------------
-# What a night of maintenance left on four nodes of the check's own (a brand is never changed on a shared
-# node): (module loaded, brand). Each is a state a connector judges differently from a glance at one of the two.
+# What a night of maintenance left on six nodes of the check's own (a brand is never changed on a shared
+# node): (module loaded, brand). Neither the brand alone nor the module alone says which wire each takes.
 FOREIGN = "somebody-else:1.0"
 _STATES: tuple[tuple[bool, str | None], ...] = (
     (False, keyspace.BRAND_WIRE6),  # the brand with no module behind it
     (True, None),  # a native node whose brand was deleted
     (True, keyspace.BRAND_WIRE4),  # a native node rebranded for the scripts
     (False, FOREIGN),  # another program's brand
+    (True, keyspace.BRAND_WIRE6),  # a native node as it started
+    (False, None),  # a scripted node whose brand was deleted
 )
 WIRES = ("wire 4", "wire 6", "neither")
 _LEFT: dict[str, list[tuple[bool, str | None]]] = {}
@@ -112,19 +131,10 @@ def _wire_taken(node: Any) -> str:
     return "neither"
 
 
-def _why(n: int, module: bool, brand: str | None) -> str:
-    """Why node ``n`` takes the wire it takes, from its brand and its module: the finding for a wrong answer."""
-    has = "has trafikey loaded" if module else "has no trafikey"
-    if brand is None:
-        return (f"node {n} has no brand and {has}: a wire 4 connector brands an unbranded node echomq:4.0.0, "
-                "module or not; a wire 6 connector needs echomq:6.0.0 already there.")
-    if brand == keyspace.BRAND_WIRE4:
-        return (f"node {n} is branded echomq:4.0.0 and {has}: a wire 4 connector asks only for its brand; "
-                "a wire 6 connector refuses any other brand than its own.")
-    if brand == keyspace.BRAND_WIRE6:
-        return (f"node {n} is branded echomq:6.0.0 and {has}: a wire 6 connector also asks for the module, "
-                "a wire 4 connector for its own brand.")
-    return f"node {n} is branded {brand!r}: no connector accepts another program's brand, module or not."
+def _what(n: int, module: bool, brand: str | None) -> str:
+    """What node ``n`` is: the finding for a wrong answer says what it read, never the connectors' rules."""
+    return f"node {n} is {'branded ' + repr(brand) if brand else 'unbranded'} and {'has' if module else 'has no'} " \
+        "trafikey loaded."
 
 
 @exercise(
@@ -140,21 +150,25 @@ def _verify_which_wire(conns: Any, queue: str, result: Any, args: tuple[Any, ...
     (nodes,) = args
     states = _LEFT.pop(queue)
     try:
-        if not f.expect(isinstance(result, (list, tuple)) and len(result) == len(nodes)
-                        and all(r in WIRES for r in result),
-                        f"return a list of {len(nodes)} answers, one per node in order, each one of {WIRES}; "
-                        f"got {result!r}."):
-            return
+        moved = False
         for n, (node, (_, brand)) in enumerate(zip(nodes, states)):
             now = node.client().get(keyspace.VERSION_KEY)
             if not f.expect(now == brand, f"node {n}: your diagnosis wrote its brand ({brand!r} before, {now!r} "
                             "after): a wire 4 connector brands a node that has none; read the node, do not "
                             "try a connector on it."):
+                moved = True
                 node.client().execute_command("DEL" if brand is None else "SET", keyspace.VERSION_KEY,
                                               *(() if brand is None else (brand,)))
+        if moved or not diagnosis.untouched(None, queue, f):
+            return
+        if not f.expect(isinstance(result, (list, tuple)) and len(result) == len(nodes)
+                        and all(r in WIRES for r in result),
+                        f"return a list of {len(nodes)} answers, one per node in order, each one of {WIRES}; "
+                        f"got {result!r}."):
+            return
         for n, (node, (module, brand), said) in enumerate(zip(nodes, states, result)):
             taken = _wire_taken(node)  # the connectors' own answer, asked after yours
-            f.expect(said == taken, f"you said {said!r}; " + _why(n, module, brand))
+            f.expect(said == taken, f"you said {said!r}, and the connectors did not: " + _what(n, module, brand))
     finally:
         for node in nodes:
             node.stop()
@@ -162,18 +176,22 @@ def _verify_which_wire(conns: Any, queue: str, result: Any, args: tuple[Any, ...
 
 @setup_for("04.3")
 def _setup_which_wire(conns: Any, queue: str) -> tuple[Any, ...]:
-    states = list(_STATES)
-    random.shuffle(states)  # the order changes from one check to the next: no answer by position
-    nodes = []
-    for module, brand in states:
+    states = staging.shuffled(list(_STATES), staging.chance())  # a new order each check: no answer by position
+
+    def left(state: tuple[bool, str | None]) -> Node:
+        module, brand = state
         node = start_node(native=module, provider="local")  # the check's own: a brand is changed below
         raw = node.client()
         if brand is None:
             raw.delete(keyspace.VERSION_KEY)
         else:
             raw.set(keyspace.VERSION_KEY, brand)
-        nodes.append(node)
+        return node
+
+    with ThreadPoolExecutor(len(states)) as pool:  # six servers start side by side, not one after another
+        nodes = list(pool.map(left, states))
     _LEFT[queue] = states  # kept from the learner: what a node is in, it must say itself
+    diagnosis.keep_nodes(queue, nodes)
     return (nodes,)
 
 

@@ -45,17 +45,18 @@ def every_late_worker_refused(conn, queue, late):
     return set()
 
 
-def the_kits_reap(conn, queue, job_id, old_token):
+def the_kits_reap(conn, queue, crashed):
     # 03.2: the kit's reap, as the cell above calls it
     jobs.reap(conn, queue)
 
 
-def reap_claim_complete(conn, queue, job_id, old_token):
+def reap_claim_complete(conn, queue, crashed):
     # 03.2: the cells above: reap, then the rescuer claims and completes
     jobs.reap(conn, queue)
-    rescuer = jobs.claim(conn, queue, 30_000)
-    if rescuer is not None:
-        jobs.complete(conn, queue, rescuer.id, rescuer.attempts)
+    for _ in crashed:
+        rescuer = jobs.claim(conn, queue, 30_000)
+        if rescuer is not None:
+            jobs.complete(conn, queue, rescuer.id, rescuer.attempts)
 
 
 # 03.4: the counted sweep above, every lapse counted and the job buried once the count passes the cap
@@ -98,7 +99,8 @@ def reprocess_the_dead_child(conn, queue, parents):
         jobs.reprocess(conn, queue, child)
         c = jobs.claim(conn, queue, 30_000)
         jobs.complete(conn, queue, c.id, c.attempts, "done at last")
-        held[s.rows[child]["parent"]] = child
+        if s.rows[child].get("parent"):
+            held[s.rows[child]["parent"]] = child
     return held
 
 
@@ -138,7 +140,7 @@ def run_the_recovery(conn, queue):
     # 10.2: the model's recovery, printed above, run as it stands: what it brings back is what was stranded
     from echomq_teach.lab.models.sidekiq_orphans import SidekiqOrphans
 
-    return set(SidekiqOrphans(queue).recover_orphans(conn.client, "host-b:1"))
+    return set(SidekiqOrphans(queue).recover_orphans(conn.client, "a process of mine"))
 
 
 def parents_on_the_wait_list(conn, queue, parents):

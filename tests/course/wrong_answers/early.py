@@ -53,16 +53,18 @@ def lapsed_leases_only(conn, queue, late):
 
 
 # -- 03.2 · recovered by hand -------------------------------------------------------------------------------------
-def claimed_on_the_spot(conn, queue, job_id, old_token):
-    # "claim it, so the token moves": the job is now held by nobody, until its new lease lapses
-    jobs.claim(conn, queue, 30_000)
+def state_only(conn, queue, crashed):
+    # "the row says active while it sits in pending": true of one, and the row's attempts left unread
+    for job_id in crashed:
+        conn.call("HSET", keyspace.job_key(queue, job_id), "state", "pending")
 
 
-def enqueued_afresh(conn, queue, job_id, old_token):
-    # a new row under the same id: its attempts start again at 0, and its next claim hands out token 1 again
-    payload = snapshots.snapshot(conn, queue).rows[job_id]["payload"]
-    jobs.remove(conn, queue, job_id)
-    jobs.enqueue(conn, queue, payload, job_id=job_id)
+def enqueued_afresh(conn, queue, crashed):
+    # a new row under the same id: its attempts start again at 0, and a later claim hands out the old token again
+    for job_id in crashed:
+        payload = snapshots.snapshot(conn, queue).rows[job_id]["payload"]
+        jobs.remove(conn, queue, job_id)
+        jobs.enqueue(conn, queue, payload, job_id=job_id)
 
 
 # -- 03.4 · predict the counted sweep ---------------------------------------------------------------------------

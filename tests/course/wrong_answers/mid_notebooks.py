@@ -124,10 +124,11 @@ def force_the_parents(conn, queue, parents):
     held = {}
     s = snapshots.snapshot(conn, queue)
     for parent in parents:
-        if flows.dependencies(conn, queue, parent):
+        child = next((i for i, r in s.rows.items() if r.get("parent") == parent), None)
+        if flows.dependencies(conn, queue, parent) and child is not None:
             conn.call("ZADD", keyspace.queue_key(queue, "pending"), 0, parent)
             conn.call("HSET", keyspace.job_key(queue, parent), "state", "pending")
-            held[parent] = next(i for i, r in s.rows.items() if r.get("parent") == parent)
+            held[parent] = child
     return held
 
 

@@ -6,14 +6,17 @@ later notebook) lives here, so the cell a learner reads is the table, not the
 plumbing. ``walk(conn)`` answers ``{way: (row state, [sets the id is in])}``
 in the table's order. Each queue is emptied before its way is taken, so a
 classroom node that kept an earlier run's queues gives the same answer.
+
+Notebook 01 sends the learner here to read the calls: it lives beside the calls it
+makes, in the core, and not in ``course/``, where the exercises' checks are.
 """
 
 from __future__ import annotations
 
 import time
 
-from .. import flows, jobs, snapshots, stalled
-from ..connector import Connector
+from . import flows, jobs, snapshots, stalled
+from .connector import Connector
 
 #: the leases and the waits of the two "lapsed lease" ways: a wait clearly past the lease
 SHORT_LEASE_MS = 20
