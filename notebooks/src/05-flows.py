@@ -267,8 +267,9 @@ assert flows.children_values(conn, Q3, f3.parent_id) == {}
 #
 # The check runs stages 1 to 4's checks again. It records a zombie's completion of a child as a run records
 # it and hands the history to the checker (a parent released before its quorum is a counterexample), then
-# calls your script on two small flows whose answers are known, holding the queue to notebook 01's table
-# after every call and waking a worker whose child a sweep put back in pending. Then, on two seeds it draws,
+# calls your script on three small flows whose answers are known, holding the queue to notebook 01's table
+# after every call, waking a worker whose child a sweep put back in pending, and completing a child whose
+# claim stopped half-done (the guard cell above). Then, on two seeds it draws,
 # three worker processes beat with **your** beat.py and scripts through two flows of five children, quorum
 # three, while a seeded nemesis kills workers and freezes one inside its handler past its lease (a zombie).
 # It passes only when every answer is right and, on every seed, the checker says **valid**, the queue keeps

@@ -157,3 +157,16 @@ def test_a_counterexample_comes_with_the_runs_timeline(tmp_path):
     assert not verdict.ok and len(verdict.shown) == 1 and "timeline" not in str(verdict)
     figure = verdict.shown[0]()
     assert isinstance(figure, Figure) and figure.axes and "your queue" in figure.axes[0].get_title()
+
+
+#: what the stages' first hints dictated, step by step (the lazy learners read the algorithm off them)
+CODE_IN_A_HINT = ("ZPOPMIN", "HINCRBY", "ZADD", "HMGET", "ZREM", "ZRANGEBYSCORE", "LIMIT", "XADD", "DECR", "HLEN",
+                  "DEL ", "ARGV[", "KEYS[", "2 ^", "budget.take()", "give_back()", "queue.promote()", "queue.recover()",
+                  "every few beats")
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_a_stages_hint_points_at_the_idea_and_names_no_code(key):
+    hint = registry.REGISTRY[key].hint
+    assert hint.startswith("Hint:") and "?" in hint, hint  # it asks the question the idea answers
+    assert [c for c in CODE_IN_A_HINT if c in hint] == [], hint

@@ -188,9 +188,9 @@ def _setup_released_too_soon(conn: Connector, queue: str) -> tuple[Any, ...]:
     "10.4",
     my_stage("10.4").title,
     "Hint: when a stage that passed before fails here, read its counterexample: the calls it shows are the ones "
-    "your scripts answered. Then fast: your beat sweeps (promote and recover) on every beat, two round trips that "
-    "find nothing on most beats of a busy pool; a beat may sweep every few beats while its claims bring jobs, and "
-    "on every beat whose claim comes back empty, and a lapsed lease still comes back within a few beats.",
+    "your scripts answered. Then fast: how many round trips does one beat make in a busy pool, and in an idle "
+    "one? Which of them find nothing on most beats, and how late may a lapsed lease come back if they run less "
+    "often?",
     solution="my_queue/10_4",
 )
 def _judge_stage_fast(answer: Any, f: Findings) -> None:

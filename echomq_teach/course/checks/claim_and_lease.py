@@ -123,12 +123,10 @@ def _setup_empty_yet_not(conn: Connector, queue: str) -> tuple[Any, ...]:
 @judged(
     "02.2",
     my_stage("02.2").title,
-    "Hint: claim.lua is a loop of at most ten turns: ZPOPMIN pending; nothing popped, answer {}; the row is "
-    "KEYS[3] .. 'job:' .. id, and when it EXISTS, HINCRBY its attempts by 1 (the token), HSET its state active, "
-    "ZADD active with TIME's milliseconds plus ARGV[1], and answer {id, payload, token}; when it does not, go "
-    "round. renew.lua: two things say the caller still holds the job, its ZSCORE in active and the row's "
-    "attempts equal to the caller's token; only then ZADD active XX with TIME's milliseconds plus ARGV[3] and "
-    "answer 1; else answer 0 and write nothing.",
+    "Hint: for claim.lua, ask what makes a popped id a job you may hand out, and what @claim2 does when it is "
+    "not: yours keeps looking, but not for ever. For renew.lua, ask the fence's question (does this caller still "
+    "hold the job?) and read both halves of its answer from the node, never from the clock; the new deadline "
+    "starts from the server's now, with the lease the caller asked for.",
     solution="my_queue/02_2",
 )
 def _judge_stage_claim(answer: Any, f: Findings) -> None:

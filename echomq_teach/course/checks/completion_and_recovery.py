@@ -357,13 +357,10 @@ def _setup_metronome_stopped(conn: Connector, queue: str) -> Calls:
 @judged(
     "03.3",
     my_stage("03.3").title,
-    "Hint: both open with the fence: HMGET the row's attempts and state; unless attempts is the caller's token "
-    "AND the state is active, answer 0 before any write. complete.lua: ZREM it from active, XADD the ending to "
-    "ARGV[3] .. 'stream:completions' when ARGV[6] is '1', DEL the row, answer 1. retry.lua: this life's tries are "
-    "attempts minus prior_attempts (0 when absent), the cap is the row's max_attempts when it has one, else "
-    "ARGV[4]; below the cap ZADD schedule at TIME's milliseconds plus ARGV[3] * 2 ^ (tries - 1), state scheduled; "
-    "at it ZADD dead now, state dead, and XADD outcome dead when ARGV[8] is '1'. Both keep the reason as "
-    "last_error.",
+    "Hint: a settle is a write only the job's holder may make: which two things on the row say a caller is "
+    "still that holder, and what may a refused caller leave behind? For a retry, count only the tries of this "
+    "life (a reprocess starts a new one), let a job's own cap win over the caller's, and record each ending "
+    "once, in the same step as the write that ends the job.",
     solution="my_queue/03_3",
 )
 def _judge_stage_settle(answer: Any, f: Findings) -> None:
@@ -374,12 +371,10 @@ def _judge_stage_settle(answer: Any, f: Findings) -> None:
 @judged(
     "03.6",
     my_stage("03.6").title,
-    "Hint: the server's TIME in milliseconds is seconds * 1000 + microseconds // 1000; ZRANGEBYSCORE active -inf "
-    "(now LIMIT 0 100 finds the lapsed leases, earliest first. For each, ZREM it from active and HMGET its row's "
-    "attempts, prior_attempts and max_attempts (no row: it goes nowhere). Tries below the cap (its own, else "
-    "ARGV[1]): ZADD pending 0, the row's state back to pending, attempts left alone. At the cap: ZADD dead now, "
-    "the row's state dead, and one XADD with id, outcome stalled, attempts and error when ARGV[2] is '1'. Answer "
-    "{moved back, buried}.",
+    "Hint: a lease has lapsed by the server's clock, not the caller's. For each lapsed lease ask: is the job "
+    "still there at all; is this the lapse of its last try, and whose cap says so; and which set and state tell "
+    "the truth about it afterwards, so that its old worker's settle is refused? A burial is an ending: scored and "
+    "recorded when it happens, with the try it ended.",
     solution="my_queue/03_6",
 )
 def _judge_stage_recover(answer: Any, f: Findings) -> None:
@@ -390,9 +385,9 @@ def _judge_stage_recover(answer: Any, f: Findings) -> None:
 @judged(
     "03.7",
     my_stage("03.7").title,
-    "Hint: queue.promote() and queue.recover() first, every beat, whatever the budget; then if not "
-    "budget.take(): answer None; job = queue.claim(); None: budget.give_back() and answer None; else ok, value "
-    "= handle(job) and answer queue.complete(job, value) if ok else queue.retry(job, value).",
+    "Hint: which work must a worker do on every beat, whether or not its budget has room for a job? And what "
+    "does it owe its budget when a claim brings nothing? The handler says whether the job worked; each answer "
+    "has its one settle.",
     solution="my_queue/03_7",
 )
 def _judge_stage_beat(answer: Any, f: Findings) -> None:

@@ -221,12 +221,9 @@ def _run_predict_the_counter(conn: Connector, queue: str) -> dict[str, Any]:
 @judged(
     "05.2",
     my_stage("05.2").title,
-    "Hint: three layers, in this order. The fence: the row's attempts must equal the caller's token and its state "
-    "be active, else answer 0 and write nothing. Then once-only: count the child only when ZREM took it out of "
-    "active AND the parent's row still says awaiting_children (after the quorum it says pending, active, or is "
-    "gone). Counting is DECR :dependencies and HSET its result in :processed; when :processed holds quorum "
-    "results (HLEN), ZADD the parent to ARGV[3] .. 'pending' with score 0 and set its state to pending. Last, "
-    "DEL the child's row and answer 1. A plain job (no KEYS[3]) completes as stage 2 asked.",
+    "Hint: before a child counts, two questions, one per layer notebook 05 shows: does this caller still hold "
+    "the child, and did this very call take it out of active? Then ask whether the parent still waits at all: "
+    "after its quorum it may be released, running, or gone, and a late child's completion writes nothing of it.",
     solution="my_queue/05_2",
 )
 def _judge_stage_fan_in(answer: Any, f: Findings) -> None:

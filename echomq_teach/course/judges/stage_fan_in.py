@@ -1,18 +1,19 @@
 """05.2 · your queue, stage 5: a parent that needs only a quorum, judged.
 
-``complete.lua`` grows: a flow child's completion comes with its parent's keys (``@complete``'s five KEYS), and
-the fan-in it makes differs from the kit's (which releases a parent when the last of its children completed):
-a parent is released when ``quorum`` of its children completed (the ``quorum`` field of its row; a parent
-without one waits for all of them), and the completions that come after count nothing — their children
-settle, the parent is not counted down, nor given a result, nor released again, nor written at all once it is
-gone. A plain job's completion stays as stage 2 asked.
+``complete.lua`` grows: a flow child's completion comes with its parent's keys (``@complete``'s five KEYS), and the
+fan-in it makes differs from the kit's (which releases a parent when the last of its children completed): a parent
+is released when ``quorum`` of its children completed (the ``quorum`` field of its row; a parent without one waits
+for all of them), and the completions that come after count nothing — their children settle, the parent is not
+counted down, nor given a result, nor released again, nor written at all once it is gone. A plain job's completion
+stays as stage 2 asked.
 
 The probes: a repeated completion recorded as a run records it and read by the checker, with a parent's early
-release as a finding of its own; then two flows whose answers are known, the queue held to notebook 01's table
-after every call, and the gap the fence guards (a worker wakes after a sweep put its child back in pending, no
-claim since, and completes). The judged run: three worker processes beat with your beat.py and your scripts,
-two flows of five children, quorum three, while a seeded nemesis freezes a worker mid-child past its lease (a
-zombie) and kills others.
+release as a finding of its own; then three flows whose answers are known, the queue held to notebook 01's table
+after every call, the gap the fence guards (a worker wakes after a sweep put its child back in pending, no claim
+since, and completes), and the gap the once-only branch guards (notebook 04's half-done claim: the fence passes a
+child that is not in active, which must count nothing). The judged run: three worker processes beat with your
+beat.py and your scripts, two flows of five children, quorum three, while a seeded nemesis freezes a worker mid-
+child past its lease (a zombie) and kills others.
 """
 
 from __future__ import annotations
@@ -111,8 +112,8 @@ def _known(conn: Any, f: Findings) -> bool:
     woken after a sweep put its child back (no claim since) is refused, nothing written; the second completion
     releases the parent; the parent is claimed, and the third child's completion settles the child and counts
     nothing. Flow two, two children and a quorum of 1: released by its first, the parent run and completed (its
-    row gone), then the second child completes: nothing of the parent is written back. Last, a repeated
-    completion is refused."""
+    row gone), then the second child completes: nothing of the parent is written back. Then a repeated
+    completion is refused, and last a half-done claim's completion counts nothing (``_half_done``)."""
     queue = "probe-fan-in"
     jobs.drop(conn, queue)
     d = _Dry(conn, queue, f)
@@ -193,6 +194,34 @@ def _known(conn: Any, f: Findings) -> bool:
     if reply is None or not (f.expect(reply == 0, f"your complete.lua answered 1 to {said} of a child already "
                                       "completed: its row is gone, so the caller holds nothing; answer 0.")
                              and unchanged(conn, queue, before, f, f"your complete.lua answered 0 to {said}")):
+        return False
+    return _half_done(conn, queue, d, f, done)
+
+
+def _half_done(conn: Any, queue: str, d: _Dry, f: Findings, done: list[str]) -> bool:
+    """Flow three, quorum 1: a half-done claim (notebook 04's: the child popped from pending, its token moved and
+    its row active, never added to active) and then its holder completes. The fence passes it (the row is active
+    with that token); the child was not in active, so the completion settles it and counts nothing: the parent
+    still waits, :dependencies and :processed as they were."""
+    three = land(conn, queue, "parent three", ["half-claimed", "never claimed"], 1).parent_id
+    half = snapshots.snapshot(conn, queue).pending[0]
+    conn.call("ZREM", keyspace.queue_key(queue, "pending"), half)
+    conn.call("HSET", keyspace.job_key(queue, half), "state", "active", "attempts", 1)
+    who = (f"the holder of {half}, whose claim stopped half-done (its row active with token 1, the child popped from "
+           "pending and never added to active)")
+    reply = d.complete(three, jobs.Claimed(half, "half-claimed", 1), who)
+    if reply is None or not d.holds(f"after {who} completed", [*done, half]):
+        return False
+    s = snapshots.snapshot(conn, queue)
+    deps = s.counters.get(f"{three}:dependencies")
+    if not f.expect(reply == 1 and half not in s.rows and d.processed(three) == [] and deps == 2
+                    and s.state(three) == "awaiting_children" and not s.where(three),
+                    f"{who}: the fence passes it, so your complete.lua settles the child (answer 1, its row deleted), "
+                    "but counts it only when its ZREM took the child out of active, and this one was not in active. "
+                    f"Parent {three} (quorum 1) should still wait, :dependencies 2, :processed empty; your "
+                    f"complete.lua answered {reply!r}, and the parent is in {'/'.join(s.where(three)) or 'no set'}, "
+                    f"its row says {s.state(three)!r}, :dependencies {deps}, :processed {len(d.processed(three))} "
+                    "results."):
         return False
     jobs.drop(conn, queue)
     return True

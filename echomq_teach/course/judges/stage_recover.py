@@ -3,20 +3,21 @@
 ``recover.lua`` runs in the place of the kit's counted stall sweep (``@stalled_check``: its keys, arguments and
 reply; the metronome, a consumer's recovery leg and your beat call it). It differs from the kit's: it counts no
 stalls. It takes the lapsed leases, earliest deadline first, at most 100 a call; a job whose tries in this life
-(attempts less ``prior_attempts``) are below its cap (its row's own ``max_attempts``, else ``ARGV[1]``) goes
-back to pending, attempts untouched; a job that reached its cap is buried: in dead (scored with the server's
-now), its row's state ``dead``, its one ending recorded on the completions stream (outcome ``stalled``) when
-the caller asks. A poison job (one whose handler kills its worker, every time) is then tried up to its cap and
-no more. An id in active whose row is gone leaves active and goes nowhere.
+(attempts less ``prior_attempts``) are below its cap (its row's own ``max_attempts``, else ``ARGV[1]``) goes back to
+pending, attempts untouched; a job that reached its cap is buried: in dead (scored with the server's now), its row's
+state ``dead``, its one ending recorded on the completions stream (outcome ``stalled``) when the caller asks. A
+poison job (one whose handler kills its worker, every time) is then tried up to its cap and no more. An id in active
+whose row is gone leaves active and goes nowhere.
 
-The probes are deterministic: lapsed leases whose answers are known (one at the cap after two handler errors,
-two below it, one live, one of a new life after a reprocess, one under a cap of its own, one with no row), the
-queue held to notebook 01's table after each call and the gap probed (the dead workers wake before anyone
-claims again and complete with their old tokens: your complete.lua must refuse them), then 150 lapsed leases
-(100 a call). The judged run: three worker processes drain twelve jobs, one of them poison, while a seeded
-nemesis kills one worker and freezes another past its lease; the run's metronome calls your recover.lua every
-50 ms with a cap of 3. A queue that loses no job yet lets the poison loop is valid to the checker: the stage's
-own finding says how often it was claimed, and that it was never buried.
+The probes are deterministic: lapsed leases whose answers are known (one at the cap after two handler errors, two
+below it, one live, one of a new life after a reprocess, one under a cap of its own, one with no row, and two under
+the caller's caps of 2 and 5, so that no cap written into the script passes; a burial scored with the server's now
+and its entry carrying the row's attempts), the queue held to notebook 01's table after each call and the gap probed
+(the dead workers wake before anyone claims again and complete with their old tokens: your complete.lua must refuse
+them), then 150 lapsed leases (100 a call). The judged run: three worker processes drain twelve jobs, one of them
+poison, while a seeded nemesis kills one worker and freezes another past its lease; the run's metronome calls your
+recover.lua every 50 ms with a cap of 3. A queue that loses no job yet lets the poison loop is valid to the checker:
+the stage's own finding says how often it was claimed, and that it was never buried.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from ...lab.run import RecordedMetronome, Run
 from ...lab.worker_process import WorkerProcess
 from ...stalled import StallReport
 from ..registry import Findings
-from .frame import state_holds
+from .frame import server_ms, state_holds
 from .queue import Loaded, failed_in, judged_run, probing, ran_clean
 
 
@@ -146,8 +147,9 @@ def _entries(conn: Any, queue: str, job: str, f: Findings) -> list[completions.S
         return None
 
 
-def _buried(conn: Any, queue: str, s: snapshots.Snapshot, job: str, tries: str, f: Findings) -> bool:
-    """The job at its cap is buried: in dead, its row dead, attempts as they were, one stalled entry."""
+def _buried(conn: Any, queue: str, s: snapshots.Snapshot, job: str, tries: str, since: int, f: Findings) -> bool:
+    """The job at its cap is buried: in dead, scored with the server's now (read at ``since``, before the call, and
+    after it), its row dead, attempts as they were, one stalled entry carrying them."""
     said = f"the lease of {job} lapsed on {tries}"
     where = s.where(job)
     if not f.expect(where == ["dead"], f"{said}: a lapse at the cap buries the job in dead, as a poison message "
@@ -157,13 +159,23 @@ def _buried(conn: Any, queue: str, s: snapshots.Snapshot, job: str, tries: str, 
     if not f.expect(row.get("state") == "dead", f"{said}: its row should say state dead; it says "
                     f"{row.get('state')!r}."):
         return False
+    score, now = conn.call("ZSCORE", keyspace.queue_key(queue, "dead"), job), server_ms(conn)
+    if not f.expect(score is not None and since - 1 <= float(score) <= now + 1,
+                    f"{said}: buried, it is scored in dead with the server's TIME now, in milliseconds, when your "
+                    "recover.lua ran (not its lapsed deadline); it is scored "
+                    f"{'nothing' if score is None else f'{float(score) - since:.0f} ms from the moment of the call'}."):
+        return False
     entries = _entries(conn, queue, job, f)
     if entries is None:
         return False
-    return f.expect(len(entries) == 1 and entries[0].outcome == jobs.STALLED,
+    if not f.expect(len(entries) == 1 and entries[0].outcome == jobs.STALLED,
                     f"{said}: its burial is its life's one ending, recorded once on the completions stream "
                     f"(outcome stalled); the stream holds {len(entries)} entries for it"
-                    f"{' (outcome ' + entries[0].outcome + ')' if len(entries) == 1 else ''}.")
+                    f"{' (outcome ' + entries[0].outcome + ')' if len(entries) == 1 else ''}."):
+        return False
+    return f.expect(str(entries[0].attempts) == row.get("attempts"),
+                    f"{said}: its stalled entry carries the row's attempts ({row.get('attempts')}: the token of the "
+                    f"try that lapsed, which the floor and the checker read); yours carries {entries[0].attempts}.")
 
 
 def _moved_back(s: snapshots.Snapshot, job: str, attempts: int, tries: str, f: Findings) -> bool:
@@ -179,10 +191,11 @@ def _moved_back(s: snapshots.Snapshot, job: str, attempts: int, tries: str, f: F
                          f"it is {row.get('attempts')!r}."))
 
 
-def _call(conn: Any, queue: str, n: int, f: Findings) -> StallReport | None:
-    """Your recover.lua called once (as the stall sweep, cap 3, recording): its report, or None with a finding."""
+def _call(conn: Any, queue: str, n: int, f: Findings, cap: int = REAP.MAX_ATTEMPTS) -> StallReport | None:
+    """Your recover.lua called once (as the stall sweep, cap ``cap`` in ARGV[1], recording): its report, or None
+    with a finding."""
     try:
-        reply = conn.run(transitions.stalled_check(queue, REAP.MAX_ATTEMPTS, record=True))
+        reply = conn.run(transitions.stalled_check(queue, cap, record=True))
     except Exception as exc:  # noqa: BLE001 - a runtime error of your Lua: a finding naming its line
         failed_in("recover.lua", f"on call {n} of the probes", exc, f)
         return None
@@ -234,6 +247,7 @@ def _known(conn: Any, queue: str, f: Findings) -> bool:
     conn.call("ZADD", keyspace.queue_key(queue, "active"), 1, "JOB000000ghost0")  # a deadline long past, no row
     time.sleep(0.05)
     deadline = conn.call("ZSCORE", keyspace.queue_key(queue, "active"), live)
+    since = server_ms(conn)
     report = _call(conn, queue, 1, f)
     if report is None:
         return False
@@ -248,7 +262,7 @@ def _known(conn: Any, queue: str, f: Findings) -> bool:
     if not (f.expect(s.where(live) == ["active"] and conn.call("ZSCORE", keyspace.queue_key(queue, "active"), live)
                      == deadline, f"your recover.lua moved {live}, whose lease runs for another minute by the "
                      "server's clock: only a lease whose deadline has passed is recovered.")
-            and _buried(conn, queue, s, capped, cap, f)
+            and _buried(conn, queue, s, capped, cap, since, f)
             and _moved_back(s, first, 1, f"its try 1 of {REAP.MAX_ATTEMPTS}", f)
             and f.expect("JOB000000ghost0" not in s.pending and "JOB000000ghost0" not in s.active,
                          "an id in active whose row is gone (a removed job) leaves active and goes nowhere: your "
@@ -282,6 +296,7 @@ def _known(conn: Any, queue: str, f: Findings) -> bool:
     for job in (renewed, own):
         _lapse(conn, queue, job)
     time.sleep(0.05)
+    since = server_ms(conn)
     report = _call(conn, queue, 3, f)
     if report is None:
         return False
@@ -290,12 +305,39 @@ def _known(conn: Any, queue: str, f: Findings) -> bool:
             and _moved_back(s, renewed, REAP.MAX_ATTEMPTS + 1, f"the first try of a new life (buried at its cap, "
                             f"reprocessed: attempts {REAP.MAX_ATTEMPTS + 1}, prior_attempts {REAP.MAX_ATTEMPTS})", f)
             and _buried(conn, queue, s, own, "its try 1 of 1 (its row's own max_attempts, which wins over ARGV[1])",
-                        f)
+                        since, f)
             and _answered(report, ([renewed], [own]), 3, f))
 
 
+def _caps(conn: Any, queue: str, f: Findings) -> bool:
+    """The cap is the caller's (ARGV[1]) when the row carries none, whatever it is: a job lapsed on its try 2
+    under a cap of 2 is buried (call 4); one lapsed on its try 3 under a cap of 5 goes back (call 5). No cap
+    written into the script passes both."""
+    for n, cap, failed in ((4, 2, 1), (5, 5, 2)):
+        jobs.drop(conn, queue)
+        job = jobs.enqueue(conn, queue, f"lapses on its try {failed + 1}, under a cap of {cap}")
+        _failed_to(conn, queue, job, failed)
+        _lapse(conn, queue, job)
+        time.sleep(0.05)
+        since = server_ms(conn)
+        report = _call(conn, queue, n, f, cap=cap)
+        if report is None:
+            return False
+        s = snapshots.snapshot(conn, queue)
+        tries = f"its try {failed + 1} of {cap} (max_attempts {cap}, ARGV[1]; its row carries none)"
+        if not state_holds(conn, queue, f, f"after call {n} of the probes"):
+            return False
+        if failed + 1 >= cap:
+            if not (_buried(conn, queue, s, job, tries, since, f) and _answered(report, ([], [job]), n, f)):
+                return False
+        elif not (_moved_back(s, job, failed + 1, tries, f) and _answered(report, ([job], []), n, f)):
+            return False
+    jobs.drop(conn, queue)
+    return True
+
+
 def _bounded(conn: Any, queue: str, f: Findings) -> bool:
-    """150 lapsed leases: one call recovers 100, the next the other 50, the third none."""
+    """150 lapsed leases: one call recovers 100, the next the other 50, the third none (calls 6 to 8)."""
     jobs.drop(conn, queue)
     for i in range(150):
         jobs.enqueue(conn, queue, f"job {i}")
@@ -303,7 +345,7 @@ def _bounded(conn: Any, queue: str, f: Findings) -> bool:
         jobs.claim(conn, queue, 20)
     time.sleep(0.05)
     moved = []
-    for n in (4, 5, 6):
+    for n in (6, 7, 8):
         report = _call(conn, queue, n, f)
         if report is None:
             return False
@@ -318,7 +360,7 @@ def probes(node: Any, loaded: Loaded, f: Findings) -> bool:
     """Stage 3's probes (your recover.lua as the stall sweep, your claim, complete and retry around it)."""
     queue = "probe-recover"
     with probing(node, loaded, queue) as conn:
-        return _known(conn, queue, f) and _bounded(conn, queue, f)
+        return _known(conn, queue, f) and _caps(conn, queue, f) and _bounded(conn, queue, f)
 
 
 # -- the judged run ----------------------------------------------------------------------------------------------
@@ -392,13 +434,19 @@ def one_seed(node: Any, loaded: Loaded, seed: int, f: Findings) -> bool:
                  f"{claim.job}, claimed by {claim.worker} with a {REAP.LEASE_MS} ms lease, was recovered "
                  f"{sweep.latest - claim.sent:.0f} ms after the claim was sent, by the server's clock).")
         return False
-    if not poison_bound(said, history, report.dead, poison, REAP.MAX_ATTEMPTS, f):
+    finished = drained and not report.unfinished
+    tries = claims_of(history, poison)
+    # the poison's bound is judged once it looped past its cap, or once the run is over: a run cut short by its
+    # deadline before the last lapse was swept says so below, and blames no bound
+    if (tries > REAP.MAX_ATTEMPTS or finished) and not poison_bound(said, history, report.dead, poison,
+                                                                    REAP.MAX_ATTEMPTS, f):
         return False
     held = held_by_the_killed(history)
     missed = sorted(held - set(report.recovered))
-    if not drained or report.unfinished or missed:
+    if not finished or missed:
         f.expect(False, f"{said}: {len(report.unfinished)} of {REAP.JOBS} jobs were not done within "
-                 f"{REAP.DEADLINE_S:.0f} s; of the {len(held)} job(s) killed workers held, your recover.lua brought "
-                 f"back and saw done {len(held) - len(missed)}.")
+                 f"{REAP.DEADLINE_S:.0f} s (the poison job claimed {tries} of {REAP.MAX_ATTEMPTS} times); of the "
+                 f"{len(held)} job(s) killed workers held, your recover.lua brought back and saw done "
+                 f"{len(held) - len(missed)}.")
         return False
     return True

@@ -164,4 +164,40 @@ VARIANTS: dict[str, Variant] = {
     "05.2 the parent's row left waiting": Variant("05.2", {"complete.lua": edit(
         FAN_IN, "    redis.call('HSET', KEYS[5], 'state', 'pending')\n", "")},
         ("misplaced:", "its row says 'awaiting_children'")),
+    # -- the lazy learner's answers that passed the builds 02.2, 03.3 and 05.2 before the stages (each the attack's
+    # one gap, ported to its stage's file: its keys and arguments, the rest the reference's) ----------------------
+    # a renewal whose lease is its own: token fence, ZADD XX, now + 1500 (the judged run's lease), ARGV[3] unread
+    "02.2 attack: a lease of its own": Variant("02.2", {"renew.lua": (
+        "if redis.call('HGET', KEYS[2], 'attempts') ~= ARGV[2] then return 0 end\n"
+        "local t = redis.call('TIME')\n"
+        "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+        "return redis.call('ZADD', KEYS[1], 'XX', 'CH', now + 1500, ARGV[1])\n")},
+        ("renewed by 7000 ms (its ARGV[3])", "nor a lease of your own")),
+    "03.3 attack: a cap of its own": Variant("03.3", {"retry.lua": edit(
+        RETRY, "local cap = tonumber(row[4] or ARGV[4])", "local cap = tonumber(row[4] or 3)")},
+        ("try 2 of 2 failed (max_attempts 2, ARGV[4]): your retry.lua should answer 'dead'",)),
+    "03.3 attack: dead scored with the lease's deadline": Variant("03.3", {"retry.lua": edit(edit(
+        RETRY, "redis.call('ZREM', KEYS[1], ARGV[1])",
+        "local deadline = redis.call('ZSCORE', KEYS[1], ARGV[1])\nredis.call('ZREM', KEYS[1], ARGV[1])"),
+        "redis.call('ZADD', KEYS[3], now, ARGV[1])", "redis.call('ZADD', KEYS[3], deadline, ARGV[1])")},
+        ("scored in dead with the server's TIME now",)),
+    "03.6 attack: a cap of its own": Variant("03.6", {"recover.lua": edit(
+        RECOVER, "if tries < tonumber(r[3] or ARGV[1]) then", "if tries < tonumber(r[3] or 3) then")},
+        ("its try 2 of 2 (max_attempts 2, ARGV[1]; its row carries none)", "buries the job in dead")),
+    "03.6 attack: dead scored with the lapsed deadline": Variant("03.6", {"recover.lua": edit(edit(
+        RECOVER, "  redis.call('ZREM', KEYS[1], id)",
+        "  local deadline = redis.call('ZSCORE', KEYS[1], id)\n  redis.call('ZREM', KEYS[1], id)"),
+        "redis.call('ZADD', KEYS[3], now, id)", "redis.call('ZADD', KEYS[3], deadline, id)")},
+        ("scored in dead with the server's TIME now", "not its lapsed deadline")),
+    "03.6 attack: the stalled entry's attempts not the row's": Variant("03.6", {"recover.lua": edit(
+        RECOVER, "'attempts', r[1], 'error'", "'attempts', '0', 'error'")},
+        ("its stalled entry carries the row's attempts (3", "yours carries 0")),
+    # no guard for an id in active whose row is gone: it comes back to pending with a row of one field, a ghost
+    "03.6 attack: a row-less id recovered": Variant("03.6", {"recover.lua": edit(edit(
+        RECOVER, "  if r[1] then", "  if true then"),
+        "local tries = tonumber(r[1]) - ", "local tries = tonumber(r[1] or '0') - ")},
+        ("an id in active whose row is gone (a removed job) leaves active and goes nowhere",)),
+    "05.2 attack: no was_active guard": Variant("05.2", {"complete.lua": edit(
+        FAN_IN, "if KEYS[3] and was_active == 1 and", "if KEYS[3] and")},
+        ("whose claim stopped half-done", "counts it only when its ZREM took the child out of active")),
 }
