@@ -119,6 +119,8 @@ LAZY = {
               ("of the ids you named as no job have a job",))],
     "03.1": [("by position", lazy.settle_by_position, ("of the late workers the node let through are missing",)),
              ("tried on a copy", lazy.settle_tried_on_a_copy, ("your diagnosis wrote while it read", "RESTORE")),
+             ("tried on a copy, the command counts cleared", lazy.settle_tried_on_a_copy_counts_cleared,
+              ("the command counts of 1 node were reset while your function ran",)),
              ("tried on a node it starts", lazy.settle_tried_on_a_node_of_its_own,
               ("your function started 1 process of its own",))],
     "03.2": [("put where a reap finds it, reaped", lazy.reaped_blind,

@@ -67,6 +67,13 @@ def settle_tried_on_a_copy(conn, queue, late):
     return took
 
 
+def settle_tried_on_a_copy_counts_cleared(conn, queue, late):
+    # ours: the same, and then CONFIG RESETSTAT, so that the node's command counts show no write at all
+    took = settle_tried_on_a_copy(conn, queue, late)
+    conn.client.config_resetstat()
+    return took
+
+
 def settle_tried_on_a_node_of_its_own(conn, queue, late):
     # ours: the same, on a node the function starts for the purpose (nothing written on the learner's node)
     from echomq_teach import start_node
