@@ -172,9 +172,14 @@ def _verify_recovered_by_hand(conn: Connector, queue: str, result: Any, args: tu
         f.expect(row.get("payload") == "resize the photo",
                  f"{job_id}'s payload should be unchanged; it is {row.get('payload')!r}.")
         counted = row.get("attempts", "")
-        if f.expect(counted.isdigit() and int(counted) >= old_token,
-                    f"{job_id}'s row counts {counted!r} claims, and its crashed worker holds token {old_token}: a "
-                    "later claim hands that token out again."):
+        if not f.expect(counted.isdigit() and int(counted) >= old_token,
+                        f"{job_id}'s row counts {counted!r} claims, and its crashed worker holds token {old_token}: "
+                        "a later claim hands that token out again."):
+            continue
+        # more than it had is wrong too: each claim counted that never happened is a try the job loses at its cap
+        if f.expect(int(counted) == old_token, f"{job_id}'s row counts {counted} claims, and it has had "
+                    f"{old_token} (its crashed worker's was the last): a claim counted that never happened is a try "
+                    "the job loses, and a retry buries it sooner."):
             back.append(job_id)
     if len(back) < len(crashed):
         return
