@@ -11,7 +11,9 @@ fold has steps a kill can land between; and a stream or floor changed
 around the kit's steps (their counts not what its last step left) is refused,
 since a write the kit never numbered is one no kill lands after. The runner takes the stream's floor lease (waiting,
 bounded, for one a killed runner left), hands the fold step a ``FoldKit``,
-and calls it until it answers 0. Every step the kit takes is printed as one
+and calls it until it answers 0. After each fold that folded something it prints
+``kept <fold> <n>``: the entries both readers held before that fold and the
+stream still holds. Every step the kit takes is printed as one
 line, ``step <n> <fold> <name>``, so the judge knows the steps of a fold; at
 step ``kill_at`` the process kills itself with SIGKILL, as a crash would:
 nothing after it runs, no ``finally``, no SQLite commit.
@@ -113,6 +115,12 @@ class FoldKit:
         raw = self.conn.call("GET", notifier_key(self.queue))
         return StreamId.parse(raw) if raw else StreamId(0, 0)
 
+    def kept(self, before: StreamId) -> int:
+        """How many entries the stream still holds that the floor held (``before``: its cursor as a fold began)
+        and the notifier had read: what the fold should have trimmed, for the judge (not a step)."""
+        bound = min(before, self.notified())
+        return 0 if bound == StreamId(0, 0) else len(self.conn.call("XRANGE", self.stream, "-", str(bound)))
+
     def trim_below(self) -> StreamId | None:
         return self.floor.trim_below(self.stream)
 
@@ -150,6 +158,7 @@ def main(argv: list[str]) -> int:
         kit = FoldKit(conn, spec["queue"], floor, lease, int(spec["kill_at"]), int(spec.get("slice", SLICE)))
         for kit.fold in range(1, MAX_FOLDS + 1):
             print(f"fold {kit.fold}", flush=True)
+            before = kit.cursor()
             n = fold_step(kit)
             kit.unchanged()
             if not isinstance(n, int) or isinstance(n, bool):
@@ -158,6 +167,7 @@ def main(argv: list[str]) -> int:
             if n == 0:
                 print("done", flush=True)
                 break
+            print(f"kept {kit.fold} {kit.kept(before)}", flush=True)
             floor.fence(stream, lease.take(floor.token(stream)))  # renewed between folds, as a driver does
         lease.release()
     return 0

@@ -367,8 +367,9 @@ print(cleandoc(FoldKit.__doc__))
 # recorded, so the checker of notebook 07 reads that history against the floor and the stream together,
 # as one archive. It passes when, after every one of those runs, the checker says *valid*, every settle is
 # on the floor once and only once, and the stream still holds every settle the notifier has not read; and,
-# with no kill, nothing that both readers have. A try takes several seconds; a failed one names the step
-# whose kill broke it. *Solution: `solutions/08_2_survive_every_kill.py`.*
+# with no kill, no fold leaves in the stream what both readers had when it began, and nothing at the end. A
+# try takes several seconds; a failed one names the step whose kill broke it.
+# *Solution: `solutions/08_2_survive_every_kill.py`.*
 
 # %%
 def survive_every_kill():

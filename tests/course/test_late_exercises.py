@@ -207,6 +207,10 @@ WRONG_FOLDS = {
     "a trim around the kit": (wrong_folds.around_the_kit, ("with no kill (the notifier having read 15 of 25)",
                                                            "changed other than through the kit",
                                                            "line 7 of your fold step")),
+    # ours: the last finding's "did not trim" mended by one trim at the end: each fold must trim what it began with
+    "trims only at the end": (wrong_folds.trims_only_at_the_end, ("with no kill (the notifier having read 15 of "
+                                                                  "25): after fold 2 the stream still held 10 "
+                                                                  "settles that the floor already held",)),
     "a fold past the kit": (wrong_folds.past_the_kit, ("changed other than through the kit (entries, rows: 25, 0 "
                                                        "after the kit's last step, now 15, 10)",)),
 }
