@@ -247,9 +247,10 @@ assert sweeps == [100, 50, 0]
 # by hand, `ZREM` from active and `ZADD` to pending at 0, and here and there wrote a field of the row
 # as well. "They're back in pending, so they're fine." The check builds that queue and hands you
 # `crashed`, a dict from each job's id to the token its crashed worker holds. **Repair** what the
-# hand-made recoveries left wrong, so that each job waits in pending for its next worker and its
-# crashed worker, should it wake up now or after the next claim, can no longer complete it. Do not
-# complete a job: its work was never done. The check then wakes the crashed workers, and claims.
+# hand-made recoveries left wrong, so that each job waits in pending for its next worker, its row
+# telling the truth about it, and its crashed worker, should it wake up now or after the next claim,
+# can no longer complete it. Do not complete a job: its work was never done. The check then wakes
+# the crashed workers, and claims.
 # *Solution: `solutions/03_2_recovered_by_hand.py`.*
 
 # %%

@@ -8,7 +8,8 @@ still trying. So while the learner's function runs (``reading``, around that one
 node the function was handed, the nodes the setup names, and every node this kernel runs, each read from its
 ``INFO commandstats`` before and after — the calls of its write commands (a script's writes are counted under
 their own commands; the module's ``EMQ.*`` are write commands), and how many processes the kit started. A
-diagnosis makes neither.
+diagnosis makes neither. A count that went down was reset (``CONFIG RESETSTAT``, a restart) to hide what ran
+before: that is refused too.
 
 Scope: on a shared node (a classroom's, under ``ECHOMQ_NAMESPACE``) every student's writes land in the same
 counters, so there only the state left behind is compared: a copy made and removed within the call is not seen.
@@ -72,14 +73,19 @@ def reading(queue: str, conns: Sequence[Any]) -> Iterator[None]:
         yield
     finally:
         wrote: Counter[str] = Counter()
+        reset: list[str] = []
         for where, client in watched.items():
             try:
                 after = _write_calls(client)
             except redis.exceptions.RedisError:
                 continue  # a node the learner's function stopped: it counts nothing more
+            if any(after.get(name, 0) < n for name, n in before[where].items()):
+                reset.append(where)  # a count only grows, unless CONFIG RESETSTAT (or a restart) cleared it
+                continue
             wrote.update({name: n - before[where].get(name, 0) for name, n in after.items()
                           if n > before[where].get(name, 0)})
         kept["wrote"] = wrote
+        kept["reset"] = reset
         kept["started"] = process.launches() - launched
 
 
@@ -90,6 +96,11 @@ def untouched(conn: Connector | None, queue: str, f: Findings) -> bool:
     if not f.expect(not moved, f"your diagnosis changed what it was to read ({', '.join(moved)}): a diagnosis "
                     "reads; a call made to see what happens (a mechanism's own code among them) writes what it "
                     "does."):
+        return False
+    reset: list[str] = kept.get("reset", [])
+    if not f.expect(not reset, f"the command counts of {len(reset)} node{'s' if len(reset) != 1 else ''} were reset "
+                    "while your function ran (CONFIG RESETSTAT, or a restart): those counts are how the check sees "
+                    "that a diagnosis only read, so a function that clears them is refused, whatever it did before."):
         return False
     wrote: Counter[str] = kept.get("wrote", Counter())
     n = sum(wrote.values())

@@ -67,6 +67,13 @@ def settle_tried_on_a_copy(conn, queue, late):
     return took
 
 
+def settle_tried_on_a_copy_counts_cleared(conn, queue, late):
+    # ours: the same, and then CONFIG RESETSTAT, so that the node's command counts show no write at all
+    took = settle_tried_on_a_copy(conn, queue, late)
+    conn.client.config_resetstat()
+    return took
+
+
 def settle_tried_on_a_node_of_its_own(conn, queue, late):
     # ours: the same, on a node the function starts for the purpose (nothing written on the learner's node)
     from echomq_teach import start_node
@@ -99,6 +106,14 @@ def reaped_blind(conn, queue, crashed):
         conn.call("ZREM", keyspace.queue_key(queue, "pending"), job_id)
         conn.call("ZADD", keyspace.queue_key(queue, "active"), 0, job_id)
     jobs.reap(conn, queue)
+
+
+def attempts_raised_past_any_token(conn, queue, crashed):
+    # ours: every job back in pending, its attempts set far past any token, without reading what each had
+    for job_id in crashed:
+        conn.call("ZREM", keyspace.queue_key(queue, "active"), job_id)
+        conn.call("ZADD", keyspace.queue_key(queue, "pending"), 0, job_id)
+        conn.call("HSET", keyspace.job_key(queue, job_id), "state", "pending", "attempts", 99)
 
 
 def one_blind_tick(conn, queue):
