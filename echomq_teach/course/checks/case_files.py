@@ -17,9 +17,8 @@ from ...connector import Connector
 from ...lab.models.bullmq_flow_release import BullmqFlowRelease
 from ...lab.models.kombu_restore import KombuRestore
 from ...lab.models.sidekiq_orphans import HEARTBEAT_MS, SidekiqOrphans
-from ..judges.stages import judge_stage
-from ..my_queue.stages import stage as my_stage
-from ..registry import Findings, exercise, judged, setup_for
+from ..judges.stages import stage_exercise
+from ..registry import Findings, exercise, setup_for
 from . import diagnosis, staging
 
 #: what each setup left to be found, by its fresh queue (the learner's function is handed only what it reads)
@@ -185,14 +184,10 @@ def _setup_released_too_soon(conn: Connector, queue: str) -> tuple[Any, ...]:
 
 
 # -- 10.4 · your queue, stage 6: valid first, then fast ----------------------------------------------------------------
-@judged(
+stage_exercise(
     "10.4",
-    my_stage("10.4").title,
     "Hint: when a stage that passed before fails here, read its counterexample: the calls it shows are the ones "
     "your scripts answered. Then fast: how many round trips does one beat make in a busy pool, and in an idle "
     "one? Which of them find nothing on most beats, and how late may a lapsed lease come back if they run less "
     "often?",
-    solution="my_queue/10_4",
 )
-def _judge_stage_fast(answer: Any, f: Findings) -> None:
-    judge_stage("10.4", answer, f)

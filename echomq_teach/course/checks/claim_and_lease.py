@@ -13,9 +13,8 @@ from typing import Any
 from ... import ids, jobs, keyspace, snapshots
 from ...connector import Connector
 from .. import forms
-from ..judges.stages import judge_stage
-from ..my_queue.stages import stage as my_stage
-from ..registry import Findings, exercise, judged, prediction, setup_for
+from ..judges.stages import stage_exercise
+from ..registry import Findings, exercise, prediction, setup_for
 
 # -- 02.1 · late, but not too late ---------------------------------------------------------------------
 B_CLAIMS = "B's claim, while A's lapsed lease is not swept"
@@ -120,14 +119,10 @@ def _setup_empty_yet_not(conn: Connector, queue: str) -> tuple[Any, ...]:
 
 
 # -- 02.2 · your queue, stage 1: claim and renew, judged by the checker ----------------------------------------------
-@judged(
+stage_exercise(
     "02.2",
-    my_stage("02.2").title,
     "Hint: for claim.lua, ask what makes a popped id a job you may hand out, and what @claim2 does when it is "
     "not: yours keeps looking, but not for ever. For renew.lua, ask the fence's question (does this caller still "
     "hold the job?) and read both halves of its answer from the node, never from the clock; the new deadline "
     "starts from the server's now, with the lease the caller asked for.",
-    solution="my_queue/02_2",
 )
-def _judge_stage_claim(answer: Any, f: Findings) -> None:
-    judge_stage("02.2", answer, f)

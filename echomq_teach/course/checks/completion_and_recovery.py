@@ -9,9 +9,8 @@ from typing import Any
 from ... import jobs, keyspace, snapshots, stalled
 from ...connector import Connector
 from .. import forms
-from ..judges.stages import judge_stage
-from ..my_queue.stages import stage as my_stage
-from ..registry import Calls, Findings, exercise, judged, prediction, setup_for
+from ..judges.stages import stage_exercise
+from ..registry import Calls, Findings, exercise, prediction, setup_for
 from . import diagnosis, staging
 
 
@@ -361,41 +360,29 @@ def _setup_metronome_stopped(conn: Connector, queue: str) -> Calls:
 
 
 # -- 03.3 · your queue, stage 2: complete and retry, judged by the checker ----------------------------------------
-@judged(
+stage_exercise(
     "03.3",
-    my_stage("03.3").title,
     "Hint: a settle is a write only the job's holder may make: which two things on the row say a caller is "
     "still that holder, and what may a refused caller leave behind? For a retry, count only the tries of this "
     "life (a reprocess starts a new one), let a job's own cap win over the caller's, and record each ending "
     "once, in the same step as the write that ends the job.",
-    solution="my_queue/03_3",
 )
-def _judge_stage_settle(answer: Any, f: Findings) -> None:
-    judge_stage("03.3", answer, f)
 
 
 # -- 03.6 · your queue, stage 3: recover, with a poison bound ---------------------------------------------------------
-@judged(
+stage_exercise(
     "03.6",
-    my_stage("03.6").title,
     "Hint: a lease has lapsed by the server's clock, not the caller's. For each lapsed lease ask: is the job "
     "still there at all; is this the lapse of its last try, and whose cap says so; and which set and state tell "
     "the truth about it afterwards, so that its old worker's settle is refused? A burial is an ending: scored and "
     "recorded when it happens, with the try it ended.",
-    solution="my_queue/03_6",
 )
-def _judge_stage_recover(answer: Any, f: Findings) -> None:
-    judge_stage("03.6", answer, f)
 
 
 # -- 03.7 · your queue, stage 4: the beat ----------------------------------------------------------------------------
-@judged(
+stage_exercise(
     "03.7",
-    my_stage("03.7").title,
     "Hint: which work must a worker do on every beat, whether or not its budget has room for a job? And what "
     "does it owe its budget when a claim brings nothing? The handler says whether the job worked; each answer "
     "has its one settle.",
-    solution="my_queue/03_7",
 )
-def _judge_stage_beat(answer: Any, f: Findings) -> None:
-    judge_stage("03.7", answer, f)

@@ -11,9 +11,8 @@ from ... import flows, ids, jobs, snapshots
 from ...connector import Connector
 from ...errors import BadInput, DuplicateJob
 from .. import forms
-from ..judges.stages import judge_stage
-from ..my_queue.stages import stage as my_stage
-from ..registry import Findings, exercise, judged, prediction, setup_for
+from ..judges.stages import stage_exercise
+from ..registry import Findings, exercise, prediction, setup_for
 from . import staging
 
 # -- 05.1 · what a refused land leaves -----------------------------------------------------------------------------
@@ -218,13 +217,9 @@ def _run_predict_the_counter(conn: Connector, queue: str) -> dict[str, Any]:
 
 
 # -- 05.2 · your queue, stage 5: the quorum fan-in, judged by the checker under kills ----------------------------------
-@judged(
+stage_exercise(
     "05.2",
-    my_stage("05.2").title,
     "Hint: before a child counts, two questions, one per layer notebook 05 shows: does this caller still hold "
     "the child, and did this very call take it out of active? Then ask whether the parent still waits at all: "
     "after its quorum it may be released, running, or gone, and a late child's completion writes nothing of it.",
-    solution="my_queue/05_2",
 )
-def _judge_stage_fan_in(answer: Any, f: Findings) -> None:
-    judge_stage("05.2", answer, f)

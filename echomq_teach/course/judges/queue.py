@@ -250,6 +250,16 @@ def judged_run(run: Any, seed: int, nemesis: Any, deadline_s: float, failed: Cal
 
 
 @contextmanager
+def run_folder() -> Iterator[Path]:
+    """A folder of one judged run's own, for the module its workers import their handler from; gone with the run."""
+    folder = Path(tempfile.mkdtemp(prefix="echomq-judge-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
 def scenario(node: Any, loaded: Loaded, queue: str) -> Iterator[Scenario]:
     s = Scenario(node, loaded, queue)
     try:

@@ -17,8 +17,6 @@ its worker every time), under a seeded nemesis of a kill and a freeze past the l
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -32,7 +30,7 @@ from ...lab.nemesis import Nemesis
 from ...lab.own_beat import Calls, share_of
 from ..registry import Findings
 from .frame import state_holds
-from .queue import Loaded, Scenario, judged_run, ran_clean, scenario
+from .queue import Loaded, Scenario, judged_run, ran_clean, run_folder, scenario
 from .stage_recover import KeptRun, held_by_the_killed, poison_bound
 
 
@@ -236,8 +234,7 @@ def one_seed(node: Any, loaded: Loaded, seed: int, f: Findings) -> bool:
     """One judged run of your beat; False (with findings) when it does not pass."""
     assert loaded.beat_file is not None
     queue = f"judge-beat-{seed}"
-    folder = Path(tempfile.mkdtemp(prefix="echomq-judge-"))
-    try:
+    with run_folder() as folder:
         with KeptRun(node, queue, workers=BEAT.WORKERS, lease_ms=BEAT.LEASE_MS, work_ms=BEAT.WORK_MS,
                      handler=_handler_module(folder), handler_path=folder, max_attempts=BEAT.MAX_ATTEMPTS,
                      retry_delay_ms=BEAT.DELAY_MS, idle_ms=20, timeout=BEAT.DEADLINE_S + 20,
@@ -247,8 +244,6 @@ def one_seed(node: Any, loaded: Loaded, seed: int, f: Findings) -> bool:
             poison = enqueued[-1]
             e, drained = judged_run(run, seed, BEAT.nemesis(seed), BEAT.DEADLINE_S, lambda h: False)
             final = run.final_state()
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
     if not ran_clean(e, loaded, f):
         return False
     said, history, report = e.said, e.history, e.report

@@ -17,8 +17,6 @@ nemesis of freezes and kills.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,7 @@ from ...lab.nemesis import Nemesis
 from ...lab.run import Run
 from ..registry import Findings
 from .frame import call_script, lapsed_under_healthy, server_ms, state_holds, unchanged
-from .queue import Loaded, failed_in, judged_run, probing, ran_clean, scenario
+from .queue import Loaded, failed_in, judged_run, probing, ran_clean, run_folder, scenario
 
 
 class LEASE:
@@ -290,8 +288,7 @@ def one_seed(node: Any, loaded: Loaded, seed: int, f: Findings) -> bool:
     """One judged run; False (with findings) when it does not pass."""
     assert loaded.renew is not None
     queue = f"judge-{seed}"
-    folder = Path(tempfile.mkdtemp(prefix="echomq-judge-"))
-    try:
+    with run_folder() as folder:
         with Run(node, queue, workers=LEASE.WORKERS, lease_ms=LEASE.LEASE_MS, work_ms=LEASE.WORK_MS,
                  handler=_handler_module(folder, loaded.renew.sha), handler_path=folder, max_attempts=10,
                  retry_delay_ms=20, tick_ms=25, timeout=LEASE.DEADLINE_S + 20, scripts=loaded.scripts) as run:
@@ -299,8 +296,6 @@ def one_seed(node: Any, loaded: Loaded, seed: int, f: Findings) -> bool:
             # a lease lapsed under a healthy handler: the renewal failed
             e, drained = judged_run(run, seed, LEASE.nemesis(seed), LEASE.DEADLINE_S,
                                     lambda h: bool(_renewal_record(h, LEASE.LEASE_MS)[0]))
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
     if not ran_clean(e, loaded, f):
         return False
     said, history, report = e.said, e.history, e.report

@@ -22,8 +22,6 @@ the stage's own finding says how often it was claimed, and that it was never bur
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -39,7 +37,7 @@ from ...lab.worker_process import WorkerProcess
 from ...stalled import StallReport
 from ..registry import Findings
 from .frame import server_ms, state_holds
-from .queue import Loaded, failed_in, judged_run, probing, ran_clean
+from .queue import Loaded, failed_in, judged_run, probing, ran_clean, run_folder
 
 
 class REAP:
@@ -410,8 +408,7 @@ def poison_bound(said: str, history: History, dead: int, poison: str, cap: int, 
 def one_seed(node: Any, loaded: Loaded, seed: int, f: Findings) -> bool:
     """One judged run of your recovery; False (with findings) when it does not pass."""
     queue = f"judge-recover-{seed}"
-    folder = Path(tempfile.mkdtemp(prefix="echomq-judge-"))
-    try:
+    with run_folder() as folder:
         with _RecoverRun(node, queue, workers=REAP.WORKERS, lease_ms=REAP.LEASE_MS, work_ms=REAP.WORK_MS,
                          handler=_handler_module(folder), handler_path=folder, max_attempts=REAP.MAX_ATTEMPTS,
                          retry_delay_ms=20, tick_ms=REAP.TICK_MS, recovery="stalled",
@@ -422,8 +419,6 @@ def one_seed(node: Any, loaded: Loaded, seed: int, f: Findings) -> bool:
             e, drained = judged_run(run, seed, REAP.nemesis(seed), REAP.DEADLINE_S,
                                     lambda h: bool(released_early(h, REAP.LEASE_MS))
                                     or claims_of(h, poison) > REAP.MAX_ATTEMPTS)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
     if not ran_clean(e, loaded, f):
         return False
     said, history, report = e.said, e.history, e.report

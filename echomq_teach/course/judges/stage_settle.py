@@ -19,8 +19,6 @@ nemesis of a kill and a freeze past the lease (a zombie).
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -32,7 +30,7 @@ from ...lab.nemesis import Nemesis
 from ...lab.run import Run
 from ..registry import Findings
 from .frame import FreezeFirst, server_ms, state_holds, unchanged
-from .queue import Loaded, failed_in, judged_run, probing, ran_clean, scenario
+from .queue import Loaded, failed_in, judged_run, probing, ran_clean, run_folder, scenario
 
 
 class SETTLE:
@@ -296,8 +294,7 @@ def capped_wrong(history: History, always: set[str], cap: int) -> list[str]:
 def one_seed(node: Any, loaded: Loaded, seed: int, f: Findings) -> bool:
     """One judged run of stage 2; False (with findings) when it does not pass."""
     queue = f"judge-settle-{seed}"
-    folder = Path(tempfile.mkdtemp(prefix="echomq-judge-"))
-    try:
+    with run_folder() as folder:
         with Run(node, queue, workers=SETTLE.WORKERS, lease_ms=SETTLE.LEASE_MS, work_ms=SETTLE.WORK_MS,
                  handler=_handler_module(folder), handler_path=folder, max_attempts=SETTLE.MAX_ATTEMPTS,
                  retry_delay_ms=SETTLE.DELAY_MS, tick_ms=25, timeout=SETTLE.DEADLINE_S + 20,
@@ -309,8 +306,6 @@ def one_seed(node: Any, loaded: Loaded, seed: int, f: Findings) -> bool:
             e, drained = judged_run(run, seed, SETTLE.nemesis(seed), SETTLE.DEADLINE_S,
                                     lambda h: bool(early_claims(h, SETTLE.DELAY_MS)))
             final = run.final_state()
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
     if not ran_clean(e, loaded, f):
         return False
     said, history, report = e.said, e.history, e.report

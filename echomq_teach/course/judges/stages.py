@@ -11,12 +11,13 @@ once it passes has ``after(node, loaded, f)``, and one whose runs are not one a 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from types import ModuleType
 from typing import Any
 
 from ...nodes.local import LocalNode
 from ..my_queue.stages import stage, upto
-from ..registry import Findings
+from ..registry import Findings, judged
 from . import stage_beat, stage_claim, stage_fan_in, stage_fast, stage_recover, stage_settle
 from .frame import draw_seeds, over_seeds, side_by_side
 from .queue import load, prepare
@@ -64,3 +65,9 @@ def judge_stage(key: str, answer: Any, f: Findings, seeds: Iterable[int] | None 
             after(node, loaded, f)
     finally:
         node.stop()
+
+
+def stage_exercise(key: str, hint: str) -> None:
+    """Register stage ``key`` of your queue as the build of the same key: the stage's title, ``hint``, its
+    reference folder (``notebooks/solutions/my_queue/NN_M``), judged by ``judge_stage``."""
+    judged(key, stage(key).title, hint, solution=f"my_queue/{key.replace('.', '_')}")(partial(judge_stage, key))
