@@ -243,7 +243,7 @@ def predictions_folder(request):
     try:
         yield folder
     finally:
-        predictions.use(before.folder)
+        predictions.use(before)
 
 
 # outside the course tests too, nothing the suite runs keeps a prediction in the learner's own folder

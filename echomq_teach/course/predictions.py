@@ -8,18 +8,23 @@ second try). What a learner can do from their kernel to undo that is noticed and
   it (read from ``/proc/self/environ`` where there is one, so a later ``os.environ`` change is ignored,
   and said), else the learner's Jupyter data folder
   (``jupyter_core.paths.jupyter_data_dir()/echomq-teach/predictions``), so a commitment outlives a kernel
-  restart. The kit's test and build machinery chooses another with ``use(folder)``, which a kernel may not
-  call;
+  restart. A process started from a kernel (at any depth) keeps that kernel's place, whatever its own
+  environment names: a child given a fresh folder cannot try a prediction unseen. The kit's test and build
+  machinery chooses another with ``use(folder)``, which a kernel may not call;
 * **a record is sealed**: ``<folder>/<key>.json`` carries an HMAC made with a key of this install's, kept
   apart from the records, in ``<folder>.seal/key``; a record edited or written by hand no longer matches it;
-* **every commitment is logged**: ``<folder>.seal/log`` holds one line per prediction kept (and per
-  prediction a teacher forgot), each line sealed together with the one before it. A deleted record is
-  graded on the log's copy, an edited one too, and either is said in the verdict.
+* **every commitment is logged, twice**: ``<folder>.seal/log`` holds one line per prediction kept (and per
+  prediction a teacher forgot), each line sealed together with the one before it, and only ever grows; the
+  same lines go to a witness of this install's outside the folder (in the Jupyter data folder, keyed by the
+  folder), and the kernel process remembers what it kept. A record deleted or edited, a log cut short or
+  removed, a seal deleted: whichever copy is left grades the first answer, and the verdict says that the
+  kept prediction was changed by hand, not where the copy is.
 
-What is not prevented (``docs/decisions.md``, "what a kept prediction resists"): a learner who deletes the
-records and the seal together, starts their server with another folder, or rewrites this module in their
-kernel. In a classroom each verdict also goes to the instructor's live view as it is given, and the first
-report of a prediction there is the authority. This module imports nothing from the rest of the course.
+What is not prevented (``docs/decisions.md``, "what a kept prediction resists"): a learner who deletes every
+one of these files and then starts a fresh kernel, starts their server with another folder, or rewrites this
+module in their kernel. In a classroom each verdict also goes to the instructor's live view as it is given,
+and the first report of a prediction there is the authority. This module imports nothing from the rest of
+the course.
 """
 
 from __future__ import annotations
@@ -45,37 +50,95 @@ PREDICTIONS_ENV = "ECHOMQ_PREDICTIONS"
 _UNSET = object()  # a name the namespace did not hold
 
 
-def _environment_at_start() -> dict[str, str]:
-    """The environment this process was started with: ``/proc/self/environ`` (Linux), else ``os.environ`` now."""
+def _environment_at_start(pid: int | str = "self") -> dict[str, str]:
+    """The environment process ``pid`` was started with: ``/proc/PID/environ`` (Linux), else ``os.environ`` now."""
     try:
-        raw = Path("/proc/self/environ").read_bytes()
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
         return dict(os.environ)
     pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
     return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
 
 
-def _default_folder() -> Path:
-    named = _environment_at_start().get(PREDICTIONS_ENV)
-    if named:
-        return Path(named)
+_KERNEL_ARGS = ("ipykernel_launcher", "ipykernel", "ipykernel_launcher.py")
+
+
+def _outermost_kernel() -> int | str:
+    """This process, or the outermost Jupyter kernel among its ancestors (a probe the kernel starts is its own).
+
+    Read from ``/proc`` (Linux); elsewhere, or when nothing there is a kernel, this process.
+    """
+    found: int | str = "self"
+    pid = os.getpid()
+    for _ in range(64):  # a process tree is shallow; a loop in /proc's answers ends here
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        if any(Path(a.decode(errors="replace")).name in _KERNEL_ARGS for a in args):
+            found = "self" if pid == os.getpid() else pid
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent <= 1 or parent == pid:
+            break
+        pid = parent
+    return found
+
+
+@contextlib.contextmanager
+def _environ(env: dict[str, str]) -> Iterator[None]:
+    """``os.environ``'s Jupyter and home variables as ``env`` has them, for as long as the block runs."""
+    names = ("JUPYTER_DATA_DIR", "JUPYTER_PLATFORM_DIRS", "HOME", "XDG_DATA_HOME", "APPDATA")
+    saved = {n: os.environ.get(n) for n in names}
+    try:
+        for n in names:
+            if env.get(n) is not None:
+                os.environ[n] = env[n]
+            else:
+                os.environ.pop(n, None)
+        yield
+    finally:
+        for n, v in saved.items():
+            if v is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = v
+
+
+def _default_place() -> Place:
+    """The kernel's place: its folder (named or the data folder's), and the witness in its data folder."""
     from jupyter_core.paths import jupyter_data_dir
 
-    return Path(jupyter_data_dir()) / "echomq-teach" / "predictions"
+    owner = _outermost_kernel()
+    env = _environment_at_start() if owner == "self" else _environment_at_start(owner)
+    with _environ(env):
+        data = Path(jupyter_data_dir()) / "echomq-teach"
+    named = env.get(PREDICTIONS_ENV)
+    where = Path(named) if named else data / "predictions"
+    return Place(where, data / "install" / _folder_id(where))
+
+
+def _folder_id(where: Path) -> str:
+    return hashlib.sha256(str(Path(where).absolute()).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
 class Place:
-    """Where predictions are kept: the records' folder, and the seal (its key and log) beside it."""
+    """Where predictions are kept: the records' folder, the seal (its key and log) beside it, and the witness.
+
+    The witness holds the log's lines again, sealed with a key of its own, somewhere the records are not.
+    """
 
     folder: Path
+    witness: Path
 
     @property
     def seal(self) -> Path:
         return self.folder.with_name(self.folder.name + ".seal")
 
 
-_PLACE = Place(_default_folder())  # chosen once, as this process started
+_PLACE = _default_place()  # chosen once, as this process (or the kernel that started it) started
+_SESSION: dict[tuple[Path, str], dict[str, Any]] = {}  # what this process kept or saw kept, per folder and key
 
 
 def folder() -> Path:
@@ -83,16 +146,20 @@ def folder() -> Path:
     return _PLACE.folder
 
 
-def use(where: str | Path) -> Place:
+def use(where: str | Path | Place) -> Place:
     """Keep predictions in ``where`` from now on (the kit's tests and builds); answers the place used before.
 
-    Refused inside a Jupyter kernel: a learner's predictions stay where the kernel started with them.
+    A folder's witness is then ``<folder>.install`` beside it (a ``Place`` names its own). Refused inside a
+    Jupyter kernel: a learner's predictions stay where the kernel started with them.
     """
     global _PLACE
     if "ipykernel" in sys.modules and _in_kernel():
         raise BadInput("the predictions folder is chosen when the kernel starts ($ECHOMQ_PREDICTIONS); "
                        "it cannot be changed from inside the kernel")
-    before, _PLACE = _PLACE, Place(Path(where))
+    if not isinstance(where, Place):
+        where = Path(where)
+        where = Place(where, where.with_name(where.name + ".install"))
+    before, _PLACE = _PLACE, where
     return before
 
 
@@ -110,7 +177,8 @@ def env_changed() -> str | None:
     named = os.environ.get(PREDICTIONS_ENV)
     if named and Path(named) != _PLACE.folder:
         return (f"${PREDICTIONS_ENV} was changed to {named} after the kernel started: predictions are still "
-                f"kept in {_PLACE.folder} (the folder is chosen when the kernel starts).")
+                f"kept in {_PLACE.folder} (the folder is chosen when the kernel starts, and a process the "
+                "kernel starts keeps the kernel's).")
     return None
 
 
@@ -158,9 +226,10 @@ def _record_path(key: str) -> Path:
     return _PLACE.folder / f"{_check_key(key)}.json"
 
 
-def _secret(create: bool) -> bytes | None:
-    """This install's sealing key (made on first use, 0600, beside the records, never inside them)."""
-    path = _PLACE.seal / "key"
+def _secret(create: bool, where: Path | None = None) -> bytes | None:
+    """The sealing key of ``where`` (the seal; or the witness, which has its own): made on first use, 0600."""
+    where = _PLACE.seal if where is None else where
+    path = where / "key"
     try:
         return bytes.fromhex(path.read_text(encoding="ascii").strip())
     except FileNotFoundError:
@@ -172,12 +241,12 @@ def _secret(create: bool) -> bytes | None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        return _secret(create=False)  # another kernel made it a moment ago
+        return _secret(False, where)  # another kernel made it a moment ago
     try:
         os.write(fd, secrets.token_hex(32).encode())
     finally:
         os.close(fd)
-    return _secret(create=False)
+    return _secret(False, where)
 
 
 @dataclass(frozen=True)
@@ -193,8 +262,8 @@ class _Log:
     last_mac: str
 
 
-def _read_log(secret: bytes | None) -> _Log:
-    path = _PLACE.seal / "log"
+def _read_log(secret: bytes | None, where: Path | None = None) -> _Log:
+    path = (_PLACE.seal if where is None else where) / "log"
     try:
         raw = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
@@ -235,11 +304,13 @@ def _locked() -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _append(secret: bytes, log: _Log, event: str, key: str, answer: Any, at: str) -> int:
+def _append(secret: bytes, log: _Log, event: str, key: str, answer: Any, at: str, where: Path | None = None) -> int:
     n = len(log.lines) + 1 if log.broken_at is None else log.broken_at + 10_000  # never a number seen before
     fields = {"n": n, "event": event, "key": key, "answer": answer, "at": at}
     line = json.dumps({**fields, "mac": _mac(secret, {**fields, "prev": log.last_mac})}, ensure_ascii=False)
-    with open(_PLACE.seal / "log", "a", encoding="utf-8") as out:
+    where = _PLACE.seal if where is None else where
+    where.mkdir(parents=True, exist_ok=True)
+    with open(where / "log", "a", encoding="utf-8") as out:
         out.write(line + "\n")
     return n
 
@@ -248,17 +319,51 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+def _current(log: _Log, key: str) -> dict[str, Any] | None:
+    """The kept line of ``key`` that no later line forgot, in ``log``; or None."""
+    events = [ln.fields for ln in log.lines if ln.fields["key"] == key]
+    return events[-1] if events and events[-1]["event"] == "kept" else None
+
+
+def _remember(key: str, kept: dict[str, Any] | None) -> None:
+    if kept is None:
+        _SESSION.pop((_PLACE.folder, key), None)
+    else:
+        _SESSION[(_PLACE.folder, key)] = {"answer": kept["answer"], "at": kept["at"]}
+
+
+def _removed(key: str, at: str) -> str:
+    # names neither the files nor where the copy that graded is: a learner is told what happened, not how
+    return (f"the prediction kept for {key} at {at} was removed or changed by hand since: graded on the answer "
+            "kept then (a prediction is kept once).")
+
+
 def committed(key: str) -> Committed | None:
-    """The prediction kept for exercise ``key``, or None before the first answer (see ``Committed``)."""
+    """The prediction kept for exercise ``key``, or None before the first answer (see ``Committed``).
+
+    Three copies of a kept answer are read: the seal's log, the witness's, and what this process kept or saw
+    kept. The witness, else this process, grades when the log has lost the line (cut short, removed, or
+    begun afresh under a new seal); a record the log no longer knows is then no evidence of anything.
+    """
     path = _record_path(key)
     secret = _secret(create=False)
     log = _read_log(secret)
     notes: list[str] = []
     if log.broken_at is not None and (_PLACE.seal / "log").exists():
-        notes.append(f"the log of kept predictions ({_PLACE.seal / 'log'}) was changed by hand from its line "
-                     f"{log.broken_at}: what it says from there is not read.")
+        notes.append(f"the record of kept predictions was changed by hand from its line {log.broken_at}: what it "
+                     "says from there is not read.")
+    witness = _read_log(_secret(False, _PLACE.witness), _PLACE.witness)
+    kept = _current(log, key)
+    if any(ln.fields["key"] == key for ln in witness.lines):
+        truth = _current(witness, key)  # kept, or forgotten since (a teacher's reset, in any process)
+    elif not any(ln.fields["key"] == key for ln in log.lines):
+        truth = _SESSION.get((_PLACE.folder, key))  # both logs lost it: what this process kept
+    else:
+        truth = None
+    if truth is not None and (kept is None or (kept["at"], kept["answer"]) != (truth["at"], truth["answer"])):
+        _remember(key, truth)
+        return Committed(key, truth["answer"], truth["at"], (*notes, _removed(key, truth["at"])))
     events = [ln for ln in log.lines if ln.fields["key"] == key]
-    kept = events[-1].fields if events and events[-1].fields["event"] == "kept" else None
     if kept is not None and len([e for e in events if e.fields["event"] == "kept"]) > 1:
         first = next(e.fields for e in events if e.fields["event"] == "kept")
         notes.append(f"a prediction was kept for {key} at {first['at']} and forgotten since: graded on the one "
@@ -272,8 +377,9 @@ def committed(key: str) -> Committed | None:
     except (OSError, ValueError, KeyError, TypeError):
         record, fields, sealed = {}, None, False  # cut short, or not the kit's shape
     if kept is not None:
+        _remember(key, kept)
         if record is None:
-            notes.append(f"the kept file {path} was deleted: graded on the copy in the log of kept predictions.")
+            notes.append(_removed(key, kept["at"]))
         elif not sealed or fields is None or fields["answer"] != kept["answer"]:
             said = record.get("answer") if isinstance(record, dict) else None
             notes.append(f"the kept file {path} was changed after it was kept (it says {said!r}): graded on the "
@@ -282,28 +388,39 @@ def committed(key: str) -> Committed | None:
     if record is None:
         return None
     if sealed and fields is not None and fields["key"] == key:
-        notes.append(f"the log of kept predictions has lost the line of {key}: graded on its sealed file.")
+        notes.append(f"the record of kept predictions has lost the line of {key}: graded on its sealed file.")
         return Committed(key, fields["answer"], fields["at"], tuple(notes))
     notes.insert(0, f"{path} holds a prediction the kit did not keep (written or changed by hand, or kept under "
                     "another seal): it is not graded. Delete that file, then make your prediction.")
     return Committed(key, None, "", tuple(notes), forged=True)
 
 
+def _log_twice(event: str, key: str, answer: Any, at: str) -> int:
+    """One line to the seal's log and the same to the witness's (each sealed with its own key): the log's number."""
+    secret = _secret(create=True)
+    assert secret is not None
+    n = _append(secret, _read_log(secret), event, key, answer, at)
+    witness = _secret(True, _PLACE.witness)
+    assert witness is not None
+    _append(witness, _read_log(witness, _PLACE.witness), event, key, answer, at, _PLACE.witness)
+    return n
+
+
 def commit(key: str, answer: Any) -> Committed:
     """Keep ``answer`` as exercise ``key``'s prediction unless one is kept already; answers the kept one.
 
-    The log line is written first, then the sealed record (created exclusively), both under the seal's
-    lock: two kernels answering at once keep one answer.
+    The log lines are written first (the seal's, then the witness's), then the sealed record (created
+    exclusively), all under the seal's lock: two kernels answering at once keep one answer.
     """
     value = plain(answer)  # refuses before anything is written
     with _locked():
         kept = committed(key)
         if kept is not None:
             return kept
-        secret = _secret(create=True)
-        assert secret is not None
         at = _now()
-        n = _append(secret, _read_log(secret), "kept", key, value, at)
+        n = _log_twice("kept", key, value, at)
+        secret = _secret(create=False)
+        assert secret is not None
         fields = {"key": key, "answer": value, "at": at, "n": n}
         data = json.dumps({**fields, "mac": _mac(secret, fields)}, indent=1, ensure_ascii=False).encode()
         path = _record_path(key)
@@ -313,6 +430,7 @@ def commit(key: str, answer: Any) -> Committed:
             os.write(fd, data)
         finally:
             os.close(fd)
+        _remember(key, {"answer": value, "at": at})
     return committed(key) or Committed(key, value, at)
 
 
@@ -326,10 +444,9 @@ def forget(key: str) -> bool:
         kept = committed(key)
         if kept is None:
             return False
-        secret = _secret(create=True)
-        assert secret is not None
         if not kept.forged:
-            _append(secret, _read_log(secret), "forgotten", key, kept.answer, _now())
+            _log_twice("forgotten", key, kept.answer, _now())
+        _remember(key, None)
         path.unlink(missing_ok=True)
     return True
 

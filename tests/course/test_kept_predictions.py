@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -29,14 +30,66 @@ def _commit_wrong_then_read_the_run(conn) -> str:
     return str(first)
 
 
-def test_a_deleted_record_is_graded_on_the_logs_copy_and_said(conn, predictions_folder):
+def test_a_deleted_record_is_graded_on_the_first_answer_and_said(conn, predictions_folder):
     _commit_wrong_then_read_the_run(conn)
     (predictions_folder / "03.4.json").unlink()
     again = exercises.check("03.4", RIGHT, conn)
     assert not again.ok
-    assert again.findings[0].startswith(f"the kept file {predictions_folder / '03.4.json'} was deleted")
+    assert again.findings[0].startswith("the prediction kept for 03.4 at ")
+    assert "removed or changed by hand" in again.findings[0]
     assert "graded: your first prediction" in str(again)
+    assert "log" not in again.findings[0] and "copy" not in again.findings[0]  # says what happened, not where
     assert not (predictions_folder / "03.4.json").exists()  # nothing new kept in its place
+
+
+def _undo(folder, how: str) -> None:
+    """Attack C's A1 and D's X2: the record deleted, and the seal (or its log) removed or cut short."""
+    (folder / "03.4.json").unlink()
+    seal = folder.with_name("predictions.seal")
+    if how == "truncate":
+        (seal / "log").write_text("")
+    elif how == "rmseal":
+        shutil.rmtree(seal)
+    else:
+        (seal / "log").unlink()
+
+
+@pytest.mark.parametrize("how", ["truncate", "rmseal", "rmlogonly"])
+def test_a_kept_prediction_undone_with_its_seal_is_still_graded(how, conn, predictions_folder, monkeypatch):
+    _commit_wrong_then_read_the_run(conn)
+    _undo(predictions_folder, how)
+    again = exercises.check("03.4", RIGHT, conn)
+    assert not again.ok and "graded: your first prediction" in str(again)
+    assert "removed or changed by hand" in again.findings[0] and str(predictions_folder) not in again.findings[0]
+    assert predictions.committed("03.4").answer == WRONG
+    # a fresh kernel (nothing remembered in the process): the witness outside the folder still grades it
+    monkeypatch.setattr(predictions, "_SESSION", {})
+    assert predictions.committed("03.4").answer == WRONG
+    # the witness removed too, in the same kernel: what the kernel kept still grades it
+    shutil.rmtree(predictions_folder.with_name("predictions.install"))
+    monkeypatch.setattr(predictions, "_SESSION", {(predictions_folder, "03.4"): {"answer": WRONG, "at": "then"}})
+    assert not exercises.check("03.4", RIGHT, conn).ok
+
+
+def test_a_probe_started_from_a_kernel_keeps_the_kernels_folder(tmp_path):
+    """Attack D's X1: a child of the kernel, given a fresh ``$ECHOMQ_PREDICTIONS``, tries a prediction there,
+    reads the run, and the kernel answers right first time. The child keeps the kernel's place: its try is
+    the first, and the kernel's answer is graded on it. (A kernel here is a process run as ``ipykernel_launcher``,
+    the argument Jupyter starts every kernel with.)"""
+    child = ("from echomq_teach.course import predictions as p; "
+             f"print(p.folder()); print(p.commit('03.4', {WRONG!r}).answer == {WRONG!r})")
+    kernel = ("import os, subprocess, sys\n"
+              "from echomq_teach.course import predictions as p\n"
+              "env = dict(os.environ, ECHOMQ_PREDICTIONS=os.environ['FRESH'])\n"
+              f"print(subprocess.run([sys.executable, '-c', {child!r}], env=env, capture_output=True, text=True,"
+              " timeout=60, check=True).stdout, end='')\n"
+              f"print(p.commit('03.4', {RIGHT!r}).answer == {WRONG!r})\n")
+    env = {**os.environ, predictions.PREDICTIONS_ENV: str(tmp_path / "kernel"), "FRESH": str(tmp_path / "fresh"),
+           "JUPYTER_DATA_DIR": str(tmp_path / "data")}
+    out = subprocess.run([sys.executable, "-c", kernel, "ipykernel_launcher"], capture_output=True, text=True,
+                         timeout=120, check=True, env=env)
+    assert out.stdout.split() == [str(tmp_path / "kernel"), "True", "True"], out.stdout + out.stderr
+    assert not (tmp_path / "fresh").exists() and (tmp_path / "data" / "echomq-teach" / "install").is_dir()
 
 
 def test_an_edited_record_is_graded_on_the_answer_kept_and_said(conn, predictions_folder):
@@ -64,11 +117,12 @@ def test_a_record_written_by_hand_is_not_graded_and_nothing_is_kept(conn, predic
     assert exercises.check("03.4", RIGHT, conn).ok
 
 
-def test_a_deleted_seal_leaves_every_record_unsealed(conn, predictions_folder):
+def test_a_deleted_seal_key_still_grades_the_first_answer(conn, predictions_folder):
     _commit_wrong_then_read_the_run(conn)
     (predictions_folder.with_name("predictions.seal") / "key").unlink()
     verdict = exercises.check("03.4", RIGHT, conn)
-    assert not verdict.ok and "holds a prediction the kit did not keep" in verdict.findings[0]
+    assert not verdict.ok and "removed or changed by hand" in str(verdict)
+    assert "graded: your first prediction" in str(verdict)
 
 
 def test_a_forgotten_prediction_is_said_on_the_next_verdict(conn):
