@@ -166,3 +166,13 @@ def test_a_stages_hint_points_at_the_idea_and_names_no_code(key):
     hint = registry.REGISTRY[key].hint
     assert hint.startswith("Hint:") and "?" in hint, hint  # it asks the question the idea answers
     assert [c for c in CODE_IN_A_HINT if c in hint] == [], hint
+
+
+def test_a_judge_that_could_not_finish_says_what_stopped_it():
+    # an error with no message (a bare assert's): the verdict names the error and the line it stopped at
+    try:
+        raise AssertionError
+    except AssertionError as exc:
+        said = exercises._stopped(exc)
+    assert said.startswith("AssertionError at ") and "test_my_queue.py, line" in said, said
+    assert said.endswith(": raise AssertionError"), said
