@@ -8,7 +8,8 @@ A learner's laptop is never quiet, so a judge must pass a right answer every tim
 by its PID at the end), then checks each build's reference solution N times (5 by default) with
 ``exercises.check`` as a learner would, and prints, per build, how many tries passed and the seconds each
 judged check took (its dry run or probes, and all its seeds). A failed try prints its findings. CI runs
-each reference once (tests/course/test_exercises.py); this is the five-times run, by hand.
+each reference once (tests/course/test_my_queue.py for the stages, tests/course/test_late_exercises.py for the
+others); this is the five-times run, by hand.
 
     .venv/bin/python bench/bench_judges.py                   # every build, 5 tries each, 2 busy processes
     .venv/bin/python bench/bench_judges.py --builds 03.6 05.2 --tries 3 --busy 0

@@ -55,6 +55,7 @@ from .registry import (
     Exercise,
     Findings,
     Progress,
+    Unjudged,
     Verdict,
     catalog,
     progress,
@@ -127,7 +128,8 @@ def check(key: str, solution: Callable[..., Any], *conns: Any) -> Verdict:
         verdict = Verdict(verdict.exercise, False, [KEEP_FIRST.format(key=unkept)])
     if tried:
         TRIED.add(key)
-    progress_report.report(key, verdict)  # on a hub only (course/progress_report.py)
+    if verdict.judged:  # a run the judge could not finish is no try: the live view is told nothing
+        progress_report.report(key, verdict)  # on a hub only (course/progress_report.py)
     return verdict
 
 
@@ -320,6 +322,11 @@ def _judged(ex: Exercise, solution: Callable[..., Any]) -> Verdict:
         raise
     except NotImplementedError as exc:  # a folder whose files are still the starter (your queue's stages)
         return _starter(ex.key, ex, str(exc) or _STARTER)
+    except Unjudged as exc:  # the judge's failure, never the answer's: no verdict, no try
+        return Verdict(f"{ex.key} {ex.title}", False, [
+            f"the run could not be judged: {exc}. That was the judge's machinery, not your answer: no try was "
+            f'counted and nothing was decided. Check again (exercises.check("{ex.key}", ...)); if it happens '
+            "again, the machine is busy: close other kernels, or wait a minute."], judged=False)
     except Exception as exc:  # noqa: BLE001 - a judge that could not run is said, not raised
         f.items.append(f"the judge could not finish its run ({type(exc).__name__}: {exc}).")
     verdict = _failed(ex, f.items + f.notes) if f.items else _passed(ex, f.notes)

@@ -123,9 +123,15 @@ def _known(conn: Any, f: Findings) -> bool:
     if reply is None or not (d.settled_child(a, reply, "the first child's holder")
                              and d.holds("after the first of three children completed (quorum 2)", [a.id])):
         return False
-    if not f.expect(d.processed(one) == ["a done"] and snapshots.snapshot(conn, queue).state(one) ==
-                    "awaiting_children", f"after 1 of its 3 children completed, parent {one} (quorum 2) must still "
-                    "wait (awaiting_children, in no set), its :processed holding that one result."):
+    s = snapshots.snapshot(conn, queue)
+    if not f.expect(s.state(one) == "awaiting_children" and not s.where(one),
+                    f"after 1 of its 3 children completed, parent {one} (quorum 2) must still wait "
+                    f"(awaiting_children, in no set); it is in {'/'.join(s.where(one)) or 'no set'}, its row says "
+                    f"{s.state(one)!r}."):
+        return False
+    if not f.expect(d.processed(one) == ["a done"],
+                    f"after 1 of its 3 children completed, parent {one}'s :processed should hold that child's "
+                    f"result, {'a done'!r}, and nothing else; it holds {d.processed(one)}."):
         return False
     # the gap: the second child's lease lapses, a sweep puts it back, its worker wakes before any new claim
     b = d.claim(20)

@@ -197,6 +197,10 @@ VARIANTS: dict[str, Variant] = {
         RECOVER, "  if r[1] then", "  if true then"),
         "local tries = tonumber(r[1]) - ", "local tries = tonumber(r[1] or '0') - ")},
         ("an id in active whose row is gone (a removed job) leaves active and goes nowhere",)),
+    # :processed keeps the token where the result belongs (its finding names :processed, not the parent's state)
+    "05.2 attack: the token kept for the result": Variant("05.2", {"complete.lua": edit(
+        FAN_IN, "redis.call('HSET', KEYS[4], ARGV[1], ARGV[5])", "redis.call('HSET', KEYS[4], ARGV[1], ARGV[2])")},
+        (":processed should hold that child's result, 'a done', and nothing else; it holds ['1']",)),
     "05.2 attack: no was_active guard": Variant("05.2", {"complete.lua": edit(
         FAN_IN, "if KEYS[3] and was_active == 1 and", "if KEYS[3] and")},
         ("whose claim stopped half-done", "counts it only when its ZREM took the child out of active")),
