@@ -48,11 +48,14 @@ class Verdict:
     findings: list[str] = field(default_factory=list)
     #: drawn below the text when a notebook displays the verdict (a failing run's timeline); never in ``str``
     shown: list[Callable[[], Any]] = field(default_factory=list, repr=False, compare=False)
+    #: False when the judge's own machinery failed (``Unjudged``): no verdict on the answer, no try counted
+    judged: bool = field(default=True, repr=False, compare=False)
 
     def __str__(self) -> str:
         # a title that is a question reads badly with a colon after its "?"
         sep = " —" if self.exercise.endswith("?") else ":"
-        head = f"✓ {self.exercise}{sep} solved." if self.ok else f"✗ {self.exercise}{sep} not yet."
+        head = (f"✓ {self.exercise}{sep} solved." if self.ok else f"✗ {self.exercise}{sep} not yet." if self.judged
+                else f"? {self.exercise}{sep} could not be judged.")
         return "\n".join([head] + [f"  • {f}" for f in self.findings])
 
     def __repr__(self) -> str:
@@ -69,6 +72,11 @@ class Verdict:
         print(str(self))
         for draw in self.shown:
             figures.show(draw())
+
+
+class Unjudged(Exception):
+    """The judge's own machinery failed mid-run (a worker it could not restart on a loaded machine): the run says
+    nothing about the answer, so there is no verdict and no try; the message says what failed."""
 
 
 class Findings:

@@ -19,12 +19,18 @@ from pathlib import Path
 import pytest
 from wrong_answers.my_queue import VARIANTS
 
-from echomq_teach.course import exercises, my_queue, registry
+from echomq_teach.course import exercises, my_queue, predictions, registry
 from echomq_teach.course.my_queue.folder import starter_text
 from echomq_teach.course.my_queue.stages import STAGES, files_upto
 from echomq_teach.errors import BadInput
 
 KEYS = [s.key for s in STAGES]
+
+
+@pytest.fixture(autouse=True)
+def _kept_02_1(predictions_folder):
+    # a learner at the stages has kept 02.1: before that a failing stage holds its findings (they state its answer)
+    predictions.commit("02.1", {"kept": "before the stages"})
 
 
 def grown(tmp_path: Path, upto: str) -> my_queue.Folder:
@@ -176,3 +182,51 @@ def test_a_judge_that_could_not_finish_says_what_stopped_it():
         said = exercises._stopped(exc)
     assert said.startswith("AssertionError at ") and "test_my_queue.py, line" in said, said
     assert said.endswith(": raise AssertionError"), said
+
+
+# -- a judged run the judge's own machinery failed: no verdict, no try -------------------------------------------
+def test_a_run_whose_keeper_failed_is_not_judged():
+    from echomq_teach.course.judges.queue import judged_run
+    from echomq_teach.course.judges.stage_recover import KeptRun
+    from echomq_teach.lab.nemesis import Nemesis
+    from echomq_teach.nodes.local import LocalNode
+    from echomq_teach.nodes.process import ChildError
+
+    class Unkept(KeptRun):
+        """The keeper's refill fails as it did on a loaded machine (a worker not ready within 30 s)."""
+
+        def kill(self, slot, replace=True):
+            return super().kill(slot, replace=False)  # the keeper refills the slot, as after a poison
+
+        def spawn(self, slot, **options):
+            if self.all:
+                raise ChildError("worker w0b was not ready within 30 s; the end of its log:\n(no log written)")
+            return super().spawn(slot, **options)
+
+    node = LocalNode()
+    try:
+        with Unkept(node, "keeper-fails", workers=1, lease_ms=500) as run:
+            run.produce(3)
+            with pytest.raises(registry.Unjudged, match=r"could not restart a worker \(ChildError: worker w0b"):
+                judged_run(run, 7, Nemesis(seed=7, kinds=("kill",), count=1, gap_s=(0.1, 0.1)), 5.0, lambda h: False)
+    finally:
+        node.stop()
+
+
+def test_an_unjudged_run_is_no_verdict_no_try_and_no_report(monkeypatch):
+    import dataclasses
+
+    from echomq_teach.course import progress_report
+
+    def judge(answer, f):
+        raise registry.Unjudged("seed 7: the judge could not restart a worker (ChildError: not ready)")
+
+    monkeypatch.setitem(registry.REGISTRY, "03.7", dataclasses.replace(registry.REGISTRY["03.7"], judge=judge))
+    reported = []
+    monkeypatch.setattr(progress_report, "report", lambda key, verdict: reported.append(key))
+    tried = set(registry.TRIED)
+    verdict = exercises.check("03.7", lambda: None)
+    text = str(verdict)
+    assert not verdict.ok and not verdict.judged and text.startswith("? 03.7") and "could not be judged" in text
+    assert "no try was counted" in text and "Check again" in text and "solved" not in text
+    assert registry.TRIED == tried and "03.7" not in registry.SOLVED and reported == []

@@ -30,7 +30,7 @@ from ...lab.checker import FinalState, Report, check
 from ...lab.history import History, Recorder, ServerClock
 from ..my_queue.folder import Folder, folder
 from ..my_queue.stages import TRANSITIONS, files_upto, stage
-from ..registry import Findings
+from ..registry import Findings, Unjudged
 from .frame import Ended, Watched, checker_valid, end_run, lua_error, wait_drained
 
 #: the file each recorded call of a run runs, when your folder holds it: a finding names it
@@ -241,12 +241,36 @@ def judged_run(run: Any, seed: int, nemesis: Any, deadline_s: float, failed: Cal
                ) -> tuple[Ended, bool]:
     """``run`` (its jobs produced) started, faulted by ``nemesis`` with the queue held to notebook 01's table at
     each point a fault leaves it, waited on until drained (or ``failed(history)``: the verdict is known), and
-    ended (``frame.end_run``). Answers what the end read, and whether the queue drained."""
+    ended (``frame.end_run``). Answers what the end read, and whether the queue drained.
+
+    ``Unjudged`` when the run's keeper (a ``KeptRun``'s thread that refills a dead worker's slot) failed: the run
+    went on a worker short, and nothing it shows can be held against the answer, a pass least of all."""
+    keeper = _keeper_watched(run)
     run.start()
     watched = Watched(run)
     faults = nemesis.run(watched, deadline_s=deadline_s)
-    drained = wait_drained(run, deadline_s, failed)
-    return end_run(run, seed, faults, watched=watched), drained
+    drained = wait_drained(run, deadline_s, lambda h: bool(keeper) or failed(h))
+    ended = end_run(run, seed, faults, watched=watched)
+    if keeper:
+        raise Unjudged(f"seed {seed}: the judge could not restart a worker ({type(keeper[0]).__name__}: "
+                       f"{str(keeper[0]).splitlines()[0]})")
+    return ended, drained
+
+
+def _keeper_watched(run: Any) -> list[BaseException]:
+    """The error of ``run``'s keeper thread, once it fails (a list, empty until then); a run with no keeper never
+    fails one. The keeper's body is wrapped before the run starts it, so its error is kept rather than printed."""
+    failed: list[BaseException] = []
+    keep = getattr(run, "_keep", None)
+    if keep is not None:
+        def kept() -> None:
+            try:
+                keep()
+            except Exception as exc:  # noqa: BLE001 - the harness's failure: the run is not judged (Unjudged)
+                failed.append(exc)
+
+        run._keep = kept
+    return failed
 
 
 @contextmanager
