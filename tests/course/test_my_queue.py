@@ -205,7 +205,8 @@ def test_a_run_whose_keeper_failed_is_not_judged():
 
     node = LocalNode()
     try:
-        with Unkept(node, "keeper-fails", workers=1, lease_ms=500) as run:
+        # each job outlasts the kill at 0.1 s: a queue drained before it never needs the keeper (2 ms jobs did)
+        with Unkept(node, "keeper-fails", workers=1, lease_ms=3_000, work_ms=2_000) as run:
             run.produce(3)
             with pytest.raises(registry.Unjudged, match=r"could not restart a worker \(ChildError: worker w0b"):
                 judged_run(run, 7, Nemesis(seed=7, kinds=("kill",), count=1, gap_s=(0.1, 0.1)), 5.0, lambda h: False)
