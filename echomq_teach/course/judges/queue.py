@@ -245,7 +245,8 @@ def judged_run(run: Any, seed: int, nemesis: Any, deadline_s: float, failed: Cal
 
     ``Unjudged`` when the run's keeper (a ``KeptRun``'s thread that refills a dead worker's slot) failed: the run
     went on a worker short, and nothing it shows can be held against the answer, a pass least of all."""
-    keeper = _keeper_watched(run)
+    # a KeptRun's keeper keeps its error here rather than printing it; a run with no keeper never fails one
+    keeper: list[BaseException] = getattr(run, "keeper_failures", [])
     run.start()
     watched = Watched(run)
     faults = nemesis.run(watched, deadline_s=deadline_s)
@@ -255,22 +256,6 @@ def judged_run(run: Any, seed: int, nemesis: Any, deadline_s: float, failed: Cal
         raise Unjudged(f"seed {seed}: the judge could not restart a worker ({type(keeper[0]).__name__}: "
                        f"{str(keeper[0]).splitlines()[0]})")
     return ended, drained
-
-
-def _keeper_watched(run: Any) -> list[BaseException]:
-    """The error of ``run``'s keeper thread, once it fails (a list, empty until then); a run with no keeper never
-    fails one. The keeper's body is wrapped before the run starts it, so its error is kept rather than printed."""
-    failed: list[BaseException] = []
-    keep = getattr(run, "_keep", None)
-    if keep is not None:
-        def kept() -> None:
-            try:
-                keep()
-            except Exception as exc:  # noqa: BLE001 - the harness's failure: the run is not judged (Unjudged)
-                failed.append(exc)
-
-        run._keep = kept
-    return failed
 
 
 @contextmanager
