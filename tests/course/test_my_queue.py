@@ -214,3 +214,22 @@ def test_an_unjudged_run_is_no_verdict_no_try_and_no_report(monkeypatch):
     assert not verdict.ok and not verdict.judged and text.startswith("? 03.7") and "could not be judged" in text
     assert "no try was counted" in text and "Check again" in text and "solved" not in text
     assert registry.TRIED == tried and "03.7" not in registry.SOLVED and reported == []
+
+
+def test_a_beat_that_sweeps_only_on_its_first_beats_fails_the_late_lapse(tmp_path):
+    # the attack's beat: it promotes and recovers on its first five beats in each process only. A killed worker's
+    # slot is refilled, and a fresh process's first beats recovered for the others; the late freeze finds workers
+    # long started, and none of them recovers (one seed: the finding comes from the run, not a probe)
+    from echomq_teach.course.judges.stages import judge_stage
+
+    mine = grown(tmp_path, "03.7")
+    beat = (mine.path / "beat.py").read_text()
+    head = "def beat(queue, handle, budget):\n"
+    assert beat.count(head) == 1 and "    queue.promote()\n    queue.recover()\n" in beat
+    beat = beat.replace("    queue.promote()\n    queue.recover()\n",
+                        "    BEATS[0] += 1\n    if BEATS[0] <= 5:\n        queue.promote()\n        queue.recover()\n")
+    (mine.path / "beat.py").write_text("BEATS = [0]\n\n\n" + beat)
+    f = registry.Findings()
+    judge_stage("03.7", mine, f, seeds=[7])
+    text = "\n".join(f.items)
+    assert "late in the run" in text and "none recovered it" in text, text
