@@ -62,7 +62,7 @@ from .registry import (
 )
 
 __all__ = ["Verdict", "Catalog", "Progress", "catalog", "check", "hint", "progress", "reveals", "titles", "NO_HINT_YET",
-           "NO_HINT_BEFORE_PREDICTING", "HOLD"]
+           "NO_HINT_BEFORE_PREDICTING", "HOLD", "KEEP_FIRST"]
 
 NO_HINT_YET = "No hint yet: write your try and run its check first. A hint comes after a try that did not pass."
 NO_HINT_BEFORE_PREDICTING = ("No hint before you predict: a prediction's hint comes once your first prediction "
@@ -119,10 +119,45 @@ def check(key: str, solution: Callable[..., Any], *conns: Any) -> Verdict:
     that answer is kept; a judged build calls ``solution()``. On a hub the verdict also goes to the
     instructor's live view, in the background and silently.
     """
+    tried = key in TRIED
+    TRIED.discard(key)  # is this check a try? (a starter's verdict is not)
     verdict = _check(key, solution, *conns)
+    unkept = _unkept_before(key) if not verdict.ok and key in TRIED else None
+    if unkept is not None:
+        TRIED.discard(key)
+        verdict = Verdict(verdict.exercise, False, [KEEP_FIRST.format(key=unkept)])
+    if tried:
+        TRIED.add(key)
     if verdict.judged:  # a run the judge could not finish is no try: the live view is told nothing
         progress_report.report(key, verdict)  # on a hub only (course/progress_report.py)
     return verdict
+
+
+#: what a try that did not pass says while a prediction its findings would answer is not kept (one line)
+KEEP_FIRST = ("keep your prediction of {key} first: this check's findings could answer it. Run {key}'s cell with "
+              "your prediction, then this one again (this try was not counted).")
+
+#: per prediction, which checks' findings state its answer: every stage of your queue probes the renewal's fence,
+#: and says what the caller of a lapsed or swept lease should have been answered, which is 02.1's question
+#: (attack C: 02.2's findings answered 02.1)
+ANSWERED_BY: dict[str, Callable[[Exercise], bool]] = {
+    "02.1": lambda ex: ex.solution.startswith("my_queue/"),
+}
+
+
+def _unkept_before(key: str) -> str | None:
+    """A prediction whose answer the findings of ``key`` would state, not kept yet; else None.
+
+    A try that fails shows findings, and a finding names what the queue should have done; so until that
+    prediction is kept, the try shows one line in their place, counts nothing, and earns no hint.
+    """
+    ex = REGISTRY[key]
+    for k, answered in ANSWERED_BY.items():
+        if answered(ex):
+            kept = predictions.committed(k)
+            if kept is None or kept.forged:
+                return k
+    return None
 
 
 def _check(key: str, solution: Callable[..., Any], *conns: Any) -> Verdict:

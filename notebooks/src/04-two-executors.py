@@ -136,10 +136,10 @@ print(exercises.check("04.1", part_ways, s_conn, n_conn))
 # When nothing goes wrong, both executors answer alike and leave the node in the same state. They
 # part ways in four places, each shown below.
 #
-# ### 1 · The command reads the pause flag itself
+# ### 1 · Where the pause flag is read
 #
-# `claim/3` reads the pause flag host-side, in its own round trip, before it sends anything. The
-# native command reads the flag itself: a raw `EMQ.CLAIM` on a paused queue answers the empty array.
+# `claim/3` reads the pause flag host-side, in its own round trip, before it sends anything. Send the
+# native command raw, to a paused queue:
 
 # %% tags=["reveals:04.1"]
 with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
@@ -186,19 +186,18 @@ with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
         jobs.resume(c, QW)
 
 # %% [markdown]
-# On wire 4 the job went out after the pause: the script trusts the read made before it. `EMQ.CLAIM`
-# reads the flag inside the command, in the same atomic step as the pop, so on the node that took the
-# pause, once `pause()` has returned, no native claim hands a job out. (The kit's batch claim,
-# `@claim_many`, reads the flag inside on both executors.) The pause is a write like any other: a
-# failover to a replica that had not applied it loses it, as 09 loses the writes of its window
-# ([ledger](docs/guarantees.md#pause-holds-claims)).
+# Which executor handed the job out after `pause()` had returned, the cell above shows once 04.1 is
+# kept: a claim that reads the flag in the same atomic step as its pop leaves no window. (The kit's
+# batch claim, `@claim_many`, reads the flag inside on both executors.) The pause is a write like any
+# other: a failover to a replica that had not applied it loses it, as 09 loses the writes of its
+# window ([ledger](docs/guarantees.md#pause-holds-claims)).
 
 # %% [markdown]
-# ### 2 · All the checks first, then the writes
+# ### 2 · Checks and writes: in which order
 #
 # A Lua script is atomic, but it is not a transaction that rolls back: whatever it wrote before an
 # error stays written. Send `@claim2` a lease that is not a number — bypassing the kit's own check
-# with a raw `EVALSHA` — and watch it pop the job, move the token, and only then fail:
+# with a raw `EVALSHA` — and watch what it leaves:
 
 # %% tags=["reveals:04.1"]
 with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
@@ -221,9 +220,7 @@ with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
         print(" ·", change)
 
 # %% [markdown]
-# The job is now in no set at all, with state `active` — lost until someone repairs it by hand.
-# The native command makes every one of its checks *before* its first write (it peeks the head, then
-# pops it and checks the pop against the peek), so a refusal writes nothing:
+# The same raw call, with the same lease, to the native command on its copy of the queue:
 
 # %% tags=["reveals:04.1"]
 with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
@@ -239,8 +236,8 @@ with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
     print("the queue unchanged:", snapshots.snapshot(n_conn, Q2).state_only() == before.state_only())
 
 # %% [markdown]
-# (This is why `jobs.claim` refuses a bad lease in Python before anything is sent: on the script path
-# that check is the only guard.)
+# (`jobs.claim` refuses a bad lease in Python before anything is sent, whichever executor runs the
+# claim.)
 #
 # ### 3 · No `TIME` call: the cached command time sets the deadline
 #
@@ -303,9 +300,8 @@ print(exercises.check("04.2", native_sweep, s_conn, n_conn))
 # %% [markdown]
 # ## A ghost at the head, on both
 #
-# The ordinary path has one more case the two answer alike: a ghost (an id in pending with no row) at
-# the head, with a real job waiting behind it. Both executors pop the ghost and answer the empty
-# array, minting nothing; neither goes on to the real job. The next claim takes it.
+# The ordinary path has one more case: a ghost (an id in pending with no row) at the head, with a real
+# job waiting behind it. Each executor claims, then claims again:
 
 # %% tags=["reveals:04.1"]
 with exercises.reveals("04.1"):  # its output waits until 04.1 is committed
@@ -616,9 +612,9 @@ if lab is not native:
 # ## Recap
 #
 # - `EMQ.CLAIM` takes `@claim2`'s keys and argument in the same places and answers the same reply.
-# - Four differences: the pause read inside; all checks before the first write; the cached command
-#   time instead of `TIME`; and `lease_epoch` on the row. A ghost at the head is answered alike: popped,
-#   empty, and the next claim takes the job behind it.
+# - Four differences: where the pause flag is read; when the checks run, against the writes; the
+#   cached command time instead of `TIME`; and `lease_epoch` on the row. A ghost at the head, and the
+#   job behind it, on both (the cells withheld until 04.1 is kept say what each does).
 # - The brand fences each executor to its own node (`EMQWIRE`): the connectors check it, and the
 #   command itself refuses a missing or foreign brand. The native stall sweep exempts a lease granted
 #   before a restart.

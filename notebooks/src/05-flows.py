@@ -82,15 +82,17 @@ assert all(s.rows[c]["parent"] == parent and s.rows[c]["parent_policy"] == "fail
 assert land.args[-3:] == ["fail"] * 3 and not any(e.args[0] == "HSET" for e in sent[landed_at + 1 :])
 
 # %% [markdown]
-# ### 05.1 · What a refused land leaves (predict)
+# ### 05.1 · Which lands are refused (predict)
 #
-# Three lands, on a queue that already holds one plain job: **predict** what each answers —
-# `"BadInput"`, `"DuplicateJob"` or `"landed"` — and how many jobs (rows) the queue holds after all
-# three:
+# A queue holds a job that was claimed and completed, a job that died at its cap (in dead), and a
+# flow of two children whose parent waits for them. Three lands follow, each of a new parent and
+# its children: **predict** what each answers — `"BadInput"`, `"DuplicateJob"` or `"landed"` — and
+# how many jobs (rows) the queue holds after all three:
 #
-# 1. `"two children share an id"`: two children given as `(id, payload)` with the same id;
-# 2. `"a child's id is already a job's"`: the middle of three children has the plain job's id;
-# 3. `"a policy list one short"`: three children, a policy list of two;
+# 1. `"a dead job's id, with a policy list one short"`: three children, the first given as
+#    `(id, payload)` with the dead job's id, and a policy list of two;
+# 2. `"a child's id is a completed job's"`: two children, the first with the completed job's id;
+# 3. `"a child's id is a waiting parent's"`: two children, the first with the waiting parent's id;
 #
 # and 4. `"jobs in the queue after the three"`: a number. Only once your answer is kept does the check
 # build that queue and try the three lands. *Solution: `solutions/05_1_refused_lands.py`.*
@@ -105,9 +107,9 @@ assert land.args[-3:] == ["fail"] * 3 and not any(e.args[0] == "HSET" for e in s
 from echomq_teach.course import exercises  # noqa: E402
 
 refused_lands = {  # your prediction
-    "two children share an id": ...,
-    "a child's id is already a job's": ...,
-    "a policy list one short": ...,
+    "a dead job's id, with a policy list one short": ...,
+    "a child's id is a completed job's": ...,
+    "a child's id is a waiting parent's": ...,
     "jobs in the queue after the three": ...,
 }
 print(exercises.check("05.1", refused_lands, conn))

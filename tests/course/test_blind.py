@@ -17,6 +17,8 @@ prediction's; the tells below are the prediction's case, stated.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import re
 import runpy
 from pathlib import Path
@@ -88,9 +90,22 @@ TELLS: dict[str, tuple[tuple[str, str], ...]] = {
         (r"checks (its|the) (arguments|lease)[^.\n]{0,40}(pause|brand)[^.\n]{0,40}(head|pop)|"
          r"(pause|brand)[^.\n]{0,40}(arguments|lease)[^.\n]{0,40}(head|pop)[^.\n]{0,30}before",
          "the order of the native command's checks, stated"),
+        # attack C's A3: the prose under the exercise, each sentence a case
+        (r"`?EMQ\.CLAIM`?[^.\n]{0,40}paused queue[^.\n]{0,30}\b(answers|answered)\b|no native claim hands",
+         "a raw native claim on a paused queue, stated"),
+        (r"\bin no set at all\b|pop the job, move the token, and only then fail",
+         "a bad lease's half-done claim, stated"),
+        (r"so a refusal writes nothing|checks \*?before\*? its first\s+write", "the native refusal's writes, stated"),
+        (r"\b(both|each) executors? pops? the ghost|pops? the ghost[^.\n]{0,40}\b(answers?|empty)\b|"
+         r"ghost at the head is answered alike", "a ghost at the head, answered"),
     ),
     "05.1": (
-        (r"(share an id|already a job's|one short)[^\n]{0,40}(BadInput|DuplicateJob|landed)\b", "a land's answer"),
+        (r"(dead|completed|settled|finished|waiting|awaiting)[^.\n]{0,20}(job|parent)'?s?'? id[^.\n]{0,80}"
+         r"\b(BadInput|DuplicateJob|lands|landed|is refused|can land|free again)\b", "a land reusing an id, answered"),
+        (r"(one short|policy list)[^.\n]{0,80}(whatever|before)[^.\n]{0,40}\b(ids?|node|DuplicateJob)\b",
+         "which place refuses first, stated"),
+        (r"(dead job|waiting parent|completed job)[^.\n]{0,60}\b(keeps?|has|have|kept|lost|no longer has) "
+         r"(its|a|no) row\b", "which of the queue's ids still have rows, stated"),
     ),
     "05.4": (
         (r":dependencies[^\n]{0,40}\[3, 3, 3, 2, 1, 0\]", "the counter after the six steps"),
@@ -184,7 +199,31 @@ def seen_before_committing(key: str) -> list[tuple[str, str]]:
     for doc in sorted(named):
         for n, para in _paragraphs(ROOT / doc):
             seen.append((f"{doc} paragraph {n} (a docs file {notebook[:2]} names)", para))
+    for name, text in sorted(_docstrings(notebook).items()):
+        seen.append((f"{name}'s docstring (help() in {notebook[:2]})", text))
     return seen
+
+
+CALL = re.compile(r"\b([a-z_]\w*)\.([a-z_]\w*)\(")
+
+
+def _docstrings(notebook: str) -> dict[str, str]:
+    """The docstrings a learner reads with ``help()``: of each kit module whose function a cell calls, and of that
+    function (attack C found 05.1 answered by ``flows.add``'s)."""
+    found: dict[str, str] = {}
+    for nb, _, c in CELLS:
+        if nb != notebook or c.cell_type != "code":
+            continue
+        for module, name in CALL.findall(c.source):
+            try:
+                mod = importlib.import_module(f"echomq_teach.{module}")
+            except ImportError:
+                continue
+            found[module] = inspect.getdoc(mod) or ""
+            fn = getattr(mod, name, None)
+            if callable(fn):
+                found[f"{module}.{name}"] = inspect.getdoc(fn) or ""
+    return found
 
 
 def leaks(key: str, seen: list[tuple[str, str]]) -> list[str]:
@@ -271,7 +310,24 @@ def test_the_tells_catch_the_leaks_issue_31_names():
                  ("04 cell (prose below 04.1)", "A lease of 'soon' with a ghost at the head: the script answers empty, "
                   "the command an error."),
                  ("04 cell (prose below 04.1)", "The native command checks its arguments, the brand, the pause flag "
-                  "and the head *before* its first\nwrite")],
+                  "and the head *before* its first\nwrite"),
+                 # attack C's A3, the prose under 04.1 as it was
+                 ("04 cell (prose below 04.1)", "The native command reads the flag itself: a raw `EMQ.CLAIM` on a "
+                  "paused queue answers the empty array."),
+                 ("04 cell (prose below 04.1)", "The job is now in no set at all, with state `active` — lost until "
+                  "someone repairs it by hand."),
+                 ("04 cell (prose below 04.1)", "pops it and checks the pop against the peek), so a refusal writes "
+                  "nothing:"),
+                 ("04 cell (prose below 04.1)", "the head, with a real job waiting behind it. Both executors pop the "
+                  "ghost and answer the empty\narray, minting nothing"),
+                 ("04 cell (prose below 04.1)", "with a raw `EVALSHA` — and watch it pop the job, move the token, and "
+                  "only then fail:"),
+                 ("04 cell (prose below 04.1)", "A ghost at the head is answered alike: popped,\n  empty")],
+        "05.1": [("flows.add's docstring (help() in 05)", "a land reusing a completed job's id lands: its row went "
+                  "with its completion"),
+                 ("05 cell (prose below 05.1)", "A policy list one short is refused on the host, whatever its ids: "
+                  "the node never sees them."),
+                 ("05 cell (prose below 05.1)", "A dead job keeps its row, so a land that reuses its id is refused.")],
         "05.4": [("05 cell (its stored output)", ":dependencies after each step: [3, 3, 3, 2, 1, 0]")],
         "07.1": [("07 cell (its stored output)", "handler, then handled   3 3")],
         "08.1": [("08 cell (prose below 08.1)", "The second driver, killed inside its write, leaves 30 rows on the "
@@ -287,6 +343,16 @@ def test_the_tells_catch_the_leaks_issue_31_names():
             assert leaks(key, [place]), (key, place)
     assert "move the assert into a test" in leaks("02.1", old["02.1"][:1])[0]
     assert "reword it" in leaks("09.1", old["09.1"][:1])[0]
+
+
+def test_the_docstrings_a_learner_can_read_are_scanned_and_flows_add_no_longer_answers_05_1():
+    from echomq_teach import flows
+
+    seen = dict(seen_before_committing("05.1"))
+    assert "flows.add's docstring (help() in 05)" in seen and "flows's docstring (help() in 05)" in seen
+    # attack C: "bad input raises BadInput, an id that already exists raises DuplicateJob, and nothing is
+    # written" answered 05.1's old case whole; the case now asks which ids still have rows
+    assert not leaks("05.1", [("flows.add's docstring", inspect.getdoc(flows.add))])
 
 
 def test_a_notebook_names_the_docs_files_it_is_scanned_with():
@@ -338,3 +404,25 @@ def test_a_withheld_cell_that_raises_raises_and_closes_its_figures(capsys):
 def test_only_a_prediction_can_be_withheld():
     with pytest.raises(KeyError, match="is no prediction; the predictions are 01.3"):
         exercises.reveals("02.2")
+
+
+def test_a_stage_that_fails_before_02_1_is_kept_holds_its_findings(tmp_path):
+    """Attack C's A3: 02.2's findings answered 02.1 ("the holder of a lease that lapsed … still holds the job", a
+    worker "woke after a sweep" must be refused). Until 02.1 is kept, a stage's failing try shows one line in
+    their place, counts no try and earns no hint; once kept, the same try shows its findings."""
+    from wrong_answers.my_queue import VARIANTS
+
+    from echomq_teach.course import my_queue
+
+    v = VARIANTS["02.2 renew: the token, not the state"]
+    mine = my_queue.folder(tmp_path / "my_queue")
+    mine.load_reference("02.2")
+    for file, text in v.files.items():
+        (mine.path / file).write_text(text)
+    tried = "02.2" in registry.TRIED  # another test of this process may have tried it
+    held = exercises.check("02.2", mine)
+    assert not held.ok and held.findings == [exercises.KEEP_FIRST.format(key="02.1")], str(held)
+    assert ("02.2" in registry.TRIED) == tried  # no try counted, so no hint earned by it
+    predictions.commit("02.1", {"any": "answer"})
+    shown = exercises.check("02.2", mine)
+    assert not shown.ok and all(said in str(shown) for said in v.says), str(shown)

@@ -22,9 +22,10 @@ WRONG = {
                                               "predicted ['empty', 'empty']; the run gave ['empty', 'error']"),
              (w.PART_WAYS_SCRIPT_READS_THE_FLAG, "after that claim, the ghost is: you predicted ['pending', "
                                                  "'pending']; the run gave ['nowhere', 'pending']")],
-    "05.1": [(w.REFUSED_LANDS_HALF_WRITTEN, "jobs in the queue after the three: you predicted 3; the run gave 1"),
-             (w.REFUSED_LANDS_DUPLICATES_ALLOWED, "two children share an id: you predicted 'landed'; the run gave "
-                                                  "'BadInput'")],
+    "05.1": [(w.REFUSED_LANDS_EVERY_ID_SEEN, "a child's id is a completed job's: you predicted 'DuplicateJob'; "
+                                             "the run gave 'landed'"),
+             (w.REFUSED_LANDS_BY_THE_SETS, "a child's id is a waiting parent's: you predicted 'landed'; the run "
+                                           "gave 'DuplicateJob'")],
     "05.3": [(w.take_every_child, "'s worker is still on it, its lease running: nothing may take it from that "
                                   "worker"),
              (w.force_the_parents, "was released with 1 of its 2 children's results in :processed")],

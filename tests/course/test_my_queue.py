@@ -19,12 +19,18 @@ from pathlib import Path
 import pytest
 from wrong_answers.my_queue import VARIANTS
 
-from echomq_teach.course import exercises, my_queue, registry
+from echomq_teach.course import exercises, my_queue, predictions, registry
 from echomq_teach.course.my_queue.folder import starter_text
 from echomq_teach.course.my_queue.stages import STAGES, files_upto
 from echomq_teach.errors import BadInput
 
 KEYS = [s.key for s in STAGES]
+
+
+@pytest.fixture(autouse=True)
+def _kept_02_1(predictions_folder):
+    # a learner at the stages has kept 02.1: before that a failing stage holds its findings (they state its answer)
+    predictions.commit("02.1", {"kept": "before the stages"})
 
 
 def grown(tmp_path: Path, upto: str) -> my_queue.Folder:

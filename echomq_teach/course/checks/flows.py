@@ -1,5 +1,5 @@
-"""Notebook 05 · flows: a refused land, a parent that needs only a quorum, why a parent never releases, predict
-the counter."""
+"""Notebook 05 · flows: which lands are refused, a parent that needs only a quorum, why a parent never
+releases, predict the counter."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import secrets
 import time
 from typing import Any
 
-from ... import flows, ids, jobs, snapshots
+from ... import flows, jobs, snapshots
 from ...connector import Connector
 from ...errors import BadInput, DuplicateJob
 from .. import forms
@@ -15,33 +15,43 @@ from ..judges.stages import stage_exercise
 from ..registry import Findings, exercise, prediction, setup_for
 from . import staging
 
-# -- 05.1 · what a refused land leaves -----------------------------------------------------------------------------
-LANDS = ("two children share an id", "a child's id is already a job's", "a policy list one short")
+# -- 05.1 · which lands are refused ---------------------------------------------------------------------------------
+# a case no cell runs: ids a queue held once, or holds in no set, and a land refused in two places at once
+LANDS = ("a dead job's id, with a policy list one short", "a child's id is a completed job's",
+         "a child's id is a waiting parent's")
 LEFT = "jobs in the queue after the three"
 ERRORS = ("BadInput", "DuplicateJob", "landed")
 
 
 @prediction(
     "05.1",
-    "What a refused land leaves",
+    "Which lands are refused",
     "Hint: two places can refuse a land: flows.add, on the host, before anything is sent, and @enqueue_flow "
-    "(printed above) on the node. Which of the three can the host see is wrong without asking the node, and "
-    "what has the script written by the time it refuses?",
+    "(printed above) on the node, which asks one thing of each id. Which of the two sees a land first, and what "
+    "does the script ask of an id: is it in a set, or has it a row? Which of the queue's jobs still have one?",
     solution="05_1_refused_lands.py",
     form=forms.record({**{land: forms.words(*ERRORS) for land in LANDS}, LEFT: forms.Count()}),
-    explain="flows.add checks its arguments on the host before it sends anything (BadInput: two children with "
-    "one id, a policy list that does not match the children), and @enqueue_flow checks every id before its "
-    "first write (DuplicateJob): a refused land writes nothing at all, so the queue holds only the job that was "
-    "there.",
+    explain="flows.add checks its arguments on the host before it sends anything, so a policy list one short is "
+    "BadInput whatever its ids are: the node never sees them. @enqueue_flow then asks whether each id has a row "
+    "(EXISTS): a dead job keeps its row and a parent waiting for its children has one (in no set), so a land "
+    "reusing either is DuplicateJob and writes nothing; a completed job's row went with its completion, so its id "
+    "lands again. The queue ends with the dead job, the waiting flow's three rows and the landed flow's three.",
 )
 def _run_refused_lands(conn: Connector, queue: str) -> dict[str, Any]:
-    taken = jobs.enqueue(conn, queue, "already here")
-    fresh = ids.mint()
+    done = jobs.enqueue(conn, queue, "done")
+    claimed = jobs.claim(conn, queue, 30_000)
+    assert claimed is not None and claimed.id == done
+    jobs.complete(conn, queue, done, claimed.attempts, "done")
+    dead = jobs.enqueue(conn, queue, "fails")
+    claimed = jobs.claim(conn, queue, 30_000)
+    assert claimed is not None and claimed.id == dead
+    jobs.retry(conn, queue, dead, claimed.attempts, "it failed", max_attempts=1)
+    waiting = flows.add(conn, queue, "waits", ["x", "y"]).parent_id
     seen: dict[str, Any] = {}
     tries = (
-        (LANDS[0], lambda: flows.add(conn, queue, "parent", [(fresh, "a"), (fresh, "b")])),
-        (LANDS[1], lambda: flows.add(conn, queue, "parent", ["a", (taken, "b"), "c"])),
-        (LANDS[2], lambda: flows.add(conn, queue, "parent", ["a", "b", "c"], policy=["fail", "ignore"])),
+        (LANDS[0], lambda: flows.add(conn, queue, "parent", [(dead, "a"), "b", "c"], policy=["fail", "ignore"])),
+        (LANDS[1], lambda: flows.add(conn, queue, "parent", [(done, "a"), "b"])),
+        (LANDS[2], lambda: flows.add(conn, queue, "parent", [(waiting, "a"), "b"])),
     )
     for name, land in tries:
         try:

@@ -84,14 +84,17 @@ PART_WAYS_SCRIPT_READS_THE_FLAG = {
 }
 
 
-# -- 05.1 · what a refused land leaves -----------------------------------------------------------------------
-# the land taken for a host-side loop: the children before the taken id were written
-REFUSED_LANDS_HALF_WRITTEN = {"two children share an id": "BadInput", "a child's id is already a job's": "DuplicateJob",
-                              "a policy list one short": "BadInput", "jobs in the queue after the three": 3}
-# a child sharing an id taken for a harmless repeat
-REFUSED_LANDS_DUPLICATES_ALLOWED = {"two children share an id": "landed",
-                                    "a child's id is already a job's": "DuplicateJob",
-                                    "a policy list one short": "BadInput", "jobs in the queue after the three": 3}
+# -- 05.1 · which lands are refused ------------------------------------------------------------------------------
+# "already exists" read as "was ever a job": the completed job's id refused too
+REFUSED_LANDS_EVERY_ID_SEEN = {"a dead job's id, with a policy list one short": "DuplicateJob",
+                               "a child's id is a completed job's": "DuplicateJob",
+                               "a child's id is a waiting parent's": "DuplicateJob",
+                               "jobs in the queue after the three": 4}
+# the existence read from the sets: a waiting parent, in no set, taken for a free id
+REFUSED_LANDS_BY_THE_SETS = {"a dead job's id, with a policy list one short": "BadInput",
+                             "a child's id is a completed job's": "landed",
+                             "a child's id is a waiting parent's": "landed",
+                             "jobs in the queue after the three": 10}
 
 
 # -- 05.3 · why do these parents never release? -------------------------------------------------------------
