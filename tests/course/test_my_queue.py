@@ -195,8 +195,9 @@ def test_a_run_whose_keeper_failed_is_not_judged():
 
     node = LocalNode()
     try:
-        with Unkept(node, "keeper-fails", workers=1, lease_ms=500) as run:
-            run.produce(3)
+        # jobs enough that the queue is not drained when the kill comes (else the run ends before the keeper looks)
+        with Unkept(node, "keeper-fails", workers=1, lease_ms=2000, work_ms=200) as run:
+            run.produce(30)
             with pytest.raises(registry.Unjudged, match=r"could not restart a worker \(ChildError: worker w0b"):
                 judged_run(run, 7, Nemesis(seed=7, kinds=("kill",), count=1, gap_s=(0.1, 0.1)), 5.0, lambda h: False)
     finally:
@@ -235,7 +236,14 @@ def test_a_beat_that_sweeps_only_on_its_first_beats_fails_the_late_lapse(tmp_pat
     beat = beat.replace("    queue.promote()\n    queue.recover()\n",
                         "    BEATS[0] += 1\n    if BEATS[0] <= 5:\n        queue.promote()\n        queue.recover()\n")
     (mine.path / "beat.py").write_text("BEATS = [0]\n\n\n" + beat)
-    f = registry.Findings()
-    judge_stage("03.7", mine, f, seeds=[7])
+    for _ in range(2):  # a worker the keeper could not restart on a loaded machine is no verdict: once more
+        f = registry.Findings()
+        try:
+            judge_stage("03.7", mine, f, seeds=[7])
+            break
+        except registry.Unjudged:
+            continue
     text = "\n".join(f.items)
-    assert "late in the run" in text and "none recovered it" in text, text
+    # the late freeze finds it; or, when the first lapses come after a fresh process's first beats, the run does
+    assert ("late in the run" in text and "none recovered it" in text) or re.search(
+        r"no recovery call ran in the [0-9.]+ s from then to the run's end, though \d+ ran before it", text), text
