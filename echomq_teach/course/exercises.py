@@ -111,6 +111,14 @@ def _raised(exc: Exception) -> str:
     return f"your function raised {type(exc).__name__}: {exc} (line {where.lineno})."
 
 
+def _stopped(exc: Exception) -> str:
+    """What stopped a judge: the error and its message, and where it was raised (a bare ``assert`` says nothing
+    on its own)."""
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    at = f"{where.filename.rsplit('/echomq_teach/', 1)[-1]}, line {where.lineno}: {(where.line or '').strip()}"
+    return f"{type(exc).__name__}: {exc}; raised at {at}" if str(exc) else f"{type(exc).__name__} at {at}"
+
+
 def check(key: str, solution: Callable[..., Any], *conns: Any) -> Verdict:
     """Check ``solution`` for exercise ``key``: a connector for the exercises that read your node.
 
@@ -328,7 +336,7 @@ def _judged(ex: Exercise, solution: Callable[..., Any]) -> Verdict:
             f'counted and nothing was decided. Check again (exercises.check("{ex.key}", ...)); if it happens '
             "again, the machine is busy: close other kernels, or wait a minute."], judged=False)
     except Exception as exc:  # noqa: BLE001 - a judge that could not run is said, not raised
-        f.items.append(f"the judge could not finish its run ({type(exc).__name__}: {exc}).")
+        f.items.append(f"the judge could not finish its run ({_stopped(exc)}).")
     verdict = _failed(ex, f.items + f.notes) if f.items else _passed(ex, f.notes)
     verdict.shown = f.shown
     return verdict

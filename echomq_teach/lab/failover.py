@@ -182,13 +182,13 @@ def failover(
                      on_short_wait=on_short_wait)
 
 
-def _failover_after_the_hold(cluster: Any, queues: dict[str, tuple[int, int] | None], *, hold_ms: int,
+def failover_after_the_hold(cluster: Any, queues: dict[str, tuple[int, int] | None], *, hold_ms: int,
                             window_s: float, **options: Any) -> dict[str, Failover]:
     """``failover``'s run, but the hold ends before the kill: replication is held for ``hold_ms``, then let go,
     and the primary is killed ``window_s`` after the hold began, once its replica has had time to catch up.
 
-    Prediction 09.1's case, run by its check only: no part of the lab's API (nor any cell of 09) runs it, so
-    the prediction cannot be answered by a call before it is kept.
+    No cell of 09 runs this case (a prediction asks it); a learner who finds it here and runs it first is
+    experimenting, which the course allows (docs/decisions.md, kept predictions).
 
     The same options as ``failover`` (``jobs_n``, ``workers``, ``burst``, ``work_ms``, ``lease_ms``,
     ``start_after``, ``timeout``, ``on_short_wait``).

@@ -1,6 +1,6 @@
 """A kept prediction holds against what a learner can do from their kernel (issue 31, "first answer kept").
 
-Each test is one attack from the lazy learners' reports (/work/attacks, kept in the issue): commit any answer,
+Each test is one attack from the lazy learners' reports (kept in the issue): commit any answer,
 read the run it shows, then undo the commitment and answer again. What the kit does about each: the record
 deleted, edited or written by hand, the folder switched in ``os.environ``, the seal deleted, a teacher's
 ``forget``: noticed, said first in the verdict (the line the live view shows an instructor), and the first

@@ -174,6 +174,16 @@ def test_a_stages_hint_points_at_the_idea_and_names_no_code(key):
     assert [c for c in CODE_IN_A_HINT if c in hint] == [], hint
 
 
+def test_a_judge_that_could_not_finish_says_what_stopped_it():
+    # an error with no message (a bare assert's): the verdict names the error and the line it stopped at
+    try:
+        raise AssertionError
+    except AssertionError as exc:
+        said = exercises._stopped(exc)
+    assert said.startswith("AssertionError at ") and "test_my_queue.py, line" in said, said
+    assert said.endswith(": raise AssertionError"), said
+
+
 # -- a judged run the judge's own machinery failed: no verdict, no try -------------------------------------------
 def test_a_run_whose_keeper_failed_is_not_judged():
     from echomq_teach.course.judges.queue import judged_run

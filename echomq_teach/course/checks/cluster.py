@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...lab.failover import Failover, _failover_after_the_hold
+from ...lab.failover import Failover, failover_after_the_hold
 from ...nodes.cluster import start_cluster
 from .. import forms
 from ..judges.failover import FAILOVER, judge_failover
@@ -84,7 +84,7 @@ def _run_predict_the_failover(conn: Any, queue: str) -> dict[str, Any]:
     cluster = start_cluster(native=True)
     try:
         short_q, long_q = cluster.queue_on(1, f"{queue}-short"), cluster.queue_on(1, f"{queue}-long")
-        runs = _failover_after_the_hold(cluster, {short_q: SHORT, long_q: LONG}, hold_ms=HOLD_MS, window_s=WINDOW_S,
+        runs = failover_after_the_hold(cluster, {short_q: SHORT, long_q: LONG}, hold_ms=HOLD_MS, window_s=WINDOW_S,
                                        jobs_n=FAILOVER.JOBS, workers=FAILOVER.WORKERS, burst=PREDICT_BURST,
                                        timeout=FAILOVER.TIMEOUT_S)
     finally:

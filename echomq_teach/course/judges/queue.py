@@ -248,7 +248,8 @@ def judged_run(run: Any, seed: int, nemesis: Any, deadline_s: float, failed: Cal
 
     ``then(watched)``, once the queue drained, faults the run again late (answers the faults it applied), and the
     run is waited on until it drains again: a fault late in a run finds workers long past their first beats."""
-    keeper = _keeper_watched(run)
+    # a KeptRun's keeper keeps its error here rather than printing it; a run with no keeper never fails one
+    keeper: list[BaseException] = getattr(run, "keeper_failures", [])
     run.start()
     watched = Watched(run)
     faults = nemesis.run(watched, deadline_s=deadline_s)
@@ -261,22 +262,6 @@ def judged_run(run: Any, seed: int, nemesis: Any, deadline_s: float, failed: Cal
         said = str(keeper[0]).split("; the end of its log")[0].splitlines()[0]  # its log's tail says nothing here
         raise Unjudged(f"seed {seed}: the judge could not restart a worker ({type(keeper[0]).__name__}: {said})")
     return ended, drained
-
-
-def _keeper_watched(run: Any) -> list[BaseException]:
-    """The error of ``run``'s keeper thread, once it fails (a list, empty until then); a run with no keeper never
-    fails one. The keeper's body is wrapped before the run starts it, so its error is kept rather than printed."""
-    failed: list[BaseException] = []
-    keep = getattr(run, "_keep", None)
-    if keep is not None:
-        def kept() -> None:
-            try:
-                keep()
-            except Exception as exc:  # noqa: BLE001 - the harness's failure: the run is not judged (Unjudged)
-                failed.append(exc)
-
-        run._keep = kept
-    return failed
 
 
 @contextmanager

@@ -10,7 +10,8 @@ attempts), else 0 and nothing written.
 The probes: the claim on an empty queue, on two jobs (oldest first, the token, the deadline on the server's
 clock, the row active), behind two ghosts and behind eleven; a zombie recorded as a run records it (claimed,
 lapsed, swept, claimed again, then the first worker completes late), read by the checker; then the renewal
-for four callers whose answers are known. The judged run: three worker processes claim with your claim.lua
+for six callers whose answers are known (two of them after their handler's retry sent the job to schedule or
+dead, the token unchanged). The judged run: three worker processes claim with your claim.lua
 and run handlers that work 2 s on a 1.5 s lease, renewing every 100 ms by your renew.lua, under a seeded
 nemesis of freezes and kills.
 """
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ... import jobs, keyspace, snapshots
+from ... import jobs, keyspace, snapshots, transitions
 from ...lab.history import History, Op
 from ...lab.nemesis import Nemesis
 from ...lab.run import Run
@@ -233,7 +234,7 @@ def _renew_probes(conn: Any, sha: str, f: Findings) -> bool:
     """The script on four callers whose answers are known, each on a job of its own: the holder (renewed from
     the server's now), a stale token, the gap (a lease lapsed and swept, no claim since: the old holder's token
     is still the row's attempts, but the job is in pending), and a lapsed lease no sweep has touched (still
-    its holder's)."""
+    its holder's); then two renewals after their handler's retry (``_settled_refused``)."""
     queue = "judge-dry"
     jobs.drop(conn, queue)
     jobs.enqueue(conn, queue, "a job to renew")
@@ -261,6 +262,27 @@ def _renew_probes(conn: Any, sha: str, f: Findings) -> bool:
     if not _renews_from_now(conn, sha, queue, late, 2_500, f,
                             "the holder of a lease that lapsed 20 ms ago (no sweep since)"):
         return False
+    return _settled_refused(conn, sha, queue, f)
+
+
+def _settled_refused(conn: Any, sha: str, queue: str, f: Findings) -> bool:
+    """A renewal that races its own handler's retry: the job went to schedule (cap 2), or to dead (cap 1), by the
+    kit's retry, and its token is still the row's attempts. Only the row's state tells that the caller no longer
+    holds it: refused, the job left in its one set."""
+    kit = conn.fork()
+    kit.script_set = transitions.KIT  # the kit's retry: your retry.lua is stage 2's
+    try:
+        for cap, went in ((2, "retried to schedule"), (1, "retried at its cap and buried in dead")):
+            jobs.drop(conn, queue)
+            jobs.enqueue(conn, queue, f"a job {went}")
+            c = jobs.claim(conn, queue, 30_000)
+            assert c is not None
+            jobs.retry(kit, queue, c.id, c.attempts, "the handler failed", 60_000, cap)
+            if not _refuses(conn, sha, queue, c.id, c.attempts, f, f"a handler's renewal thread after its job was "
+                            f"{went} (its token {c.attempts} still the row's attempts)"):
+                return False
+    finally:
+        kit.close()
     jobs.drop(conn, queue)
     return True
 

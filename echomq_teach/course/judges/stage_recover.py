@@ -84,6 +84,7 @@ class KeptRun(Run):
         self._slots_lock = threading.Lock()
         self._keeping = threading.Event()
         self._keeper: threading.Thread | None = None
+        self.keeper_failures: list[BaseException] = []  # the keeper's error, once it fails: the run is not judged
 
     def start(self, **options: Any) -> list[WorkerProcess]:
         started = super().start(**options)
@@ -98,12 +99,15 @@ class KeptRun(Run):
             return super().kill(slot, replace)
 
     def _keep(self) -> None:
-        while self._keeping.is_set():
-            with self._slots_lock:
-                for i, w in enumerate(self.slots):
-                    if self._keeping.is_set() and w is not None and not w.alive and not w.frozen:
-                        self.spawn(i).wait_ready()
-            time.sleep(0.05)
+        try:
+            while self._keeping.is_set():
+                with self._slots_lock:
+                    for i, w in enumerate(self.slots):
+                        if self._keeping.is_set() and w is not None and not w.alive and not w.frozen:
+                            self.spawn(i).wait_ready()
+                time.sleep(0.05)
+        except Exception as exc:  # noqa: BLE001 - the harness's failure: kept for the judge (Unjudged), not printed
+            self.keeper_failures.append(exc)
 
     def stop(self) -> None:
         self._keeping.clear()

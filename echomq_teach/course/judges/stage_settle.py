@@ -12,9 +12,10 @@ caller's; at the cap the job is buried in dead, its ending recorded.
 The probes: a zombie recorded as a run records it (claimed, lapsed, swept, claimed again; the first worker
 retries and completes late, the second completes, twice), read by the checker; the gap (a worker wakes after a
 sweep put its job back, before any claim, and completes); a completion recorded and one not; the fork of one
-job through its backoff to dead; a job's own cap; a life after a reprocess. The judged run: three worker
-processes drain jobs that fail a few times, and jobs that always fail under a cap of their own, under a seeded
-nemesis of a kill and a freeze past the lease (a zombie).
+job through its backoff to dead; a job's own cap, below the caller's and above it; a life after a reprocess
+(each case with a delay and a cap of its own). The judged run: three worker processes drain jobs that fail a
+few times, and jobs that always fail under a cap of their own, under a seeded nemesis of a kill and a freeze
+past the lease (a zombie).
 """
 
 from __future__ import annotations
@@ -212,43 +213,50 @@ def _due_now(conn: Any, queue: str, job: str) -> None:
 
 
 def _fork(conn: Any, queue: str, f: Findings) -> bool:
-    """One job, cap 3, delay 1 s: retried after try 1 (1 s), after try 2 (2 s), buried after try 3. Then a job
-    whose row carries max_attempts 1, retried with a cap of 5: buried at once. Then a job buried at cap 2 and
-    reprocessed: its new life's first failure waits 1 s again, and is not yet at the cap. (The delays are long,
-    and the probe makes each job due rather than waiting, so that a loaded machine's stall between the probe's
-    clock reads and the script never passes a wrong backoff.)"""
+    """One job, cap 3, delay 1.3 s: retried after try 1 (1.3 s), after try 2 (2.6 s), buried after try 3. Then a
+    job whose row carries max_attempts 1, retried with a cap of 5: buried at once; and one whose row carries 3,
+    retried with a cap of 2 and a delay of 0.9 s: its try 2 is scheduled (1.8 s), its own cap winning both ways.
+    Then a job buried at cap 2 and reprocessed, a delay of 0.7 s: its new life's first failure waits 0.7 s again,
+    and is not yet at the cap. (Each case asks a delay and a cap of its own, so that none written into the script
+    passes; the delays are long, and the probe makes each job due rather than waiting, so that a loaded machine's
+    stall between the probe's clock reads and the script never passes a wrong backoff.)"""
     jobs.drop(conn, queue)
-    delay = 1_000
     job = jobs.enqueue(conn, queue, "fails three times")
     for token, want in ((1, jobs.SCHEDULED), (2, jobs.SCHEDULED), (3, jobs.DEAD)):
-        _due_now(conn, queue, job)
-        c = jobs.claim(conn, queue, 30_000)
-        assert c is not None and c.id == job and c.attempts == token, c
-        if not _retried(conn, queue, job, token, delay, 3, want, f, f"try {token} of 3 failed (max_attempts 3, "
-                        f"delay_ms {delay})"):
+        if not _tried(conn, queue, job, token, 1_300, 3, want, f, f"try {token} of 3 failed (max_attempts 3, "
+                      "delay_ms 1300)"):
             return False
-    own = jobs.enqueue(conn, queue, "its row says max_attempts 1")
-    conn.call("HSET", keyspace.job_key(queue, own), "max_attempts", 1)
-    c = jobs.claim(conn, queue, 30_000)
-    assert c is not None and c.id == own
-    if not _retried(conn, queue, own, 1, delay, 5, jobs.DEAD, f, "try 1 of a job whose row carries max_attempts 1 "
-                    "failed, its caller handing a cap of 5 (a job's own cap wins)"):
-        return False
+    for own, cap, delay, fails in ((1, 5, 1_000, ((1, jobs.DEAD),)),
+                                   (3, 2, 900, ((1, jobs.SCHEDULED), (2, jobs.SCHEDULED)))):
+        jobs.drop(conn, queue)
+        mine = jobs.enqueue(conn, queue, f"its row says max_attempts {own}")
+        conn.call("HSET", keyspace.job_key(queue, mine), "max_attempts", own)
+        for token, want in fails:
+            if not _tried(conn, queue, mine, token, delay, cap, want, f, f"try {token} of a job whose row carries "
+                          f"max_attempts {own} failed, its caller handing a cap of {cap} and delay_ms {delay} (a "
+                          "job's own cap wins, above the caller's or below it)"):
+                return False
     jobs.drop(conn, queue)
     # a cap of 2 this time, the caller's (a cap written into the script fails one of the two)
     life = jobs.enqueue(conn, queue, "buried, then reprocessed")
     for token, want in ((1, jobs.SCHEDULED), (2, jobs.DEAD)):
-        _due_now(conn, queue, life)
-        c = jobs.claim(conn, queue, 30_000)
-        assert c is not None and c.id == life
-        if not _retried(conn, queue, life, token, delay, 2, want, f, f"try {token} of 2 failed (max_attempts 2, "
-                        f"ARGV[4])"):
+        if not _tried(conn, queue, life, token, 700, 2, want, f, f"try {token} of 2 failed (max_attempts 2, "
+                      "ARGV[4]; delay_ms 700)"):
             return False
     jobs.reprocess(conn, queue, life)
     c = jobs.claim(conn, queue, 30_000)
-    assert c is not None and c.id == life and c.attempts == 3
-    return _retried(conn, queue, life, 3, delay, 2, jobs.SCHEDULED, f, "the first try of a new life failed (a job "
-                    "buried at its cap of 2, reprocessed: prior_attempts 2, token 3; max_attempts 2)")
+    assert c is not None and c.id == life and c.attempts == 3, f"the probe's reprocessed job was not claimed: {c!r}"
+    return _retried(conn, queue, life, 3, 700, 2, jobs.SCHEDULED, f, "the first try of a new life failed (a job "
+                    "buried at its cap of 2, reprocessed: prior_attempts 2, token 3; max_attempts 2, delay_ms 700)")
+
+
+def _tried(conn: Any, queue: str, job: str, token: int, delay: int, cap: int, want: str, f: Findings,
+           said: str) -> bool:
+    """``job`` made due, claimed (its try ``token``) and failed: ``_retried``'s verdict on your retry.lua."""
+    _due_now(conn, queue, job)
+    c = jobs.claim(conn, queue, 30_000)
+    assert c is not None and c.id == job and c.attempts == token, f"the probe's job was not claimed: {c!r}"
+    return _retried(conn, queue, job, token, delay, cap, want, f, said)
 
 
 def probes(node: Any, loaded: Loaded, f: Findings) -> bool:

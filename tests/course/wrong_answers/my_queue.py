@@ -86,7 +86,7 @@ VARIANTS: dict[str, Variant] = {
                                                ("my_queue/claim.lua does not compile: line",)),
     # -- 03.3: the fence on complete and retry, a backoff and a job's own cap ------------------------------------
     "03.3 copy: @complete and @retry": Variant("03.3", {"complete.lua": kit("complete"), "retry.lua": kit("retry")},
-                                               ("try 2 of 3 failed", "2000 ms (delay_ms 1000 × 2^1")),
+                                               ("try 2 of 3 failed", "2600 ms (delay_ms 1300 × 2^1")),
     "03.3 copy: @retry, its delay doubled": Variant("03.3", {"retry.lua": edit(
         kit("retry"), "redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])",
         "redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]) * 2 ^ (tonumber(row[1]) - prior - 1), ARGV[1])")},
@@ -95,7 +95,7 @@ VARIANTS: dict[str, Variant] = {
         kit("retry"), "local below_cap = tonumber(row[1]) - prior < tonumber(ARGV[4])",
         "local below_cap = tonumber(row[1]) - prior < tonumber(redis.call('HGET', KEYS[4], 'max_attempts') or "
         "ARGV[4])")},
-        ("2000 ms (delay_ms 1000 × 2^1",)),
+        ("2600 ms (delay_ms 1300 × 2^1",)),
     "03.3 complete: no fence": Variant("03.3", {"complete.lua": edit(COMPLETE, FENCE, "")},
                                        ("the checker says invalid", "fence violations", "the fence should have "
                                         "answered stale"), checker=True),
@@ -186,9 +186,26 @@ VARIANTS: dict[str, Variant] = {
         "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
         "return redis.call('ZADD', KEYS[1], 'XX', 'CH', now + 1500, ARGV[1])\n")},
         ("renewed by 7000 ms (its ARGV[3])", "nor a lease of your own")),
+    # fenced on one state only: a renewal racing its own handler's retry (the job in schedule or dead, its token
+    # unchanged) puts it back in active
+    "02.2 attack: a renewal fenced on pending only": Variant("02.2", {"renew.lua": (
+        "local row = redis.call('HMGET', KEYS[2], 'attempts', 'state')\n"
+        "if row[1] ~= ARGV[2] or row[2] == 'pending' then return 0 end\n"
+        "local t = redis.call('TIME')\n"
+        "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+        "redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])\n"
+        "return 1\n")},
+        ("a handler's renewal thread after its job was retried to schedule",)),
+    "03.3 attack: a delay of its own": Variant("03.3", {"retry.lua": edit(
+        RETRY, "now + tonumber(ARGV[3]) * 2 ^ (tries - 1)", "now + 1000 * 2 ^ (tries - 1)")},
+        ("delay_ms 1300 × 2^0",)),
+    "03.3 attack: a job's own cap held under the caller's": Variant("03.3", {"retry.lua": edit(
+        RETRY, "local cap = tonumber(row[4] or ARGV[4])",
+        "local cap = math.min(tonumber(row[4] or ARGV[4]), tonumber(ARGV[4]))")},
+        ("a job whose row carries max_attempts 3", "should answer 'scheduled'; it answered 'dead'")),
     "03.3 attack: a cap of its own": Variant("03.3", {"retry.lua": edit(
         RETRY, "local cap = tonumber(row[4] or ARGV[4])", "local cap = tonumber(row[4] or 3)")},
-        ("try 2 of 2 failed (max_attempts 2, ARGV[4]): your retry.lua should answer 'dead'",)),
+        ("try 2 of 2 failed (max_attempts 2, ARGV[4]", "your retry.lua should answer 'dead'")),
     "03.3 attack: dead scored with the lease's deadline": Variant("03.3", {"retry.lua": edit(edit(
         RETRY, "redis.call('ZREM', KEYS[1], ARGV[1])",
         "local deadline = redis.call('ZSCORE', KEYS[1], ARGV[1])\nredis.call('ZREM', KEYS[1], ARGV[1])"),
