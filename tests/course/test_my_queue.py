@@ -205,9 +205,9 @@ def test_a_run_whose_keeper_failed_is_not_judged():
 
     node = LocalNode()
     try:
-        # each job outlasts the kill at 0.1 s: a queue drained before it never needs the keeper (2 ms jobs did)
-        with Unkept(node, "keeper-fails", workers=1, lease_ms=3_000, work_ms=2_000) as run:
-            run.produce(3)
+        # jobs enough that the queue is not drained when the kill comes (else the run ends before the keeper looks)
+        with Unkept(node, "keeper-fails", workers=1, lease_ms=2000, work_ms=200) as run:
+            run.produce(30)
             with pytest.raises(registry.Unjudged, match=r"could not restart a worker \(ChildError: worker w0b"):
                 judged_run(run, 7, Nemesis(seed=7, kinds=("kill",), count=1, gap_s=(0.1, 0.1)), 5.0, lambda h: False)
     finally:
@@ -231,3 +231,29 @@ def test_an_unjudged_run_is_no_verdict_no_try_and_no_report(monkeypatch):
     assert not verdict.ok and not verdict.judged and text.startswith("? 03.7") and "could not be judged" in text
     assert "no try was counted" in text and "Check again" in text and "solved" not in text
     assert registry.TRIED == tried and "03.7" not in registry.SOLVED and reported == []
+
+
+def test_a_beat_that_sweeps_only_on_its_first_beats_fails_the_late_lapse(tmp_path):
+    # the attack's beat: it promotes and recovers on its first five beats in each process only. A killed worker's
+    # slot is refilled, and a fresh process's first beats recovered for the others; the late freeze finds workers
+    # long started, and none of them recovers (one seed: the finding comes from the run, not a probe)
+    from echomq_teach.course.judges.stages import judge_stage
+
+    mine = grown(tmp_path, "03.7")
+    beat = (mine.path / "beat.py").read_text()
+    head = "def beat(queue, handle, budget):\n"
+    assert beat.count(head) == 1 and "    queue.promote()\n    queue.recover()\n" in beat
+    beat = beat.replace("    queue.promote()\n    queue.recover()\n",
+                        "    BEATS[0] += 1\n    if BEATS[0] <= 5:\n        queue.promote()\n        queue.recover()\n")
+    (mine.path / "beat.py").write_text("BEATS = [0]\n\n\n" + beat)
+    for _ in range(2):  # a worker the keeper could not restart on a loaded machine is no verdict: once more
+        f = registry.Findings()
+        try:
+            judge_stage("03.7", mine, f, seeds=[7])
+            break
+        except registry.Unjudged:
+            continue
+    text = "\n".join(f.items)
+    # the late freeze finds it; or, when the first lapses come after a fresh process's first beats, the run does
+    assert ("late in the run" in text and "none recovered it" in text) or re.search(
+        r"no recovery call ran in the [0-9.]+ s from then to the run's end, though \d+ ran before it", text), text

@@ -238,23 +238,29 @@ def probing(node: Any, loaded: Loaded, queue: str) -> Iterator[Any]:
 
 
 def judged_run(run: Any, seed: int, nemesis: Any, deadline_s: float, failed: Callable[[History], bool],
-               ) -> tuple[Ended, bool]:
+               then: Callable[[Watched], list[Any]] | None = None) -> tuple[Ended, bool]:
     """``run`` (its jobs produced) started, faulted by ``nemesis`` with the queue held to notebook 01's table at
     each point a fault leaves it, waited on until drained (or ``failed(history)``: the verdict is known), and
     ended (``frame.end_run``). Answers what the end read, and whether the queue drained.
 
     ``Unjudged`` when the run's keeper (a ``KeptRun``'s thread that refills a dead worker's slot) failed: the run
-    went on a worker short, and nothing it shows can be held against the answer, a pass least of all."""
+    went on a worker short, and nothing it shows can be held against the answer, a pass least of all.
+
+    ``then(watched)``, once the queue drained, faults the run again late (answers the faults it applied), and the
+    run is waited on until it drains again: a fault late in a run finds workers long past their first beats."""
     # a KeptRun's keeper keeps its error here rather than printing it; a run with no keeper never fails one
     keeper: list[BaseException] = getattr(run, "keeper_failures", [])
     run.start()
     watched = Watched(run)
     faults = nemesis.run(watched, deadline_s=deadline_s)
     drained = wait_drained(run, deadline_s, lambda h: bool(keeper) or failed(h))
+    if drained and then is not None and not keeper:
+        faults = [*faults, *then(watched)]
+        drained = wait_drained(run, deadline_s, lambda h: bool(keeper) or failed(h))
     ended = end_run(run, seed, faults, watched=watched)
     if keeper:
-        raise Unjudged(f"seed {seed}: the judge could not restart a worker ({type(keeper[0]).__name__}: "
-                       f"{str(keeper[0]).splitlines()[0]})")
+        said = str(keeper[0]).split("; the end of its log")[0].splitlines()[0]  # its log's tail says nothing here
+        raise Unjudged(f"seed {seed}: the judge could not restart a worker ({type(keeper[0]).__name__}: {said})")
     return ended, drained
 
 

@@ -140,6 +140,19 @@ VARIANTS: dict[str, Variant] = {
         "return queue.complete(job, value)")}, ("your beat should retry it with that reason",)),
     "03.7 a beat that raises": Variant("03.7", {"beat.py": edit(BEAT, "job = queue.claim()", "job = queue.take()")},
                                        ("your beat raised", "AttributeError", "line")),
+    # the lazy learner's beats: an answer of None whatever the settle said; the handler's result dropped
+    "03.7 attack: a beat that answers None": Variant("03.7", {"beat.py": edit(
+        BEAT, "    return queue.complete(job, value) if ok else queue.retry(job, value)",
+        "    queue.complete(job, value) if ok else queue.retry(job, value)\n    return None")},
+        ("the settle answered 'ok'", "yours answered None")),
+    "03.7 attack: the handler's result dropped": Variant("03.7", {"beat.py": edit(
+        BEAT, "queue.complete(job, value) if ok", "queue.complete(job, '') if ok")},
+        ("the completion recorded ''",)),
+    # 03.3's retry.lua with its delay written in passes 03.3's cases (each hands delay_ms 1000): 03.7's probe hands
+    # 1 ms, and its finding names retry.lua, never the beat
+    "03.7 attack: retry.lua's delay written in": Variant("03.7", {"retry.lua": edit(
+        RETRY, "now + tonumber(ARGV[3]) * 2 ^ (tries - 1)", "now + 1000 * 2 ^ (tries - 1)")},
+        ("your retry.lua (stage 03.3), not your beat, is the cause here", "where the spec says delay_ms × 2^0 = 1 ms")),
     # -- 05.2: released at the quorum, each child counted once -----------------------------------------------------
     "05.2 copy: @complete": Variant("05.2", {"complete.lua": kit("complete")},
                                     ("has its quorum of 2: release it to pending",)),
