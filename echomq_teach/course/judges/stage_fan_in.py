@@ -11,9 +11,10 @@ The probes: a repeated completion recorded as a run records it and read by the c
 release as a finding of its own; then three flows whose answers are known, the queue held to notebook 01's table
 after every call, the gap the fence guards (a worker wakes after a sweep put its child back in pending, no claim
 since, and completes), and the gap the once-only branch guards (notebook 04's half-done claim: the fence passes a
-child that is not in active, which must count nothing). The judged run: three worker processes beat with your
-beat.py and your scripts, two flows of five children, quorum three, while a seeded nemesis freezes a worker mid-
-child past its lease (a zombie) and kills others.
+child that is not in active, which must count nothing), then a parent of five children without a quorum, which
+waits for all five. The judged run: three worker processes beat with your beat.py and your scripts, two flows of
+five children, quorum three, while a seeded nemesis freezes a worker mid-child past its lease (a zombie) and kills
+others.
 """
 
 from __future__ import annotations
@@ -201,7 +202,31 @@ def _known(conn: Any, f: Findings) -> bool:
                                       "completed: its row is gone, so the caller holds nothing; answer 0.")
                              and unchanged(conn, queue, before, f, f"your complete.lua answered 0 to {said}")):
         return False
-    return _half_done(conn, queue, d, f, done)
+    return _half_done(conn, queue, d, f, done) and _no_quorum(conn, queue, d, f)
+
+
+def _no_quorum(conn: Any, queue: str, d: _Dry, f: Findings) -> bool:
+    """Flow four, five children and no quorum in its parent's row: it waits for all of them. After four completions
+    the parent still waits; the fifth releases it (a quorum read with a default of its own releases it early)."""
+    four = flows.add(conn, queue, "parent four", [f"part {i}" for i in range(5)]).parent_id
+    done: list[str] = []
+    for n in range(1, 6):
+        c = d.claim()
+        reply = d.complete(four, c, f"the holder of child {n} of 5 (no quorum)")
+        done.append(c.id)
+        if reply is None or not (d.settled_child(c, reply, f"the holder of child {n} of 5")
+                                 and d.holds(f"after {n} of 5 children of a parent without a quorum completed", done)):
+            return False
+        s = snapshots.snapshot(conn, queue)
+        waits = s.state(four) == "awaiting_children" and not s.where(four)
+        if not f.expect(waits if n < 5 else s.where(four) == ["pending"] and s.state(four) == "pending",
+                        f"parent {four}'s row carries no quorum: a parent without one waits for all its children, "
+                        f"here 5. After {n} of them completed it should "
+                        f"{'still wait (awaiting_children, in no set)' if n < 5 else 'be released to pending'}; it is "
+                        f"in {'/'.join(s.where(four)) or 'no set'}, its row says {s.state(four)!r}."):
+            return False
+    jobs.drop(conn, queue)
+    return True
 
 
 def _half_done(conn: Any, queue: str, d: _Dry, f: Findings, done: list[str]) -> bool:

@@ -242,6 +242,11 @@ VARIANTS: dict[str, Variant] = {
     "05.2 attack: the token kept for the result": Variant("05.2", {"complete.lua": edit(
         FAN_IN, "redis.call('HSET', KEYS[4], ARGV[1], ARGV[5])", "redis.call('HSET', KEYS[4], ARGV[1], ARGV[2])")},
         (":processed should hold that child's result, 'a done', and nothing else; it holds ['1']",)),
+    # a parent without a quorum read as one of 3: a parent of more children is released early
+    "05.2 attack: a quorum of 3 when the row names none": Variant("05.2", {"complete.lua": edit(
+        FAN_IN, "local quorum = redis.call('HGET', KEYS[5], 'quorum')",
+        "local quorum = redis.call('HGET', KEYS[5], 'quorum') or '3'")},
+        ("a parent without one waits for all its children, here 5. After 3 of them completed it should still wait",)),
     "05.2 attack: no was_active guard": Variant("05.2", {"complete.lua": edit(
         FAN_IN, "if KEYS[3] and was_active == 1 and", "if KEYS[3] and")},
         ("whose claim stopped half-done", "counts it only when its ZREM took the child out of active")),
