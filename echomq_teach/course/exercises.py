@@ -47,6 +47,7 @@ from . import forms, predictions, progress_report
 from .checks import diagnosis
 from .registry import (
     HINTED,
+    REFERENCED,
     REGISTRY,
     SOLVED,
     TRIED,
@@ -337,7 +338,13 @@ def _judged(ex: Exercise, solution: Callable[..., Any]) -> Verdict:
             "again, the machine is busy: close other kernels, or wait a minute."], judged=False)
     except Exception as exc:  # noqa: BLE001 - a judge that could not run is said, not raised
         f.items.append(f"the judge could not finish its run ({_stopped(exc)}).")
-    verdict = _failed(ex, f.items + f.notes) if f.items else _passed(ex, f.notes)
+    if f.items:
+        verdict = _failed(ex, f.items + f.notes)
+    elif f.references:  # your queue judged with references loaded in place of your files: it passes, unsolved
+        REFERENCED.add(ex.key)
+        verdict = Verdict(f"{ex.key} {ex.title}", True, f.notes, reference=tuple(f.references))
+    else:
+        verdict = _passed(ex, f.notes)
     verdict.shown = f.shown
     return verdict
 
