@@ -690,30 +690,31 @@ print(exercises.check("03.5", metronome_stopped, conn))
 # %% [markdown]
 # ### 03.6 · Your queue, stage 3: recover, with a poison bound
 #
-# The poison loop above is the kit's `reap` leg; your queue stops it. **`my_queue/recover.lua`** runs in
-# the place of the counted sweep, `@stalled_check`: its keys, `KEYS[1]` active, `[2]` pending, `[3]` dead,
-# `[4]` the base; its arguments, `ARGV[1]` the cap (what the kit's callers pass as `max_stalled`: your
-# queue reads it as `max_attempts`) and the optional `ARGV[2]`, the record flag; its reply, `{the ids moved
-# back, the ids buried}`. So the kit's metronome, a consumer's `recovery="stalled"` leg and, next, your own
-# beat all call it. It counts no stalls: it counts what the queue already counts. It takes the lapsed
-# leases, earliest deadline first, at most 100 a call, each out of active. A job whose tries in this life
-# are below its cap (its row's own `max_attempts`, else `ARGV[1]`) goes back to pending, its row `pending`,
-# its attempts untouched. A job that reached its cap is buried: in dead, scored with the server's now, its
-# row `dead`, its one ending recorded when asked (`outcome` `stalled`, `attempts` the row's, `error` why).
-# An id in active whose row is gone leaves active and goes nowhere.
+# The poison loop above is the kit's `reap` leg; your queue stops it. **`my_queue/recover.lua`** runs in the
+# place of the counted sweep, `@stalled_check`: its keys, `KEYS[1]` active, `[2]` pending, `[3]` dead, `[4]`
+# the base; its arguments, `ARGV[1]` the cap (what the kit's callers pass as `max_stalled`: your queue reads
+# it as `max_attempts`) and the optional `ARGV[2]`, the record flag; its reply, `{the ids moved back, the ids
+# buried}`. So the kit's metronome, a consumer's `recovery="stalled"` leg and, next, your own beat all call
+# it. It counts no stalls: it counts what the queue already counts. It takes the lapsed leases, earliest
+# deadline first, at most 100 a call, each out of active. A job whose tries in this life are below its cap
+# (its row's own `max_attempts`, else `ARGV[1]`) goes back to pending, its row `pending`, its attempts
+# untouched. A job that reached its cap is buried: in dead, scored with the server's now, its row `dead` with
+# `last_error` `stalled` (as the kit's sweep writes it), its one ending recorded when asked (`outcome`
+# `stalled`, `attempts` the row's, `error` why). An id in active whose row is gone leaves active and goes
+# nowhere.
 #
 # The check runs stages 1 and 2's checks again, then calls your recovery on lapsed leases whose answers are
-# known (one on its last try after two handler errors, one on its first, one live, one with no row, one on
-# the first try of a new life, one under a cap of its own, two under caps of 2 and 5 that the caller hands
-# it), holding the queue to notebook 01's table after each call and waking the dead workers before anyone
-# claims again (your complete.lua must refuse them), then on 150 lapsed leases (100 a call). Then, on two
-# seeds it draws, three worker processes drain twelve jobs, one of them poison (its handler kills its
-# worker, every time), while a seeded nemesis kills one worker and freezes another past its lease; the
-# run's metronome calls **your** recover.lua every 50 ms, with a cap of 3. It passes only when every answer
-# is right and, on every seed, the checker says valid, the queue keeps the table, the poison was tried
-# three times and buried, and every other job was done. A queue that lets the poison loop drops no job, and
-# the checker finds nothing wrong with it: then the check's own finding says how often the poison ran, and
-# why it never stopped. About fifteen seconds a check.
+# known (one on its last try after two handler errors, one on its first, one live, one with no row, one on the
+# first try of a new life, one under a cap of its own, two under caps of 2 and 5 that the caller hands it, the
+# first without the record flag), holding the queue to notebook 01's table after each call and waking the dead
+# workers before anyone claims again (your complete.lua must refuse them), then on 150 lapsed leases (100 a
+# call, the earliest first). Then, on two seeds it draws, three worker processes drain twelve jobs, one of
+# them poison (its handler kills its worker, every time), while a seeded nemesis kills one worker and freezes
+# another past its lease; the run's metronome calls **your** recover.lua every 50 ms, with a cap of 3. It
+# passes only when every answer is right and, on every seed, the checker says valid, the queue keeps the
+# table, the poison was tried three times and buried, and every other job was done. A queue that lets the
+# poison loop drops no job, and the checker finds nothing wrong with it: then the check's own finding says how
+# often the poison ran, and why it never stopped. About fifteen seconds a check.
 
 # %%
 print(mine.begin("03.6"))

@@ -5,19 +5,20 @@ reply; the metronome, a consumer's recovery leg and your beat call it). It diffe
 stalls. It takes the lapsed leases, earliest deadline first, at most 100 a call; a job whose tries in this life
 (attempts less ``prior_attempts``) are below its cap (its row's own ``max_attempts``, else ``ARGV[1]``) goes back to
 pending, attempts untouched; a job that reached its cap is buried: in dead (scored with the server's now), its row's
-state ``dead``, its one ending recorded on the completions stream (outcome ``stalled``) when the caller asks. A
-poison job (one whose handler kills its worker, every time) is then tried up to its cap and no more. An id in active
-whose row is gone leaves active and goes nowhere.
+state ``dead`` and ``last_error`` "stalled", its one ending recorded on the completions stream (outcome
+``stalled``) when the caller asks. A poison job (one whose handler kills its worker, every time) is then tried up to
+its cap and no more. An id in active whose row is gone leaves active and goes nowhere.
 
 The probes are deterministic: lapsed leases whose answers are known (one at the cap after two handler errors, two
 below it, one live, one of a new life after a reprocess, one under a cap of its own, one with no row, and two under
 the caller's caps of 2 and 5, so that no cap written into the script passes; a burial scored with the server's now
 and its entry carrying the row's attempts), the queue held to notebook 01's table after each call and the gap probed
 (the dead workers wake before anyone claims again and complete with their old tokens: your complete.lua must refuse
-them), then 150 lapsed leases (100 a call). The judged run: three worker processes drain twelve jobs, one of them
-poison, while a seeded nemesis kills one worker and freezes another past its lease; the run's metronome calls your
-recover.lua every 50 ms with a cap of 3. A queue that loses no job yet lets the poison loop is valid to the checker:
-the stage's own finding says how often it was claimed, and that it was never buried.
+them), the cap of 2 called without record (no entry), then 150 lapsed leases (100 a call, earliest first). The
+judged run: three worker processes drain twelve jobs, one of them poison, while a seeded nemesis kills one worker
+and freezes another past its lease; the run's metronome calls your recover.lua every 50 ms with a cap of 3. A queue
+that loses no job yet lets the poison loop is valid to the checker: the stage's own finding says how often it was
+claimed, and that it was never buried.
 """
 
 from __future__ import annotations
@@ -149,9 +150,11 @@ def _entries(conn: Any, queue: str, job: str, f: Findings) -> list[completions.S
         return None
 
 
-def _buried(conn: Any, queue: str, s: snapshots.Snapshot, job: str, tries: str, since: int, f: Findings) -> bool:
+def _buried(conn: Any, queue: str, s: snapshots.Snapshot, job: str, tries: str, since: int, f: Findings,
+            recorded: bool = True) -> bool:
     """The job at its cap is buried: in dead, scored with the server's now (read at ``since``, before the call, and
-    after it), its row dead, attempts as they were, one stalled entry carrying them."""
+    after it), its row dead with last_error "stalled", attempts as they were, one stalled entry carrying them when
+    the call asked to record (``recorded``), none when it did not."""
     said = f"the lease of {job} lapsed on {tries}"
     where = s.where(job)
     if not f.expect(where == ["dead"], f"{said}: a lapse at the cap buries the job in dead, as a poison message "
@@ -160,6 +163,10 @@ def _buried(conn: Any, queue: str, s: snapshots.Snapshot, job: str, tries: str, 
     row = s.rows.get(job, {})
     if not f.expect(row.get("state") == "dead", f"{said}: its row should say state dead; it says "
                     f"{row.get('state')!r}."):
+        return False
+    if not f.expect(row.get("last_error") == "stalled", f"{said}: buried, its row keeps why as last_error, "
+                    "'stalled' (as the kit's sweep writes it), where an operator reading dead sees it; it says "
+                    f"{row.get('last_error')!r}."):
         return False
     score, now = conn.call("ZSCORE", keyspace.queue_key(queue, "dead"), job), server_ms(conn)
     if not f.expect(score is not None and since - 1 <= float(score) <= now + 1,
@@ -170,6 +177,9 @@ def _buried(conn: Any, queue: str, s: snapshots.Snapshot, job: str, tries: str, 
     entries = _entries(conn, queue, job, f)
     if entries is None:
         return False
+    if not recorded:
+        return f.expect(not entries, f"{said} (no ARGV[2]): its burial writes no entry on the completions "
+                        f"stream; yours wrote {len(entries)}: {entries}.")
     if not f.expect(len(entries) == 1 and entries[0].outcome == jobs.STALLED,
                     f"{said}: its burial is its life's one ending, recorded once on the completions stream "
                     f"(outcome stalled); the stream holds {len(entries)} entries for it"
@@ -193,11 +203,12 @@ def _moved_back(s: snapshots.Snapshot, job: str, attempts: int, tries: str, f: F
                          f"it is {row.get('attempts')!r}."))
 
 
-def _call(conn: Any, queue: str, n: int, f: Findings, cap: int = REAP.MAX_ATTEMPTS) -> StallReport | None:
-    """Your recover.lua called once (as the stall sweep, cap ``cap`` in ARGV[1], recording): its report, or None
-    with a finding."""
+def _call(conn: Any, queue: str, n: int, f: Findings, cap: int = REAP.MAX_ATTEMPTS,
+          record: bool = True) -> StallReport | None:
+    """Your recover.lua called once (as the stall sweep, cap ``cap`` in ARGV[1], recording unless ``record`` is
+    False: then no ARGV[2]): its report, or None with a finding."""
     try:
-        reply = conn.run(transitions.stalled_check(queue, cap, record=True))
+        reply = conn.run(transitions.stalled_check(queue, cap, record=record))
     except Exception as exc:  # noqa: BLE001 - a runtime error of your Lua: a finding naming its line
         failed_in("recover.lua", f"on call {n} of the probes", exc, f)
         return None
@@ -216,18 +227,19 @@ def _answered(report: StallReport, want: tuple[list[str], list[str]], n: int, f:
 
 def _lapse(conn: Any, queue: str, want: str, lease_ms: int = 20) -> jobs.Claimed:
     c = jobs.claim(conn, queue, lease_ms)
-    assert c is not None and c.id == want, (c, want)
+    assert c is not None and c.id == want, f"the probe's job {want} was not claimed: {c!r}"
     time.sleep(0.003)  # the deadlines keep the claims' order
     return c
 
 
 def _failed_to(conn: Any, queue: str, job: str, times: int) -> None:
-    """``job`` (the only one pending) claimed and failed by its handler ``times`` times, each retry promoted."""
-    for _ in range(times):
+    """``job`` (the only one pending) claimed and failed by its handler ``times`` times, each retry made due and
+    promoted (as its delay passing would: whatever backoff your retry.lua asks, the probe does not wait it out)."""
+    for i in range(times):
         c = jobs.claim(conn, queue, 30_000)
-        assert c is not None and c.id == job
+        assert c is not None and c.id == job, f"the probe's job {job} was not claimed for its try {i + 1}: {c!r}"
         jobs.retry(conn, queue, c.id, c.attempts, "the handler failed", delay_ms=1, max_attempts=REAP.MAX_ATTEMPTS)
-        time.sleep(0.005)
+        conn.call("ZADD", keyspace.queue_key(queue, "schedule"), "XX", 0, job)
         jobs.promote(conn, queue)
 
 
@@ -313,8 +325,8 @@ def _known(conn: Any, queue: str, f: Findings) -> bool:
 
 def _caps(conn: Any, queue: str, f: Findings) -> bool:
     """The cap is the caller's (ARGV[1]) when the row carries none, whatever it is: a job lapsed on its try 2
-    under a cap of 2 is buried (call 4); one lapsed on its try 3 under a cap of 5 goes back (call 5). No cap
-    written into the script passes both."""
+    under a cap of 2 is buried (call 4, not asked to record: no entry); one lapsed on its try 3 under a cap of 5
+    goes back (call 5). No cap written into the script passes both."""
     for n, cap, failed in ((4, 2, 1), (5, 5, 2)):
         jobs.drop(conn, queue)
         job = jobs.enqueue(conn, queue, f"lapses on its try {failed + 1}, under a cap of {cap}")
@@ -322,7 +334,7 @@ def _caps(conn: Any, queue: str, f: Findings) -> bool:
         _lapse(conn, queue, job)
         time.sleep(0.05)
         since = server_ms(conn)
-        report = _call(conn, queue, n, f, cap=cap)
+        report = _call(conn, queue, n, f, cap=cap, record=n != 4)
         if report is None:
             return False
         s = snapshots.snapshot(conn, queue)
@@ -330,7 +342,8 @@ def _caps(conn: Any, queue: str, f: Findings) -> bool:
         if not state_holds(conn, queue, f, f"after call {n} of the probes"):
             return False
         if failed + 1 >= cap:
-            if not (_buried(conn, queue, s, job, tries, since, f) and _answered(report, ([], [job]), n, f)):
+            if not (_buried(conn, queue, s, job, f"{tries}, the call not asking to record", since, f,
+                            recorded=False) and _answered(report, ([], [job]), n, f)):
                 return False
         elif not (_moved_back(s, job, failed + 1, tries, f) and _answered(report, ([job], []), n, f)):
             return False
@@ -339,23 +352,31 @@ def _caps(conn: Any, queue: str, f: Findings) -> bool:
 
 
 def _bounded(conn: Any, queue: str, f: Findings) -> bool:
-    """150 lapsed leases: one call recovers 100, the next the other 50, the third none (calls 6 to 8)."""
+    """150 lapsed leases, their deadlines 10 ms apart: one call recovers the 100 earliest, the next the other 50,
+    the third none (calls 6 to 8)."""
     jobs.drop(conn, queue)
     for i in range(150):
         jobs.enqueue(conn, queue, f"job {i}")
-    for _ in range(150):
-        jobs.claim(conn, queue, 20)
-    time.sleep(0.05)
-    moved = []
+    held = [jobs.claim(conn, queue, 30_000) for _ in range(150)]
+    lapsed = server_ms(conn) - 5_000
+    active = keyspace.queue_key(queue, "active")
+    conn.call("ZADD", active, "XX", *[x for i, c in enumerate(held) if c for x in (lapsed + 10 * i, c.id)])
+    moved, first = [], set()
     for n in (6, 7, 8):
         report = _call(conn, queue, n, f)
         if report is None:
             return False
         moved.append(len(report.requeued) + len(report.dead))
+        if n == 6:
+            first = set(report.requeued + report.dead)
+    earliest = {c.id for c in held[:REAP.PER_CALL] if c}
     jobs.drop(conn, queue)
-    return f.expect(moved == [REAP.PER_CALL, 50, 0], f"150 leases lapsed: three calls of your recover.lua should "
-                    f"handle {REAP.PER_CALL}, 50 and 0 (at most {REAP.PER_CALL} a call, so that one call never holds "
-                    f"the node for long); they handled {moved}.")
+    return (f.expect(moved == [REAP.PER_CALL, 50, 0], f"150 leases lapsed: three calls of your recover.lua should "
+                     f"handle {REAP.PER_CALL}, 50 and 0 (at most {REAP.PER_CALL} a call, so that one call never "
+                     f"holds the node for long); they handled {moved}.")
+            and f.expect(first == earliest, f"150 leases lapsed, their deadlines 10 ms apart: the first call should "
+                         f"take the {REAP.PER_CALL} that lapsed earliest (they have waited longest); "
+                         f"{len(first - earliest)} of the ids it handled lapsed later than some it left in active."))
 
 
 def probes(node: Any, loaded: Loaded, f: Findings) -> bool:

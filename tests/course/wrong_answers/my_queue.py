@@ -227,6 +227,17 @@ VARIANTS: dict[str, Variant] = {
         RECOVER, "  if r[1] then", "  if true then"),
         "local tries = tonumber(r[1]) - ", "local tries = tonumber(r[1] or '0') - ")},
         ("an id in active whose row is gone (a removed job) leaves active and goes nowhere",)),
+    "03.6 attack: the latest deadline first": Variant("03.6", {"recover.lua": edit(
+        RECOVER, "redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now, 'LIMIT', 0, 100)",
+        "redis.call('ZREVRANGEBYSCORE', KEYS[1], '(' .. now, '-inf', 'LIMIT', 0, 100)")},
+        ("the first call should take the 100 that lapsed earliest",)),
+    "03.6 attack: a burial recorded unasked": Variant("03.6", {"recover.lua": edit(
+        RECOVER, "if ARGV[2] == '1' then", "if true then")},
+        ("the call not asking to record (no ARGV[2]): its burial writes no entry",)),
+    "03.6 attack: a burial without its reason": Variant("03.6", {"recover.lua": edit(
+        RECOVER, "redis.call('HSET', row, 'state', 'dead', 'last_error', 'stalled')",
+        "redis.call('HSET', row, 'state', 'dead')")},
+        ("its row keeps why as last_error, 'stalled'",)),
     # :processed keeps the token where the result belongs (its finding names :processed, not the parent's state)
     "05.2 attack: the token kept for the result": Variant("05.2", {"complete.lua": edit(
         FAN_IN, "redis.call('HSET', KEYS[4], ARGV[1], ARGV[5])", "redis.call('HSET', KEYS[4], ARGV[1], ARGV[2])")},

@@ -22,10 +22,10 @@ for _, id in ipairs(lapsed) do
     else
       -- the lapse of its last try: a poison job stops here, with its one ending
       redis.call('ZADD', KEYS[3], now, id)
-      redis.call('HSET', row, 'state', 'dead', 'last_error', 'stalled on its last attempt')
+      redis.call('HSET', row, 'state', 'dead', 'last_error', 'stalled')
       if ARGV[2] == '1' then
         redis.call('XADD', KEYS[4] .. 'stream:completions', '*', 'id', id, 'outcome', 'stalled',
-          'attempts', r[1], 'error', 'stalled on its last attempt')
+          'attempts', r[1], 'error', 'stalled')
       end
       buried[#buried + 1] = id
     end
