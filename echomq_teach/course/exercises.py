@@ -204,9 +204,11 @@ def cleaned(conns: tuple[Any, ...], queue: str) -> None:
     seen: set[int] = set()
     for conn in conns:
         client = getattr(conn, "client", None)
-        if client is None or id(client.connection_pool) in seen:
+        # one node's forks share a pool; a cluster client has none of its own, and is its own unit
+        where = id(getattr(client, "connection_pool", client))
+        if client is None or where in seen:
             continue
-        seen.add(id(client.connection_pool))
+        seen.add(where)
         try:
             by_tag: dict[str, list[str]] = {}
             for key in client.scan_iter(match=pattern, count=1000):
