@@ -47,6 +47,7 @@ from . import forms, predictions, progress_report
 from .checks import diagnosis
 from .registry import (
     HINTED,
+    REFERENCED,
     REGISTRY,
     SOLVED,
     TRIED,
@@ -203,9 +204,11 @@ def cleaned(conns: tuple[Any, ...], queue: str) -> None:
     seen: set[int] = set()
     for conn in conns:
         client = getattr(conn, "client", None)
-        if client is None or id(client.connection_pool) in seen:
+        # one node's forks share a pool; a cluster client has none of its own, and is its own unit
+        where = id(getattr(client, "connection_pool", client))
+        if client is None or where in seen:
             continue
-        seen.add(id(client.connection_pool))
+        seen.add(where)
         try:
             by_tag: dict[str, list[str]] = {}
             for key in client.scan_iter(match=pattern, count=1000):
@@ -337,7 +340,13 @@ def _judged(ex: Exercise, solution: Callable[..., Any]) -> Verdict:
             "again, the machine is busy: close other kernels, or wait a minute."], judged=False)
     except Exception as exc:  # noqa: BLE001 - a judge that could not run is said, not raised
         f.items.append(f"the judge could not finish its run ({_stopped(exc)}).")
-    verdict = _failed(ex, f.items + f.notes) if f.items else _passed(ex, f.notes)
+    if f.items:
+        verdict = _failed(ex, f.items + f.notes)
+    elif f.references:  # your queue judged with references loaded in place of your files: it passes, unsolved
+        REFERENCED.add(ex.key)
+        verdict = Verdict(f"{ex.key} {ex.title}", True, f.notes, reference=tuple(f.references))
+    else:
+        verdict = _passed(ex, f.notes)
     verdict.shown = f.shown
     return verdict
 

@@ -50,11 +50,17 @@ class Verdict:
     shown: list[Callable[[], Any]] = field(default_factory=list, repr=False, compare=False)
     #: False when the judge's own machinery failed (``Unjudged``): no verdict on the answer, no try counted
     judged: bool = field(default=True, repr=False, compare=False)
+    #: the stages whose loaded references passed (your queue's stages): a pass that is not the learner's own
+    reference: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def __str__(self) -> str:
         # a title that is a question reads badly with a colon after its "?"
         sep = " —" if self.exercise.endswith("?") else ":"
-        head = (f"✓ {self.exercise}{sep} solved." if self.ok else f"✗ {self.exercise}{sep} not yet." if self.judged
+        refs = ", ".join(self.reference)
+        head = (f"✓ {self.exercise}{sep} passes with the reference{'s' if len(self.reference) > 1 else ''} for "
+                f"{refs} loaded (not solved: write {'them' if len(self.reference) > 1 else 'it'} yourself to solve "
+                "it)." if self.ok and self.reference else
+                f"✓ {self.exercise}{sep} solved." if self.ok else f"✗ {self.exercise}{sep} not yet." if self.judged
                 else f"? {self.exercise}{sep} could not be judged.")
         return "\n".join([head] + [f"  • {f}" for f in self.findings])
 
@@ -88,6 +94,8 @@ class Findings:
         self.notes: list[str] = []
         #: what a verdict draws below its text in a notebook (a failing run's timeline): callables answering a figure
         self.shown: list[Callable[[], Any]] = []
+        #: the stages whose loaded references the check judged in place of the learner's work (your queue)
+        self.references: list[str] = []
 
     def expect(self, cond: bool, message: str) -> bool:
         """Keep ``message`` when ``cond`` is false; answers ``cond``."""
@@ -141,6 +149,8 @@ class Exercise:
 REGISTRY: dict[str, Exercise] = {}
 # what this kernel did: a passing check, a try that did not pass (its hint may be asked for), a hint given
 SOLVED: set[str] = set()
+#: your queue's stages that passed with a loaded reference, not the learner's files (never counted solved)
+REFERENCED: set[str] = set()
 TRIED: set[str] = set()
 HINTED: set[str] = set()
 
@@ -239,14 +249,17 @@ class Progress:
     solved: list[str]
     tried: list[str]
     hinted: list[str]
+    #: stages of your queue that passed with a loaded reference only
+    referenced: list[str] = field(default_factory=list)
 
     def __repr__(self) -> str:
-        if not (self.solved or self.tried or self.hinted):
+        if not (self.solved or self.tried or self.hinted or self.referenced):
             return "no exercise checked in this kernel yet: exercises.catalog() lists them."
         lines = []
-        for k in sorted(set(self.solved) | set(self.tried) | set(self.hinted)):
+        for k in sorted(set(self.solved) | set(self.tried) | set(self.hinted) | set(self.referenced)):
             e = REGISTRY[k]
-            state = "solved" if k in self.solved else "tried, not yet solved"
+            state = ("solved" if k in self.solved else "reference (passes with the reference loaded)"
+                     if k in self.referenced else "tried, not yet solved")
             hint = " · hint asked" if k in self.hinted else ""
             lines.append(f"{k:<5} {e.kind:<9} {e.title}: {state}{hint}")
         lines.append(f"{len(self.solved)} of {len(REGISTRY)} solved in this kernel")
@@ -257,4 +270,4 @@ class Progress:
 
 def progress() -> Progress:
     """What this kernel solved, tried and asked hints for (a restart starts it again; predictions stay kept)."""
-    return Progress(sorted(SOLVED), sorted(TRIED - SOLVED), sorted(HINTED))
+    return Progress(sorted(SOLVED), sorted(TRIED - SOLVED - REFERENCED), sorted(HINTED), sorted(REFERENCED - SOLVED))

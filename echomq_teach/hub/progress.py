@@ -329,7 +329,8 @@ def render(store: ProgressStore, now: float | None = None, known: Known | None =
         for x in exercises:
             c = cells.get((s, x))
             cls, label = ("none", "not started") if c is None else (
-                ("solved", "✓ solved") if c.solved else ("tried", c.label()))
+                ("solved", "✓ solved") if c.solved else ("reference", c.label()) if c.reference
+                else ("tried", c.label()))
             tds.append(f'<td class="{cls}" title="{e(c.last_finding) if c else ""}">{e(label)}</td>')
         if s in silent:
             body.append(f'<tr class="silent"><th>{e(s)} <span class="tag">never reported</span></th>'
@@ -350,7 +351,7 @@ def render(store: ProgressStore, now: float | None = None, known: Known | None =
 <style>
 body{{font:16px system-ui,sans-serif;margin:1.5em;color:#222}}
 table{{border-collapse:collapse}} th,td{{border:1px solid #ccc;padding:.4em .8em;text-align:left}}
-td.solved{{background:#d6f5d6}} td.tried{{background:#ffe2b3}} td.none{{color:#999}}
+td.solved{{background:#d6f5d6}} td.reference{{background:#dde6f7}} td.tried{{background:#ffe2b3}} td.none{{color:#999}}
 tr.rate td{{font-weight:bold}} .stuck li{{margin:.3em 0}} h2{{margin-top:1.2em}}
 tr.silent th{{color:#777;font-weight:normal}} .tag{{font-size:.8em;background:#eee;border-radius:.3em;padding:0 .4em}}
 .problem{{color:#a33}}

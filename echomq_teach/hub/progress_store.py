@@ -31,7 +31,8 @@ CREATE TABLE IF NOT EXISTS verdicts (
     tries INTEGER NOT NULL,
     hint INTEGER NOT NULL,
     finding TEXT NOT NULL,
-    at REAL NOT NULL
+    at REAL NOT NULL,
+    reference INTEGER NOT NULL DEFAULT 0
 )
 """
 #: "stuck": at least this many failed tries, the last one within the window, never solved
@@ -57,10 +58,14 @@ class Cell:
     hint: bool
     last_finding: str
     last_at: float
+    #: a stage of your queue that passed with a loaded reference, never solved by the student's own files
+    reference: bool = False
 
     def label(self) -> str:
         if self.solved:
             return "solved"
+        if self.reference:
+            return "reference" + (" · hint" if self.hint else "")
         return f"tried {self.tries}" + (" · hint" if self.hint else "")
 
 
@@ -72,7 +77,7 @@ def validate(body: object, exercises: Iterable[str] | None = None) -> dict[str, 
     """
     if not isinstance(body, dict):
         raise BadVerdict("the body must be a JSON object")
-    allowed = {"exercise", "solved", "tries", "hint", "finding", "at"}
+    allowed = {"exercise", "solved", "reference", "tries", "hint", "finding", "at"}
     extra = sorted(set(body) - allowed)
     if extra:
         # a "student" (or "user") field is refused outright: the name comes from the token alone
@@ -90,6 +95,8 @@ def validate(body: object, exercises: Iterable[str] | None = None) -> dict[str, 
         raise BadVerdict(f"tries must be a whole number from 0 to {MAX_TRIES}")
     if not isinstance(body.get("hint", False), bool):
         raise BadVerdict("hint must be true or false")
+    if not isinstance(body.get("reference", False), bool) or (body.get("reference") and body["solved"]):
+        raise BadVerdict("reference must be true or false, and never true with solved")
     finding = body.get("finding", "")
     if not isinstance(finding, str):
         raise BadVerdict("finding must be a string")
@@ -102,6 +109,7 @@ def validate(body: object, exercises: Iterable[str] | None = None) -> dict[str, 
         "solved": body["solved"],
         "tries": tries,
         "hint": body.get("hint", False),
+        "reference": body.get("reference", False),
         "finding": finding.splitlines()[0][:MAX_FINDING] if finding else "",
     }
 
@@ -131,6 +139,9 @@ class ProgressStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         with self._db:
             self._db.execute(SCHEMA)
+            # a store from before the reference column: it gains it (every old row: not a reference)
+            if "reference" not in {r[1] for r in self._db.execute("PRAGMA table_info(verdicts)")}:
+                self._db.execute("ALTER TABLE verdicts ADD COLUMN reference INTEGER NOT NULL DEFAULT 0")
 
     def _conn(self) -> sqlite3.Connection:
         return self._db
@@ -148,8 +159,10 @@ class ProgressStore:
         at = time.time() if now is None else now
         with self._conn() as db:
             db.execute(
-                "INSERT INTO verdicts (student, exercise, solved, tries, hint, finding, at) VALUES (?,?,?,?,?,?,?)",
-                (student, v["exercise"], int(v["solved"]), v["tries"], int(v["hint"]), v["finding"], at),
+                "INSERT INTO verdicts (student, exercise, solved, tries, hint, finding, at, reference) "
+                "VALUES (?,?,?,?,?,?,?,?)",
+                (student, v["exercise"], int(v["solved"]), v["tries"], int(v["hint"]), v["finding"], at,
+                 int(v["reference"])),
             )
 
     def rows(self) -> list[tuple]:
@@ -172,11 +185,15 @@ class ProgressStore:
         file): each has a row even before their kernel reported anything.
         """
         cells: dict[tuple[str, str], Cell] = {}
-        for student, ex, solved, tries, hint, finding, at in self.rows():
+        with self._conn() as db:
+            rows = db.execute("SELECT student, exercise, solved, tries, hint, finding, at, reference FROM verdicts "
+                              "ORDER BY id").fetchall()
+        for student, ex, solved, tries, hint, finding, at, reference in rows:
             c = cells.get((student, ex))
             if c is None:
                 c = cells[(student, ex)] = Cell(False, 0, False, "", 0.0)
             c.solved = c.solved or bool(solved)
+            c.reference = c.reference or bool(reference)
             c.tries = max(c.tries, tries)
             c.hint = c.hint or bool(hint)
             c.last_at = max(c.last_at, at)
@@ -208,7 +225,7 @@ class ProgressStore:
         out = [
             (s, e, c.tries, c.last_finding)
             for (s, e), c in cells.items()
-            if not c.solved and c.tries >= STUCK_TRIES and now - c.last_at <= STUCK_WINDOW_S
+            if not c.solved and not c.reference and c.tries >= STUCK_TRIES and now - c.last_at <= STUCK_WINDOW_S
         ]
         return sorted(out, key=lambda r: (-r[2], r[0], r[1]))
 

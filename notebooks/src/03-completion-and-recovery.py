@@ -751,10 +751,12 @@ exercises.check("03.6", mine)
 # call recorded: on an empty queue, on one job, on a job whose handler fails, with no budget beside a lapsed
 # lease and a retry that came due, and with a budget of one beside three jobs. Then, on two seeds it draws,
 # three worker processes beat with **your** beat.py and your scripts, and no metronome: twelve jobs, two that
-# fail once, one poison, under a seeded nemesis of a kill and a freeze past the lease. It passes only when
-# every answer is right and, on every seed, the checker says valid, the queue keeps the table, every job
-# ended (the poison buried at its cap), and the jobs the killed workers held came back. A job that never
-# finishes is named, with where it was left and why. About ten seconds a check.
+# fail once, one poison, under a seeded nemesis of a kill and a freeze past the lease; then, late, once the
+# queue drained and every worker has been beating a while, one more freeze past the lease of a worker at
+# work. It passes only when every answer is right and, on every seed, the checker says valid, the queue keeps
+# the table, every job ended (the poison buried at its cap), and the jobs the killed and the late-frozen
+# workers held came back. A job that never finishes is named, with where it was left and why. About fifteen
+# seconds a check.
 
 # %%
 print(mine.begin("03.7"))

@@ -440,3 +440,29 @@ def test_a_hub_that_does_not_answer_costs_the_silent_rows_not_the_page(tmp_path)
     known = asyncio.run(progress.known_students(settings))
     assert known.names == [] and len(known.problems) == 2 and "the roster could not be read" in known.problems[0]
     assert store.grid(known.names)[0] == ["ada"]  # the reported rows stand on their own
+
+
+def test_a_stage_passed_with_a_loaded_reference_shows_as_reference_never_solved(tmp_path):
+    from echomq_teach.hub.progress_store import BadVerdict
+
+    verdict = exercises.Verdict("02.2 x", True, [], reference=("02.2",))
+    body = progress_report.payload("02.2", verdict)
+    assert body["solved"] is False and body["reference"] is True
+    # a store from before the reference column gains it; its old rows are no reference
+    old = tmp_path / "old.sqlite"
+    with sqlite3.connect(old) as db:
+        db.execute("CREATE TABLE verdicts (id INTEGER PRIMARY KEY AUTOINCREMENT, student TEXT NOT NULL, exercise TEXT "
+                   "NOT NULL, solved INTEGER NOT NULL, tries INTEGER NOT NULL, hint INTEGER NOT NULL, finding TEXT NOT "
+                   "NULL, at REAL NOT NULL)")
+        db.execute("INSERT INTO verdicts (student, exercise, solved, tries, hint, finding, at) "
+                   "VALUES ('bo', '01.2', 1, 1, 0, '', 1.0)")
+    store = ProgressStore(old)
+    store.record("ann", body, ["02.2"])
+    before = store.rows()
+    with pytest.raises(BadVerdict, match="reference"):
+        store.record("ann", {**body, "solved": True}, ["02.2"])
+    assert store.rows() == before
+    _, _, cells = store.grid()
+    assert cells[("ann", "02.2")].label() == "reference" and not cells[("ann", "02.2")].solved
+    assert cells[("bo", "01.2")].label() == "solved"
+    assert "reference" in store.csv() and store.solve_rates()["02.2"] == (0, 1)

@@ -68,6 +68,9 @@ def after(node: Any, loaded: Loaded, f: Findings) -> None:
     """Then fast: one clean drain of your queue and one of the kit's, side by side in the verdict's notes."""
     yours = drain_cost(node, "your queue", scripts=loaded.scripts, beat=loaded.beat_file)
     kits = drain_cost(node, "the kit's  ")
+    # a beat.py load_reference put there, unedited, is the reference's: its figure is labelled as such
+    ref = loaded.folder.reference_in("beat.py") if loaded.beat_file is not None else None
+    mine = f"  {yours}" + (f"   (with {ref}'s reference beat.py: the reference's figure, not yours)" if ref else "")
     f.notes += ["valid on every seed; then fast — one clean drain of 200 jobs by 3 worker processes on the judge's "
                 "node (the kit's workers leave promote and recovery to a metronome; yours sweep in their beats):",
-                f"  {yours}", f"  {kits}"]
+                mine, f"  {kits}"]

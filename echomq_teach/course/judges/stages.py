@@ -63,6 +63,8 @@ def judge_stage(key: str, answer: Any, f: Findings, seeds: Iterable[int] | None 
         after = getattr(judge, "after", None)
         if after is not None:
             after(node, loaded, f)
+        # a pass of files load_reference put there, unedited, is the references', not the learner's
+        f.references = mine.references_for(key)
     finally:
         node.stop()
 

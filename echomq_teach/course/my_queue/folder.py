@@ -7,12 +7,16 @@ that what they store is what a learner sees before writing anything).
 
 A stage's files are copied in from the starter (``starter/`` beside this module) the first time you begin that
 stage or check it; a file you have written is never overwritten, except by ``load_reference``, which keeps your
-version in ``my_queue/replaced/`` first. The references are the course's solutions: ``solutions/my_queue/``
-beside the notebooks (``notebooks/solutions/my_queue/`` in the repository), one folder per stage.
+version in ``my_queue/replaced/`` first and records each file's hash (``.references.json``): a stage whose files
+still hold the loaded reference passes as the reference's, never as solved, until you edit them. The references
+are the course's solutions: ``solutions/my_queue/`` beside the notebooks (``notebooks/solutions/my_queue/`` in
+the repository), one folder per stage.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -31,6 +35,8 @@ NAME = "my_queue"
 #: what a starter file holds until it is written: a Lua body's one line, beat.py's one raise
 STARTER_MARKS = ("is not written yet",)
 _REFERENCES = Path("solutions") / NAME
+#: which file holds which stage's reference, by its content's hash when loaded (an edit makes the file yours again)
+LOADED = ".references.json"
 
 
 def where() -> Path:
@@ -112,6 +118,7 @@ class Folder:
             raise BadInput(f"no reference for stage {key} at {src}")
         self.begin(key)
         lines = []
+        loaded = self._loaded()
         for ref in sorted(src.iterdir()):
             if ref.name not in FILES:
                 continue
@@ -124,7 +131,36 @@ class Folder:
             else:
                 lines.append(f"{ref.name}: the reference of {key}")
             shutil.copyfile(ref, mine)
+            loaded[ref.name] = {"stage": key, "sha256": _digest(mine)}
+        self._write_loaded(loaded)
         return "\n".join(lines)
+
+    def _loaded(self) -> dict[str, dict[str, str]]:
+        p = self.path / LOADED
+        try:
+            data = json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}
+        except ValueError:
+            return {}  # a record no longer readable counts nothing as a reference
+        return data if isinstance(data, dict) else {}
+
+    def _write_loaded(self, loaded: dict[str, dict[str, str]]) -> None:
+        (self.path / LOADED).write_text(json.dumps(loaded, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+    def reference_in(self, name: str) -> str | None:
+        """The stage whose reference file ``name`` holds, as ``load_reference`` put it there (not edited since);
+        None when the file is yours."""
+        entry = self._loaded().get(name)
+        p = self.file(name)
+        if not isinstance(entry, dict) or not p.is_file() or entry.get("sha256") != _digest(p):
+            return None
+        return str(entry.get("stage"))
+
+    def references_for(self, key: str) -> list[str]:
+        """The stages whose references stage ``key``'s check would judge in place of your work: its own files
+        (the whole queue for a stage with none of its own) when each holds a reference; [] when one is yours."""
+        names = stage(key).files or files_upto(key)
+        held = [self.reference_in(n) for n in names]
+        return sorted({s for s in held if s}) if held and all(held) else []
 
     def unwritten(self, key: str) -> list[tuple[str, str]]:
         """The files the stages up to ``key`` ask for that are not written yet, each with the stage that first
@@ -150,12 +186,18 @@ class Folder:
         """Each file: written, the starter, or not there yet; and each stage with what it asks."""
         lines = [f"your queue's folder: {self.path}"]
         for name in FILES:
-            state = "written" if self.written(name) else "the starter" if self.file(name).exists() else "not yet"
-            lines.append(f"  {name:<13} {state:<12} (stage {first_asked(name).key})")
+            ref = self.reference_in(name)
+            state = (f"{ref}'s reference" if ref else "written" if self.written(name)
+                     else "the starter" if self.file(name).exists() else "not yet")
+            lines.append(f"  {name:<13} {state:<17} (stage {first_asked(name).key})")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
         return self.status()
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def folder(path: str | os.PathLike[str] | None = None) -> Folder:
@@ -179,7 +221,8 @@ def readme_text() -> str:
         "file here (its starter comes in when you begin the stage) or grows one; open them in JupyterLab's editor.",
         "A stage's check runs your queue on a node of its own, under a seeded nemesis, and judges it as the kit's",
         'is judged: `exercises.check("02.2", my_queue.folder())`. Stuck on a stage? `my_queue.folder()',
-        '.load_reference("02.2")` puts its reference here (yours is kept in `replaced/`), and you go on.',
+        '.load_reference("02.2")` puts its reference here (yours is kept in `replaced/`), and you go on; its check',
+        "then says it passes with the reference loaded (not solved) until you edit the stage's files.",
         "",
         "| stage | files | what it asks |",
         "| --- | --- | --- |",
