@@ -38,7 +38,7 @@
 # | `01-lifecycle` | the four sets and the row; every state and every way into it | 60 min |
 # | `02-claim-and-lease` | `@claim2` line by line; the lease, the fencing token, the ghost guard, pause | 80 min |
 # | `03-completion-and-recovery` | the fence; the retry fork; reap, the counted sweep, who calls them | 175 min |
-# | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | 75 min |
+# | `04-two-executors` | the same claim as a script and as the native command `EMQ.CLAIM` | 70 min |
 # | `05-flows` | a parent and its children; the counter that ticks to zero; the child policies | 90 min |
 # | `06-workshop` | the whole machine, end to end: trace a job, compose a flow; the pattern behind it | 30 min |
 # | `07-when-things-fail` | races and crash points: what at-least-once means, shown | 80 min |
