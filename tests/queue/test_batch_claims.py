@@ -229,15 +229,17 @@ def test_a_refused_settle_in_a_batch_is_raised_and_the_others_settle(either: Con
 
 def test_the_lease_guard_settles_what_is_done_when_a_batch_outlasts_its_leases(either: Connector,
                                                                               queue: str) -> None:
-    # four 80 ms handlers under 200 ms leases: settled only at the end, every batch would go stale (the reap
-    # takes all four back first) and run again, for ever; settled when half the lease is gone, it drains
+    # four 400 ms handlers under 1 s leases: settled only at the end, every batch would go stale (the reap
+    # takes all four back first) and run again, for ever; settled when half the lease is gone, it drains.
+    # The guard is read before each handler: 400 ms in, short of the half by 100 ms (80 ms under 200 ms
+    # leases left 20 ms, which a loaded machine's first handler outlasted), 800 ms in, past it
     ids = enqueue(either, queue, 4)
 
     def slow(job: jobs.Claimed) -> str:
-        time.sleep(0.08)
+        time.sleep(0.4)
         return "done"
 
-    pool = Pool(either, queue, slow, size=1, batch=4, lease_ms=200, metronome_ms=10, idle_sleep_ms=2)
+    pool = Pool(either, queue, slow, size=1, batch=4, lease_ms=1_000, metronome_ms=50, idle_sleep_ms=10)
     try:
         report = pool.run(timeout=20, until_idle=True)
         trace = list(pool.consumers[0].conn.trace)
