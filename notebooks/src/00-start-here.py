@@ -67,9 +67,11 @@
 # their traces, the scripts themselves (read from the kit's `lua/` folder, never retyped), a widget
 # to step through, and exercises. Most exercises ask you to **predict** what the queue will do, to
 # **diagnose** a queue left in a strange state, or to **repair** it; a few ask you to **build** a piece
-# yourself, judged by the queue's checker under injected faults. Each gives you a function to fill in (a
-# prediction: your answer itself, as data, whose first form that fits is kept) and a **check** that runs it
-# on fresh queues (of your node, or of nodes it starts) and says what is not yet true. After a try that did
+# yourself, judged by the queue's checker under injected faults, most of them stages of **your own
+# queue**: Lua files and a worker's beat in a folder, `my_queue/`, beside these notebooks, that you grow
+# from 02 to 10. Each gives you something to fill in (a function; for a prediction, your answer itself, as
+# data, whose first form that fits is kept; for a stage, its files) and a **check** that runs it on fresh
+# queues (of your node, or of nodes it starts) and says what is not yet true. After a try that did
 # not pass, `exercises.hint("01.2")` (with the exercise's number) gives a hint; a prediction's, once your
 # first prediction is kept. A prediction asks about a case no cell runs: trying it on your own node before
 # you answer is allowed, and is how one learns, but setting the case up takes the same understanding.

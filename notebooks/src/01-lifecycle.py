@@ -146,7 +146,8 @@ tour.close()
 # `"retry at the cap"`, `"reap"`, `"promote"`. Three of them end in pending: the set alone cannot tell
 # them apart, the row's fields can (the table of the keyspace above names them). Read, and move
 # nothing: the check wants the queue as it left it, and refuses a function that writes while it
-# runs, even to a copy, even when it puts everything back.
+# runs, even to a copy, even when it puts everything back (on a node of your own; on a classroom's
+# shared node it compares only what is left behind).
 # *Solution: `solutions/01_1_which_transition.py`.*
 
 # %%

@@ -358,14 +358,15 @@ print(mine.begin("02.2"))  # stage 1's files, copied in from the starter when th
 # The check starts a node of its own (not this notebook's). It calls your claim on cases whose answers
 # are known (an empty queue, two jobs, two ghosts, eleven), records a zombie as a run records it
 # (claimed, lapsed, swept, claimed again; the first worker completes late) and hands that history to the
-# checker, then calls your renewal for four callers, each asking a lease of its own. Then, on two seeds
-# it draws, three worker processes claim with **your** claim.lua and run handlers that work 2 s on a 1.5 s
-# lease, renewing every 100 ms by **your** renew.lua, while a seeded nemesis freezes and kills them. It
-# passes only when every answer is right and, on every seed, the checker finds the run valid, the queue
-# keeps notebook 01's table, and your renewal kept the lease of every handler no fault touched. A Lua
-# error comes back as a finding naming the file and the line; a failing run shows the checker's
-# counterexample and draws the run's timeline. About ten seconds a check. *Reference: `solutions/my_queue/02_2/`
-# (`mine.load_reference("02.2")`).*
+# checker, then calls your renewal for six callers: four around a lease (the two that hold the job each
+# ask a lease of their own), two after their handler's retry sent the job to schedule or to dead. Then,
+# on two seeds it draws, three worker processes claim with **your** claim.lua and run handlers that work
+# 2 s on a 1.5 s lease, renewing every 100 ms by **your** renew.lua, while a seeded nemesis freezes and
+# kills them. It passes only when every answer is right and, on every seed, the checker finds the run
+# valid, the queue keeps notebook 01's table, and your renewal kept the lease of every handler no fault
+# touched. A Lua error comes back as a finding naming the file and the line; a failing run shows the
+# checker's counterexample and draws the run's timeline. About ten seconds a check. *Reference:
+# `solutions/my_queue/02_2/` (`mine.load_reference("02.2")`).*
 
 # %%
 exercises.check("02.2", mine)

@@ -152,7 +152,8 @@ assert third.attempts == 3 and jobs.complete(conn, Q2, job, 1, "late") == jobs.S
 # each job's id to the token its quiet worker holds. **Diagnose**, from the rows alone, whose completion
 # the node would accept if that worker woke up now, and return the set of those ids. Read, do not try:
 # the check wakes the workers itself, afterwards, and refuses a function that writes while it runs,
-# even to a copy. *Solution: `solutions/03_1_who_can_still_settle.py`.*
+# even to a copy (on a node of your own; on a classroom's shared node it compares what is left
+# behind). *Solution: `solutions/03_1_who_can_still_settle.py`.*
 
 # %%
 from echomq_teach.course import exercises  # noqa: E402
