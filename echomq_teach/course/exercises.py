@@ -130,13 +130,15 @@ def check(key: str, solution: Callable[..., Any], *conns: Any) -> Verdict:
     """
     tried = key in TRIED
     TRIED.discard(key)  # is this check a try? (a starter's verdict is not)
-    verdict = _check(key, solution, *conns)
-    unkept = _unkept_before(key) if not verdict.ok and key in TRIED else None
-    if unkept is not None:
-        TRIED.discard(key)
-        verdict = Verdict(verdict.exercise, False, [KEEP_FIRST.format(key=unkept)])
-    if tried:
-        TRIED.add(key)
+    try:
+        verdict = _check(key, solution, *conns)
+        unkept = _unkept_before(key) if not verdict.ok and key in TRIED else None
+        if unkept is not None:
+            TRIED.discard(key)
+            verdict = Verdict(verdict.exercise, False, [KEEP_FIRST.format(key=unkept)])
+    finally:  # an earlier try stays counted, also when this check raised (no native module here)
+        if tried:
+            TRIED.add(key)
     if verdict.judged:  # a run the judge could not finish is no try: the live view is told nothing
         progress_report.report(key, verdict)  # on a hub only (course/progress_report.py)
     return verdict
