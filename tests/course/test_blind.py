@@ -70,6 +70,7 @@ TELLS: dict[str, tuple[tuple[str, str], ...]] = {
          r"(no sweep since|before any sweep)[^.\n]{0,30}\b(still holds?|still held|passes)\b",
          "a lapsed lease's completion with no sweep since, stated"),
         (r"fence reads no clock", "the fence's clock, stated"),
+        (r"deadline is not checked|not the fence's (business|concern|job)", "the fence's clock, stated"),
         (r"fence[^.\n]{0,60}\b(compares|reads|wants)\b[^.\n]{0,60}\b(state|active)\b",
          "the fence's state test, stated"),
         (r"(with|carrying|still holds?|still held) the current token[^.\n]{0,60}\b(active|state)\b",
@@ -303,6 +304,8 @@ def test_the_tells_catch_the_leaks_issue_31_names():
                   "first."),
                  ("docs/decisions.md paragraph 11 (a docs file 02 names)", "The deadline is not checked: a\nworker "
                   "whose lease lapsed still completes if no sweep ran first."),
+                 ("docs/decisions.md D-3 (a docs file 02 names)", "The deadline is not checked: a lease's end is "
+                  "the sweeps' business, not the fence's."),
                  ("02 cell (its source)", 'print("the fence reads no clock: with no sweep since, that worker still '
                   'held the current token and an",\n          "active row")')],
         "04.1": [("04 cell (prose below 04.1)", "On a paused queue with a ghost at its head, the script pops the ghost "
