@@ -206,9 +206,11 @@ def cleaned(conns: tuple[Any, ...], queue: str) -> None:
     seen: set[int] = set()
     for conn in conns:
         client = getattr(conn, "client", None)
+        if client is None:
+            continue
         # one node's forks share a pool; a cluster client has none of its own, and is its own unit
         where = id(getattr(client, "connection_pool", client))
-        if client is None or where in seen:
+        if where in seen:
             continue
         seen.add(where)
         try:

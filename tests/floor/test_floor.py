@@ -335,13 +335,8 @@ def test_the_floor_archives_every_ending(either, queue, tmp_path):
         assert (parent.error, parent.attempts, parent.result) == (f"child {made['stalled']} failed: stalled", 0, None)
         (removed,) = reads.by_job(fl, queue, made["removed"])
         assert (removed.error, removed.attempts) == ("removed while pending", 0)
-        fig = reads.plot_throughput(fl, queue)
-        try:
-            assert [ln.get_label() for ln in fig.axes[0].get_lines()] == list(jobs.OUTCOMES)
-        finally:
-            import matplotlib.pyplot as plt
-
-            plt.close(fig)
+        fig = reads.plot_throughput(fl, queue)  # closed by conftest's no_figure_left_open, as every test's
+        assert [ln.get_label() for ln in fig.axes[0].get_lines()] == list(jobs.OUTCOMES)
 
 
 def test_a_version_1_floor_is_read_as_it_is_and_moved_up_when_written(tmp_path):
